@@ -1,0 +1,3 @@
+from ard_mcp.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,175 @@
+"""`ard-mcp`: serve the registry over MCP, ingest catalogs, search, rebuild the vector index.
+
+Heavy imports (the MCP SDK, chromadb, onnxruntime) happen inside the subcommands, so `ard-mcp --help`
+is instant and `serve` reaches the MCP handshake before the model has loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ard_mcp import __version__
+from ard_mcp.config import Config, default_data_dir, env
+from ard_mcp.errors import ArdError
+
+log = logging.getLogger("ard_mcp")
+TRANSPORTS = ("stdio", "sse", "streamable-http")
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr (stdout may be a pipe the user is reading JSON from)."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.started = time.monotonic()
+        self.tty = sys.stderr.isatty()
+        self.last = -1.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - self.last < (0.1 if self.tty else 5.0):
+            return
+        self.last = now
+        width = 30
+        filled = int(width * done / total) if total else width
+        rate = done / max(now - self.started, 1e-6)
+        line = f"{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} texts ({rate:.0f}/s)"
+        sys.stderr.write(("\r" + line) if self.tty else line + "\n")
+        if self.tty and done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(env("DATA_DIR") or default_data_dir()),
+        help="where the catalog and its index live (ARD_MCP_DATA_DIR; default %(default)s)",
+    )
+    parser.add_argument(
+        "--model-dir",
+        type=Path,
+        default=Path(m) if (m := env("MODEL_DIR")) else None,
+        help="embedding model directory with model.json (ARD_MCP_MODEL_DIR; default: the bundled model)",
+    )
+    parser.add_argument("--log-level", default=env("LOG_LEVEL", "INFO"), help="logging level on stderr (ARD_MCP_LOG_LEVEL)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ard-mcp", description="Agent discovery registry (ARD v0.5) as an MCP server.")
+    parser.add_argument("--version", action="version", version=f"ard-mcp {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the MCP server")
+    _common(serve)
+    serve.add_argument("--transport", choices=TRANSPORTS, default=env("TRANSPORT", "stdio"), help="(ARD_MCP_TRANSPORT; default %(default)s)")
+    serve.add_argument("--host", default=env("HOST", "127.0.0.1"), help="HTTP bind address (ARD_MCP_HOST; default %(default)s)")
+    serve.add_argument("--port", type=int, default=int(env("PORT", "8000") or 8000), help="HTTP port (ARD_MCP_PORT; default %(default)s)")
+    serve.add_argument("--public-url", default=env("PUBLIC_URL"), help="URL this registry is reached at, reported as each result's source (ARD_MCP_PUBLIC_URL)")
+
+    ingest = commands.add_parser("ingest", help="load ai-catalog.json files into the registry")
+    _common(ingest)
+    ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    ingest.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    search = commands.add_parser("search", help="search the registry and print the search_agents JSON")
+    _common(search)
+    search.add_argument("text")
+    search.add_argument("--filter", type=json.loads, default=None, help='ARD filter as JSON, e.g. \'{"type": ["application/mcp-server+json"]}\'')
+    search.add_argument("--page-size", type=int, default=10)
+    search.add_argument("--page-token", default=None)
+
+    reindex = commands.add_parser("reindex", help="rebuild the vector index from the stored catalog (after a crash or a model change)")
+    _common(reindex)
+    return parser
+
+
+def _config(args: argparse.Namespace) -> Config:
+    return Config(data_dir=args.data_dir, model_dir=args.model_dir, source_url=getattr(args, "public_url", None))
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from ard_mcp.server import build_server
+
+    server = build_server(_config(args))
+    if args.transport == "stdio":
+        server.run()
+    else:
+        log.info("serving MCP over %s on http://%s:%d", args.transport, args.host, args.port)
+        server.run(args.transport, host=args.host, port=args.port)
+    return 0
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from ard_mcp.ingest import file_entries
+    from ard_mcp.registry import IngestReport, Registry
+
+    registry = Registry(_config(args))
+    total = IngestReport()
+    try:
+        for path in args.paths:
+            try:
+                report = registry.register_many(file_entries(path), ProgressBar(f"embedding {path.name}"))
+            except ArdError as exc:
+                total.rejected.append(exc.message)
+                continue
+            total.added += report.added
+            total.updated += report.updated
+            total.unchanged += report.unchanged
+            total.rejected += report.rejected
+    finally:
+        registry.close()
+    if args.json:
+        print(json.dumps(total.as_dict(), indent=2))
+    else:
+        print(f"added {total.added}, updated {total.updated}, unchanged {total.unchanged}, rejected {len(total.rejected)}")
+        for reason in total.rejected:
+            print(f"  rejected {reason}")
+    return 1 if total.rejected and not (total.added or total.updated or total.unchanged) else 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    from ard_mcp.registry import Registry
+
+    registry = Registry(_config(args))
+    try:
+        response = registry.search(args.text, args.filter, args.page_size, args.page_token)
+    finally:
+        registry.close()
+    print(json.dumps(response.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False))
+    return 0
+
+
+def _reindex(args: argparse.Namespace) -> int:
+    from ard_mcp.registry import Registry
+
+    registry = Registry(_config(args), rebuilding=True)
+    try:
+        examples = registry.reindex(ProgressBar("reindexing"))
+        agents = registry.store.count()
+    finally:
+        registry.close()
+    print(f"reindexed {examples} examples of {agents} agents")
+    return 0
+
+
+COMMANDS: dict[str, Any] = {"serve": _serve, "ingest": _ingest, "search": _search, "reindex": _reindex}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
+    for noisy in ("chromadb", "httpx", "mcp.server.lowlevel"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        return int(COMMANDS[args.command](args))
+    except ArdError as exc:
+        print(f"ard-mcp: {exc.message}", file=sys.stderr)
+        return 2

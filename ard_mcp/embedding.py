@@ -1,0 +1,190 @@
+"""The sentence embedder: a sentence-transformers ONNX export run with onnxruntime and tokenizers.
+
+The files are checked against the sha256 sums in `model.json` before use, so a truncated or swapped
+file fails loudly instead of producing vectors from another space. Nothing is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ard_mcp.errors import ModelMismatch
+
+log = logging.getLogger(__name__)
+
+_BATCH = 64
+
+
+def bundled_model_dir() -> Path:
+    """Where the model ships: inside the wheel (`ard_mcp/bundled_model`) or at the top of a checkout."""
+    package = Path(__file__).resolve().parent
+    for candidate in (package / "bundled_model", package.parent / "models"):
+        if (candidate / "model.json").is_file():
+            return candidate
+    raise ModelMismatch(f"the bundled model is missing: neither {package / 'bundled_model'} nor {package.parent / 'models'} has model.json")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What `model.json` says about a model directory."""
+
+    directory: Path
+    id: str
+    dimension: int
+    pooling: str
+    normalize: bool
+    max_length: int
+    sha256: dict[str, str]
+
+    @classmethod
+    def load(cls, directory: Path) -> ModelSpec:
+        path = directory / "model.json"
+        try:
+            raw = json.loads(path.read_text())
+            return cls(
+                directory=directory,
+                id=str(raw["id"]),
+                dimension=int(raw["dimension"]),
+                pooling=str(raw.get("pooling", "mean")),
+                normalize=bool(raw.get("normalize", True)),
+                max_length=int(raw.get("max_length", 256)),
+                sha256=dict(raw["files"]),
+            )
+        except FileNotFoundError:
+            raise ModelMismatch(f"{path} is missing: a model directory needs model.json, model.onnx and tokenizer.json") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ModelMismatch(f"{path} is not a valid model description ({exc})") from None
+
+    def verify(self) -> None:
+        for name in ("model.onnx", "tokenizer.json"):
+            path = self.directory / name
+            expected = self.sha256.get(name)
+            if not path.is_file():
+                raise ModelMismatch(f"model file {path} is missing")
+            digest = hashlib.sha256()
+            with path.open("rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+            if expected != digest.hexdigest():
+                raise ModelMismatch(f"model file {path} has sha256 {digest.hexdigest()}, but model.json names {expected}")
+
+
+class Embedder:
+    """Turns texts into L2-normalised float32 vectors; thread-safe, loaded once per process."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        spec.verify()
+        self.spec = spec
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3
+        self._session = onnxruntime.InferenceSession(
+            str(spec.directory / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._tokenizer = Tokenizer.from_file(str(spec.directory / "tokenizer.json"))
+        self._tokenizer.enable_truncation(max_length=spec.max_length)
+        self._tokenizer.enable_padding(pad_id=self._tokenizer.token_to_id("[PAD]") or 0, pad_token="[PAD]")
+        self._lock = threading.Lock()
+        log.info("loaded embedding model %s from %s", spec.id, spec.directory)
+
+    @property
+    def dimension(self) -> int:
+        return self.spec.dimension
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed in length-sorted batches (less padding, so ingest runs near the model's raw speed)."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for start in range(0, len(order), _BATCH):
+            idx = order[start : start + _BATCH]
+            out[idx] = self._embed_batch([texts[i] for i in idx])
+        return out
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self._embed_batch([text])[0]
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        if self.spec.pooling == "cls":
+            pooled = hidden[:, 0]
+        else:
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        if self.spec.normalize:
+            pooled = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+        return pooled.astype(np.float32)
+
+
+_embedders: dict[Path, Embedder] = {}
+_embedders_lock = threading.Lock()
+
+
+def load_embedder(model_dir: Path | None = None) -> Embedder:
+    """One embedder per model directory per process: the session costs ~0.3 s and ~60 MB to build."""
+    directory = (model_dir or bundled_model_dir()).resolve()
+    with _embedders_lock:
+        if directory not in _embedders:
+            _embedders[directory] = Embedder(ModelSpec.load(directory))
+        return _embedders[directory]
+
+
+@functools.cache
+def chroma_embedding_function() -> type:
+    """The registered Chroma embedding function class, imported lazily so start-up skips chromadb."""
+    from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+    from chromadb.utils.embedding_functions import register_embedding_function
+
+    @register_embedding_function
+    class ArdOnnxEmbeddingFunction(EmbeddingFunction[Documents]):
+        """Chroma's hook onto our embedder, registered so a reopened collection never falls back to
+        Chroma's default function (which downloads a model and fails offline)."""
+
+        def __init__(self, model_dir: str | None = None) -> None:
+            self._model_dir = model_dir
+            self._embedder = load_embedder(Path(model_dir) if model_dir else None)
+
+        def __call__(self, input: Documents) -> Embeddings:
+            return list(self._embedder.embed(list(input)))
+
+        @staticmethod
+        def name() -> str:
+            return "ard-mcp-onnx"
+
+        def get_config(self) -> dict[str, Any]:
+            return {"model_dir": self._model_dir}
+
+        @staticmethod
+        def build_from_config(config: dict[str, Any]) -> ArdOnnxEmbeddingFunction:
+            return ArdOnnxEmbeddingFunction(config.get("model_dir"))
+
+        def default_space(self) -> str:  # type: ignore[override]
+            return "cosine"
+
+        def supported_spaces(self) -> list[str]:  # type: ignore[override]
+            return ["cosine"]
+
+        def is_legacy(self) -> bool:
+            return False
+
+    return ArdOnnxEmbeddingFunction

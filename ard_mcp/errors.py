@@ -1,0 +1,51 @@
+"""The registry's failures, each with the ARD v0.5 error code (Appendix B) and HTTP status it maps to.
+
+The core raises only these; the MCP tools turn them into `ToolError`s and the HTTP routes into
+the spec's error object, so a caller on any surface sees the same specific message.
+"""
+
+from __future__ import annotations
+
+
+class ArdError(Exception):
+    """Base of every error the registry reports to a caller on purpose."""
+
+    code = "INTERNAL_ERROR"
+    http_status = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidArgument(ArdError):
+    """The request or the entry breaks a rule; the message names the field and the rule."""
+
+    code = "INVALID_ARGUMENT"
+    http_status = 400
+
+
+class NotFound(ArdError):
+    code = "NOT_FOUND"
+    http_status = 404
+
+
+class StaleEntry(ArdError):
+    """A registration older than the stored entry: refused so an old copy never overwrites a newer one."""
+
+    code = "STALE_METADATA"
+    http_status = 409
+
+
+class DataDirInUse(ArdError):
+    """Another process owns the data directory (two writers corrupt Chroma and race on SQLite)."""
+
+    code = "UNAVAILABLE"
+    http_status = 503
+
+
+class ModelMismatch(ArdError):
+    """The index was built with another embedding model or the model files are not the ones named."""
+
+    code = "FAILED_PRECONDITION"
+    http_status = 500

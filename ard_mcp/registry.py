@@ -1,0 +1,419 @@
+"""The registry: the one core behind the MCP tools, the CLI and the HTTP routes.
+
+It owns a data directory (`catalog.sqlite3`, the source of truth, and `chroma/`, the derived vectors),
+validates before it writes, and keeps the two stores in step. The model and Chroma load on first use so
+a server answers `tools/list` at once however large its index is.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from ard_mcp.catalog import CatalogEntry, normalize_identifier, parse_entry, publisher_of
+from ard_mcp.config import Config
+from ard_mcp.embedding import Embedder, ModelSpec, bundled_model_dir, load_embedder
+from ard_mcp.errors import ArdError, DataDirInUse, InvalidArgument, ModelMismatch, NotFound, StaleEntry
+from ard_mcp.examples import extract_examples
+from ard_mcp.filters import check_field, entry_values, parse_filter
+from ard_mcp.lexical import fts_document
+from ard_mcp.ranking import Ranked, Ranker
+from ard_mcp.store import ORDERABLE, NewExample, StoredAgent, Store
+from ard_mcp.vectors import VectorIndex
+from ard_mcp.wire import (
+    DeregisterResult,
+    Evidence,
+    ExploreResponse,
+    FacetBucket,
+    FacetRequest,
+    FacetResult,
+    Freshness,
+    ListResponse,
+    MatchedExample,
+    RegisterResult,
+    ScoreComponents,
+    SearchResponse,
+    SearchResult,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 4000
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class IngestReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    rejected: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"added": self.added, "updated": self.updated, "unchanged": self.unchanged, "rejected": self.rejected}
+
+
+@dataclass
+class _Plan:
+    entry: CatalogEntry
+    wire: dict[str, Any]
+    content_hash: str
+    stored: StoredAgent | None
+
+
+def content_hash(wire: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(wire, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+class _Tokens:
+    """Opaque page tokens bound to the request they page through, so a token is never misapplied."""
+
+    @staticmethod
+    def _key(request: Any) -> str:
+        return hashlib.sha256(json.dumps(request, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    @classmethod
+    def encode(cls, offset: int, request: Any) -> str:
+        raw = json.dumps({"o": offset, "k": cls._key(request)}).encode()
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, token: str | None, request: Any) -> int:
+        if not token:
+            return 0
+        try:
+            data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+            offset, key = int(data["o"]), data["k"]
+        except (ValueError, KeyError, TypeError):
+            raise InvalidArgument("pageToken: not a token this registry issued") from None
+        if key != cls._key(request) or offset < 0:
+            raise InvalidArgument("pageToken: belongs to a different query; repeat the query it came from")
+        return offset
+
+
+class Registry:
+    def __init__(self, config: Config, *, rebuilding: bool = False) -> None:
+        """`rebuilding` opens an index built with another model, for `reindex` to convert it."""
+        self.config = config
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_file = self._acquire(config.data_dir)
+        self._write_lock = threading.RLock()
+        self._warm_lock = threading.Lock()
+        self.model_spec = ModelSpec.load(config.model_dir or bundled_model_dir())
+        self.store = Store(config.data_dir / "catalog.sqlite3")
+        stored_model = self.store.meta("model_id")
+        if stored_model is not None and stored_model != self.model_spec.id and not rebuilding:
+            raise ModelMismatch(
+                f"the index in {config.data_dir} was built with model {stored_model!r}, not {self.model_spec.id!r}; "
+                f"run `ard-mcp reindex` with the new model to rebuild it"
+            )
+
+    @staticmethod
+    def _acquire(data_dir: Path) -> IO[str]:
+        """One process per data directory: two writers corrupt Chroma's files."""
+        handle = open(data_dir / "ard-mcp.lock", "a+")  # noqa: SIM115 - held for the registry's lifetime
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            owner = handle.read().strip() or "unknown"
+            handle.close()
+            raise DataDirInUse(
+                f"data directory {data_dir} is in use by another ard-mcp process (pid {owner}); "
+                f"stop it, or give this one its own --data-dir"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        return handle
+
+    def close(self) -> None:
+        self.store.close()
+        fcntl.flock(self._lock_file, fcntl.LOCK_UN)
+        self._lock_file.close()
+
+    # -- lazily loaded parts --------------------------------------------------------------------
+    @cached_property
+    def embedder(self) -> Embedder:
+        return load_embedder(self.model_spec.directory)
+
+    @cached_property
+    def vectors(self) -> VectorIndex:
+        index = VectorIndex(self.config.data_dir / "chroma", self.embedder)
+        self._repair(index)
+        return index
+
+    @cached_property
+    def ranker(self) -> Ranker:
+        return Ranker(self.store, self.vectors, self.embedder)
+
+    def warm_up(self) -> None:
+        """Load the model and the vector index now (a server does this in the background at start)."""
+        with self._warm_lock:
+            _ = self.ranker
+
+    def _repair(self, index: VectorIndex) -> None:
+        """Give Chroma the vectors of agents whose write was interrupted before it finished."""
+        pending = self.store.pending_agents()
+        if pending:
+            log.warning("restoring vectors of %d agent(s) whose last write did not finish", len(pending))
+            rows = self.store.examples_of(pending)
+            if rows:
+                index.add([r.id for r in rows], np.stack([r.vector for r in rows]))
+            self.store.mark_vectors_done(pending)
+
+    # -- writes ---------------------------------------------------------------------------------
+    def register(self, raw: Any) -> RegisterResult:
+        entry = parse_entry(raw)
+        with self._write_lock:
+            plan = self._plan(entry)
+            if plan is None:
+                return RegisterResult(status="unchanged", entry=entry)
+            self._apply([plan])
+        return RegisterResult(status="updated" if plan.stored else "created", entry=entry)
+
+    def register_many(self, items: Iterable[tuple[str, Any]], progress: Progress | None = None) -> IngestReport:
+        """Ingest many entries: invalid or stale ones are reported, the rest written in large batches."""
+        report = IngestReport()
+        plans: dict[str, _Plan] = {}
+        with self._write_lock:
+            for where, raw in items:
+                try:
+                    if isinstance(raw, ArdError):
+                        raise raw
+                    entry = parse_entry(raw, where)
+                    if entry.identifier in plans:
+                        del plans[entry.identifier]  # a later copy in the same batch supersedes an earlier one
+                    plan = self._plan(entry)
+                except ArdError as exc:
+                    report.rejected.append(exc.message if exc.message.startswith(where) else f"{where}: {exc.message}")
+                    continue
+                if plan is None:
+                    report.unchanged += 1
+                else:
+                    plans[entry.identifier] = plan
+            todo = list(plans.values())
+            self._apply(todo, progress)
+        report.added = sum(1 for p in todo if p.stored is None)
+        report.updated = len(todo) - report.added
+        return report
+
+    def _plan(self, entry: CatalogEntry) -> _Plan | None:
+        """What registering `entry` would change; None when nothing would."""
+        wire = entry.wire()
+        digest = content_hash(wire)
+        stored = self.store.get(entry.identifier)
+        if stored is not None:
+            if stored.content_hash == digest:
+                return None
+            new, old = entry.updated, CatalogEntry.model_validate(stored.entry).updated
+            if new is not None and old is not None and new < old:
+                raise StaleEntry(
+                    f"{entry.identifier}: updatedAt {entry.updatedAt} is older than the stored {stored.entry.get('updatedAt')}; nothing was changed"
+                )
+        return _Plan(entry, wire, digest, stored)
+
+    def _apply(self, plans: list[_Plan], progress: Progress | None = None) -> None:
+        if not plans:
+            return
+        examples = {p.entry.identifier: extract_examples(p.entry) for p in plans}
+        known: dict[str, np.ndarray] = {}
+        for p in plans:
+            if p.stored is not None:
+                known.update(self.store.vectors_by_text(p.stored.id))
+        missing = sorted({e.text for ex in examples.values() for e in ex} - known.keys())
+        known.update(self._embed(missing, progress))
+        if self.store.meta("model_id") is None:
+            self.store.set_meta("model_id", self.model_spec.id)
+            self.store.set_meta("dimension", str(self.model_spec.dimension))
+
+        index = self.vectors
+        batch_ids: list[int] = []
+        batch_vectors: list[np.ndarray] = []
+        batch_agents: list[int] = []
+        for p in plans:
+            rows = [NewExample(e.kind, e.label, e.text, known[e.text]) for e in examples[p.entry.identifier]]
+            agent_id, removed, added = self.store.write(
+                p.wire,
+                p.content_hash,
+                publisher_of(p.entry.identifier),
+                p.entry.updated.isoformat() if p.entry.updated else None,
+                entry_values(p.wire),
+                fts_document(p.entry, examples[p.entry.identifier]),
+                rows,
+            )
+            if removed:
+                index.delete(removed)
+            batch_ids += added
+            batch_vectors += [r.vector for r in rows]
+            batch_agents.append(agent_id)
+            if len(batch_ids) >= 4000:
+                self._flush(index, batch_ids, batch_vectors, batch_agents)
+        self._flush(index, batch_ids, batch_vectors, batch_agents)
+
+    def _flush(self, index: VectorIndex, ids: list[int], vectors: list[np.ndarray], agents: list[int]) -> None:
+        if ids:
+            index.add(ids, np.stack(vectors))
+        if agents:
+            self.store.mark_vectors_done(agents)
+        ids.clear()
+        vectors.clear()
+        agents.clear()
+
+    def _embed(self, texts: list[str], progress: Progress | None) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        step = 512
+        for start in range(0, len(texts), step):
+            chunk = texts[start : start + step]
+            out.update(zip(chunk, self.embedder.embed(chunk), strict=True))
+            if progress:
+                progress(min(start + step, len(texts)), len(texts))
+        if progress and not texts:
+            progress(0, 0)
+        return out
+
+    def deregister(self, identifier: str) -> DeregisterResult:
+        identifier = normalize_identifier(identifier)
+        with self._write_lock:
+            removed = self.store.delete(identifier)
+            if removed is None:
+                raise NotFound(f"no agent {identifier} is registered")
+            if removed:
+                self.vectors.delete(removed)
+        return DeregisterResult(identifier=identifier)
+
+    def reindex(self, progress: Progress | None = None) -> int:
+        """Rebuild the vector index from the store: after a crash, a Chroma upgrade or a new model."""
+        with self._write_lock:
+            self.__dict__.pop("vectors", None)
+            self.__dict__.pop("ranker", None)
+            index = VectorIndex(self.config.data_dir / "chroma", self.embedder, fresh=True)
+            self.store.mark_all_pending()
+            if self.store.meta("model_id") not in (None, self.model_spec.id):
+                self._reembed(progress)
+            done = 0
+            for batch in self.store.iter_examples():
+                index.add([i for i, _ in batch], np.stack([v for _, v in batch]))
+                done += len(batch)
+                if progress:
+                    progress(done, done)
+            self.store.mark_vectors_done(self.store.pending_agents())
+            self.__dict__["vectors"] = index
+        return done
+
+    def _reembed(self, progress: Progress | None) -> None:
+        """A new model: every entry's examples are embedded again from the stored entries."""
+        stored = self.store.agents_by_id(self.store.pending_agents())
+        self.store.set_meta("model_id", self.model_spec.id)
+        self.store.set_meta("dimension", str(self.model_spec.dimension))
+        for agent in stored.values():
+            entry = CatalogEntry.model_validate(agent.entry)
+            examples = extract_examples(entry)
+            vectors = self._embed([e.text for e in examples], None)
+            rows = [NewExample(e.kind, e.label, e.text, vectors[e.text]) for e in examples]
+            self.store.write(agent.entry, agent.content_hash, publisher_of(entry.identifier), agent.updated_at,
+                             entry_values(agent.entry), fts_document(entry, examples), rows)
+        if progress:
+            progress(len(stored), len(stored))
+
+    # -- reads ----------------------------------------------------------------------------------
+    def get(self, identifier: str) -> CatalogEntry:
+        identifier = normalize_identifier(identifier)
+        stored = self.store.get(identifier)
+        if stored is None:
+            raise NotFound(f"no agent {identifier} is registered")
+        return CatalogEntry.model_validate(stored.entry)
+
+    def _query_text(self, text: Any) -> str:
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidArgument("text: must be a non-empty description of the task")
+        if len(text) > MAX_QUERY_CHARS:
+            raise InvalidArgument(f"text: must be at most {MAX_QUERY_CHARS} characters (got {len(text)})")
+        return text.strip()
+
+    def _ranked(self, text: str, filter_: dict[str, list[str]]) -> list[Ranked]:
+        allowed = self.store.filter_agents(filter_)
+        return self.ranker.rank(text, allowed)
+
+    def search(self, text: Any, filter: Any = None, page_size: int = 10, page_token: str | None = None) -> SearchResponse:
+        query = self._query_text(text)
+        if not 1 <= page_size <= 100:
+            raise InvalidArgument(f"pageSize: must be between 1 and 100 (got {page_size})")
+        flt = parse_filter(filter)
+        offset = _Tokens.decode(page_token, ["search", query, flt])
+        ranked = self._ranked(query, flt)
+        page = ranked[offset : offset + page_size]
+        agents = self.store.agents_by_id(r.agent_id for r in page)
+        results = [self._result(agents[r.agent_id], r) for r in page]
+        more = offset + page_size < len(ranked)
+        token = _Tokens.encode(offset + page_size, ["search", query, flt]) if more else None
+        return SearchResponse(results=results, pageToken=token, totalResults=len(ranked))
+
+    def _result(self, agent: StoredAgent, ranked: Ranked) -> SearchResult:
+        evidence = Evidence(
+            matchedExamples=[MatchedExample(kind=m.kind, label=m.label, text=m.text, similarity=m.similarity) for m in ranked.matched_examples],  # type: ignore[arg-type]
+            matchedTags=ranked.matched_tags,
+            matchedWords=ranked.matched_words,
+            scoreComponents=ScoreComponents(**ranked.components),
+            freshness=Freshness(metadataUpdatedAt=agent.entry.get("updatedAt"), indexedAt=agent.indexed_at),
+        )
+        return SearchResult.model_validate({**agent.entry, "score": ranked.score, "source": self.config.source, "evidence": evidence})
+
+    def explore(self, text: Any = None, filter: Any = None, facets: list[FacetRequest] | None = None) -> ExploreResponse:
+        if not facets:
+            raise InvalidArgument("facets: name at least one field to aggregate, e.g. [{\"field\": \"type\"}]")
+        for facet in facets:
+            check_field(facet.field, "facet field")
+        flt = parse_filter(filter)
+        if text is None or (isinstance(text, str) and not text.strip()):
+            matched = self.store.filter_agents(flt)
+        else:
+            matched = {r.agent_id for r in self._ranked(self._query_text(text), flt)}
+        out: dict[str, FacetResult] = {}
+        for facet in facets:
+            counts = [(v, n) for v, n in self.store.facet(facet.field, matched) if n >= facet.minCount]
+            shown = counts[: facet.limit]
+            out[facet.field] = FacetResult(
+                buckets=[FacetBucket(value=v, count=n) for v, n in shown], otherCount=sum(n for _, n in counts[facet.limit :])
+            )
+        return ExploreResponse(facets=out)
+
+    def list(self, filter: Any = None, order_by: str | None = None, page_size: int = 20, page_token: str | None = None) -> ListResponse:
+        if not 1 <= page_size <= 100:
+            raise InvalidArgument(f"pageSize: must be between 1 and 100 (got {page_size})")
+        flt = parse_filter(filter)
+        order = parse_order(order_by)
+        offset = _Tokens.decode(page_token, ["list", flt, order])
+        agents, total = self.store.list_page(self.store.filter_agents(flt), order, offset, page_size)
+        more = offset + len(agents) < total
+        return ListResponse(
+            items=[CatalogEntry.model_validate(a.entry) for a in agents],
+            total=total,
+            pageToken=_Tokens.encode(offset + page_size, ["list", flt, order]) if more else None,
+        )
+
+
+def parse_order(order_by: str | None) -> list[tuple[str, bool]]:
+    """`displayName`, `updatedAt DESC, identifier`: fields of ORDERABLE, each optionally ASC or DESC."""
+    if not order_by or not order_by.strip():
+        return []
+    order = []
+    for part in order_by.split(","):
+        tokens = part.split()
+        if not tokens or len(tokens) > 2 or tokens[0] not in ORDERABLE or (len(tokens) == 2 and tokens[1].upper() not in ("ASC", "DESC")):
+            raise InvalidArgument(f"orderBy: {part.strip()!r} is not '<field> [ASC|DESC]' with a field of {', '.join(ORDERABLE)}")
+        order.append((tokens[0], len(tokens) == 2 and tokens[1].upper() == "DESC"))
+    return order

@@ -1,0 +1,339 @@
+"""The source of truth: SQLite (WAL) holding entries as registered, their freshness, filterable values,
+examples with their vectors, and an FTS5 index for the lexical signal.
+
+Chroma holds only a derived copy of the example vectors for approximate nearest-neighbour search; it can
+always be rebuilt from here (`ard-mcp reindex`) without running the model again.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ard_mcp.filters import Filter
+
+SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS agents(
+    id INTEGER PRIMARY KEY,
+    identifier TEXT NOT NULL UNIQUE,
+    entry TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    display_name TEXT NOT NULL,
+    type TEXT NOT NULL,
+    publisher TEXT NOT NULL,
+    updated_at TEXT,
+    created_at TEXT NOT NULL,
+    indexed_at TEXT NOT NULL,
+    vectors_pending INTEGER NOT NULL DEFAULT 1
+);
+CREATE TABLE IF NOT EXISTS agent_values(
+    field TEXT NOT NULL, value TEXT NOT NULL, agent_id INTEGER NOT NULL,
+    PRIMARY KEY(field, value, agent_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS agent_values_by_agent ON agent_values(agent_id);
+CREATE TABLE IF NOT EXISTS examples(
+    id INTEGER PRIMARY KEY,
+    agent_id INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    label TEXT NOT NULL,
+    text TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS examples_by_agent ON examples(agent_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS agents_fts USING fts5(
+    name, keywords, description, examples, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+"""
+
+ORDERABLE = {"displayName": "display_name COLLATE NOCASE", "identifier": "identifier", "updatedAt": "updated_at", "createdAt": "created_at", "type": "type", "publisher": "publisher"}
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class StoredAgent:
+    id: int
+    identifier: str
+    entry: dict[str, Any]
+    content_hash: str
+    updated_at: str | None
+    created_at: str
+    indexed_at: str
+
+
+@dataclass(frozen=True)
+class ExampleRow:
+    id: int
+    agent_id: int
+    kind: str
+    label: str
+    text: str
+    vector: np.ndarray
+
+
+@dataclass(frozen=True)
+class NewExample:
+    kind: str
+    label: str
+    text: str
+    vector: np.ndarray
+
+
+@dataclass(frozen=True)
+class FtsDocument:
+    name: str
+    keywords: str
+    description: str
+    examples: str
+
+
+def _agent(row: sqlite3.Row) -> StoredAgent:
+    return StoredAgent(row["id"], row["identifier"], json.loads(row["entry"]), row["content_hash"], row["updated_at"], row["created_at"], row["indexed_at"])
+
+
+def _vector(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=np.float16).astype(np.float32)
+
+
+class Store:
+    """All SQL lives here. One connection guarded by a lock: SQLite is fast enough that a pool would only
+    add contention on two cores, and one writer is what WAL wants anyway."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._conn.row_factory = sqlite3.Row
+        self._lock = threading.RLock()
+        with self._lock:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SCHEMA)
+            if self.meta("schema_version") is None:
+                self.set_meta("schema_version", SCHEMA_VERSION)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """All-or-nothing writes: a failed registration leaves no half-written rows behind."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    # -- meta -----------------------------------------------------------------------------------
+    def meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return rows[0]["value"] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._lock:
+            self._conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    # -- agents ---------------------------------------------------------------------------------
+    def get(self, identifier: str) -> StoredAgent | None:
+        rows = self._query("SELECT * FROM agents WHERE identifier = ?", (identifier,))
+        return _agent(rows[0]) if rows else None
+
+    def agents_by_id(self, ids: Iterable[int]) -> dict[int, StoredAgent]:
+        ids = list(ids)
+        found: dict[int, StoredAgent] = {}
+        for start in range(0, len(ids), 900):
+            chunk = ids[start : start + 900]
+            for row in self._query(f"SELECT * FROM agents WHERE id IN ({','.join('?' * len(chunk))})", chunk):
+                found[row["id"]] = _agent(row)
+        return found
+
+    def count(self) -> int:
+        return int(self._query("SELECT count(*) AS n FROM agents")[0]["n"])
+
+    def write(
+        self,
+        entry: dict[str, Any],
+        content_hash: str,
+        publisher: str,
+        updated_at: str | None,
+        values: set[tuple[str, str]],
+        fts: FtsDocument,
+        examples: list[NewExample],
+    ) -> tuple[int, list[int], list[int]]:
+        """Insert or replace one agent with all its rows; returns (agent id, removed and added example ids).
+
+        The agent is marked `vectors_pending` in the same transaction, so a crash before Chroma has the
+        new vectors is repaired at the next start instead of leaving the two stores disagreeing."""
+        stamp = now_iso()
+        with self.transaction() as db:
+            row = db.execute("SELECT id FROM agents WHERE identifier = ?", (entry["identifier"],)).fetchone()
+            if row is None:
+                agent_id = db.execute(
+                    "INSERT INTO agents(identifier, entry, content_hash, display_name, type, publisher, updated_at, created_at, indexed_at, vectors_pending)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
+                    (entry["identifier"], json.dumps(entry), content_hash, entry["displayName"], entry["type"], publisher, updated_at, stamp, stamp),
+                ).lastrowid
+                assert agent_id is not None
+                removed: list[int] = []
+            else:
+                agent_id = row["id"]
+                db.execute(
+                    "UPDATE agents SET entry = ?, content_hash = ?, display_name = ?, type = ?, publisher = ?, updated_at = ?, indexed_at = ?, vectors_pending = 1 WHERE id = ?",
+                    (json.dumps(entry), content_hash, entry["displayName"], entry["type"], publisher, updated_at, stamp, agent_id),
+                )
+                removed = [r["id"] for r in db.execute("SELECT id FROM examples WHERE agent_id = ?", (agent_id,))]
+                self._delete_rows(db, agent_id)
+            db.executemany("INSERT INTO agent_values(field, value, agent_id) VALUES (?, ?, ?)", [(f, v, agent_id) for f, v in values])
+            db.execute(
+                "INSERT INTO agents_fts(rowid, name, keywords, description, examples) VALUES (?, ?, ?, ?, ?)",
+                (agent_id, fts.name, fts.keywords, fts.description, fts.examples),
+            )
+            added = []
+            for example in examples:
+                cursor = db.execute(
+                    "INSERT INTO examples(agent_id, kind, label, text, vector) VALUES (?, ?, ?, ?, ?)",
+                    (agent_id, example.kind, example.label, example.text, example.vector.astype(np.float16).tobytes()),
+                )
+                assert cursor.lastrowid is not None
+                added.append(cursor.lastrowid)
+        return agent_id, removed, added
+
+    @staticmethod
+    def _delete_rows(db: sqlite3.Connection, agent_id: int) -> None:
+        db.execute("DELETE FROM agent_values WHERE agent_id = ?", (agent_id,))
+        db.execute("DELETE FROM agents_fts WHERE rowid = ?", (agent_id,))
+        db.execute("DELETE FROM examples WHERE agent_id = ?", (agent_id,))
+
+    def delete(self, identifier: str) -> list[int] | None:
+        """Remove every trace of an agent; returns its example ids (for Chroma) or None if unknown."""
+        with self.transaction() as db:
+            row = db.execute("SELECT id FROM agents WHERE identifier = ?", (identifier,)).fetchone()
+            if row is None:
+                return None
+            removed = [r["id"] for r in db.execute("SELECT id FROM examples WHERE agent_id = ?", (row["id"],))]
+            self._delete_rows(db, row["id"])
+            db.execute("DELETE FROM agents WHERE id = ?", (row["id"],))
+        return removed
+
+    def mark_vectors_done(self, agent_ids: Iterable[int]) -> None:
+        with self.transaction() as db:
+            db.executemany("UPDATE agents SET vectors_pending = 0 WHERE id = ?", [(i,) for i in agent_ids])
+
+    def pending_agents(self) -> list[int]:
+        return [r["id"] for r in self._query("SELECT id FROM agents WHERE vectors_pending = 1")]
+
+    def mark_all_pending(self) -> None:
+        with self._lock:
+            self._conn.execute("UPDATE agents SET vectors_pending = 1")
+
+    # -- examples -------------------------------------------------------------------------------
+    def examples_of(self, agent_ids: Iterable[int]) -> list[ExampleRow]:
+        ids = list(agent_ids)
+        rows: list[ExampleRow] = []
+        for start in range(0, len(ids), 900):
+            chunk = ids[start : start + 900]
+            for r in self._query(f"SELECT * FROM examples WHERE agent_id IN ({','.join('?' * len(chunk))})", chunk):
+                rows.append(ExampleRow(r["id"], r["agent_id"], r["kind"], r["label"], r["text"], _vector(r["vector"])))
+        return rows
+
+    def example_agents(self, example_ids: Sequence[int]) -> dict[int, int]:
+        found: dict[int, int] = {}
+        for start in range(0, len(example_ids), 900):
+            chunk = list(example_ids[start : start + 900])
+            for r in self._query(f"SELECT id, agent_id FROM examples WHERE id IN ({','.join('?' * len(chunk))})", chunk):
+                found[r["id"]] = r["agent_id"]
+        return found
+
+    def vectors_by_text(self, agent_id: int) -> dict[str, np.ndarray]:
+        """An agent's current vectors by text, so re-registering re-embeds only the texts that changed."""
+        return {r["text"]: _vector(r["vector"]) for r in self._query("SELECT text, vector FROM examples WHERE agent_id = ?", (agent_id,))}
+
+    # -- filters, facets, listing ---------------------------------------------------------------
+    def filter_agents(self, flt: Filter) -> set[int] | None:
+        """Agents matching every key (OR within a key); None means no filter, i.e. everyone."""
+        if not flt:
+            return None
+        matched: set[int] | None = None
+        for field, values in flt.items():
+            rows = self._query(
+                f"SELECT agent_id FROM agent_values WHERE field = ? AND value IN ({','.join('?' * len(values))})", (field, *values)
+            )
+            ids = {r["agent_id"] for r in rows}
+            matched = ids if matched is None else matched & ids
+            if not matched:
+                return set()
+        return matched
+
+    def facet(self, field: str, agent_ids: set[int] | None) -> list[tuple[str, int]]:
+        """Value counts of one field, over everyone or over the given agents, largest first."""
+        if agent_ids is None:
+            rows = self._query(
+                "SELECT value, count(*) AS n FROM agent_values WHERE field = ? GROUP BY value ORDER BY n DESC, value", (field,)
+            )
+            return [(r["value"], r["n"]) for r in rows]
+        counts: dict[str, int] = {}
+        ids = list(agent_ids)
+        for start in range(0, len(ids), 900):
+            chunk = ids[start : start + 900]
+            for r in self._query(
+                f"SELECT value, count(*) AS n FROM agent_values WHERE field = ? AND agent_id IN ({','.join('?' * len(chunk))}) GROUP BY value",
+                (field, *chunk),
+            ):
+                counts[r["value"]] = counts.get(r["value"], 0) + r["n"]
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def list_page(self, agent_ids: set[int] | None, order: list[tuple[str, bool]], offset: int, limit: int) -> tuple[list[StoredAgent], int]:
+        """One page in a total order (the identifier breaks ties), and the number of matches."""
+        clauses = [f"{ORDERABLE[f]} {'DESC' if desc else 'ASC'}" for f, desc in order] + ["identifier ASC"]
+        if agent_ids is None:
+            total = self.count()
+            rows = self._query(f"SELECT * FROM agents ORDER BY {', '.join(clauses)} LIMIT ? OFFSET ?", (limit, offset))
+            return [_agent(r) for r in rows], total
+        with self._lock:
+            self._conn.execute("CREATE TEMP TABLE IF NOT EXISTS picked(id INTEGER PRIMARY KEY)")
+            self._conn.execute("DELETE FROM picked")
+            self._conn.executemany("INSERT INTO picked(id) VALUES (?)", [(i,) for i in agent_ids])
+            rows = self._conn.execute(
+                f"SELECT agents.* FROM agents JOIN picked ON picked.id = agents.id ORDER BY {', '.join(clauses)} LIMIT ? OFFSET ?", (limit, offset)
+            ).fetchall()
+        return [_agent(r) for r in rows], len(agent_ids)
+
+    def iter_examples(self, batch: int = 2000) -> Iterator[list[tuple[int, np.ndarray]]]:
+        """Every (example id, vector) in id order, in batches: what a rebuilt vector index needs."""
+        last = 0
+        while True:
+            rows = self._query("SELECT id, vector FROM examples WHERE id > ? ORDER BY id LIMIT ?", (last, batch))
+            if not rows:
+                return
+            yield [(r["id"], _vector(r["vector"])) for r in rows]
+            last = rows[-1]["id"]
+
+    # -- lexical --------------------------------------------------------------------------------
+    def lexical(self, match: str, limit: int, weights: tuple[float, float, float, float]) -> list[tuple[int, float]]:
+        """FTS5 BM25 over the four fields; returns (agent id, score) with higher meaning better."""
+        rows = self._query(
+            "SELECT rowid, -bm25(agents_fts, ?, ?, ?, ?) AS score FROM agents_fts WHERE agents_fts MATCH ? ORDER BY score DESC LIMIT ?",
+            (*weights, match, limit),
+        )
+        return [(r["rowid"], float(r["score"])) for r in rows]
