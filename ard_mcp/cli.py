@@ -65,7 +65,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ard-mcp", description="Agent discovery registry (ARD v0.5) as an MCP server.")
     parser.add_argument("--version", action="version", version=f"ard-mcp {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command")
 
     serve = commands.add_parser("serve", help="run the MCP server")
     _common(serve)
@@ -88,6 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     reindex = commands.add_parser("reindex", help="rebuild the vector index from the stored catalog (after a crash or a model change)")
     _common(reindex)
+
+    evaluate = commands.add_parser("eval", help="measure search quality on your own labelled queries (JSON lines)")
+    _common(evaluate)
+    evaluate.add_argument("--queries", type=Path, required=True, metavar="FILE.jsonl", help='lines of {"query", "relevant", "relevant_any_of"}')
+    evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
 
 
@@ -160,11 +165,34 @@ def _reindex(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS: dict[str, Any] = {"serve": _serve, "ingest": _ingest, "search": _search, "reindex": _reindex}
+def _eval(args: argparse.Namespace) -> int:
+    from ard_mcp.evaluation import evaluate, format_table, load_queries, registry_search
+    from ard_mcp.registry import Registry
+
+    try:
+        judgements = load_queries(args.queries)
+    except (OSError, ValueError) as exc:
+        print(f"ard-mcp: {exc}", file=sys.stderr)
+        return 2
+    registry = Registry(_config(args))
+    try:
+        report = evaluate(registry_search(registry), judgements)
+    finally:
+        registry.close()
+    print(json.dumps(report.to_dict(), indent=2) if args.json else format_table(report))
+    return 0
+
+
+COMMANDS: dict[str, Any] = {"serve": _serve, "ingest": _ingest, "search": _search, "reindex": _reindex, "eval": _eval}
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run a subcommand; with none, `serve` (so `uvx ard-mcp` in an MCP host config starts the server)."""
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+        argv = ["serve", *argv]
+    args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
     for noisy in ("chromadb", "httpx", "mcp.server.lowlevel"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

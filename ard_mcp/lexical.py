@@ -1,18 +1,24 @@
-"""The lexical signal: what words an entry is indexed under and how a query becomes an FTS5 match.
+"""The lexical signal: the terms an entry is indexed under and the terms of a query, made the same way.
 
-Identifiers are split the way people write them (`get_weather`, `GeoCoder` → get weather, geo coder) and
-kept whole as well, so both a pasted tool name and a paraphrase find it. Porter stemming is FTS5's.
+Both sides go through `terms()`: identifiers split the way people write them (`get_weather`, `GeoCoder`
+→ get weather, geo coder, and kept whole), a light suffix stemmer, and CJK runs cut into character
+bigrams (FTS5's unicode61 would keep a whole Chinese phrase as one token). Because the index holds our
+own terms, its vocabulary gives exact document frequencies for the query's terms, which makes the
+lexical score absolute: the IDF-weighted share of the query's terms that an entry contains.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Iterable, Mapping
 
 from ard_mcp.catalog import CatalogEntry
 from ard_mcp.examples import Example, humanize
 from ard_mcp.store import FtsDocument
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 MAX_QUERY_TERMS = 48
 
 STOPWORDS = frozenset(
@@ -22,31 +28,75 @@ STOPWORDS = frozenset(
     once only or other our ours ourselves out over own please same she should so some such than that the their theirs
     them themselves then there these they this those through to too under until up very was we were what when where
     which while who whom why will with would you your yours yourself yourselves also get give help find show tell want
-    need like make using use used via may might must shall us i'm im can't cannot could you'd e g eg etc one two""".split()
+    need like make using use used via may might must shall us im cant cannot youd eg etc one two able know provide
+    please thank thanks hello hi""".split()
 )
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ers", "er", "es", "ed", "ly", "s")
 
 
-def words(text: str) -> list[str]:
-    """Lower-case word tokens of `text`, identifiers split into their parts as well."""
-    return [w.lower() for w in _WORD.findall(humanize(text))] + [w.lower() for w in _WORD.findall(text)]
+def stem(word: str) -> str:
+    """A light, predictable suffix stemmer: plurals, -ing, -ed, -er, -ly, -ation (converts → convert)."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            base = word[: -len(suffix)]
+            return base + "y" if suffix == "ies" else base
+    return word
 
 
-def content_words(text: str) -> list[str]:
-    """The words of a query worth matching: no stop words, no single characters, first-seen order."""
-    seen = dict.fromkeys(w for w in words(text) if len(w) > 1 and w not in STOPWORDS and not w.isdigit())
-    return list(seen)[:MAX_QUERY_TERMS]
+def _cjk_bigrams(run: str) -> list[str]:
+    return [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
 
 
-def match_expression(text: str) -> str | None:
-    """An FTS5 query that ORs the content words (each quoted, so no word is read as an operator)."""
-    terms = content_words(text)
-    return " OR ".join(f'"{t}"' for t in terms) if terms else None
+def terms(text: str) -> list[str]:
+    """Index/query terms of a text, in order (repeats kept: FTS5 uses term frequency)."""
+    out: list[str] = []
+    for token in _WORD.findall(humanize(text) + " " + text):
+        if _CJK.search(token):
+            for run in _CJK.findall(token):
+                out += _cjk_bigrams(run)
+            token = _CJK.sub(" ", token)
+            out += [stem(t.lower()) for t in token.split()]
+        else:
+            out.append(stem(token.lower()))
+    return out
+
+
+def query_terms(text: str) -> list[str]:
+    """The terms of a query worth matching: no stop words, no lone characters or numbers, first-seen order."""
+    kept = (t for t in terms(text) if (len(t) > 1 or _CJK.match(t)) and t not in STOPWORDS and not t.isdigit())
+    return list(dict.fromkeys(kept))[:MAX_QUERY_TERMS]
+
+
+def match_expression(query: list[str]) -> str | None:
+    """An FTS5 query that ORs the terms (each quoted, so no term is read as an operator)."""
+    return " OR ".join(f'"{t}"' for t in query) if query else None
+
+
+def idf(document_frequency: int, documents: int) -> float:
+    return math.log(1.0 + (documents - document_frequency + 0.5) / (document_frequency + 0.5))
+
+
+def coverage(query: Iterable[str], agent_terms: set[str], weights: Mapping[str, float]) -> float:
+    """IDF-weighted share of the query's terms present in the agent's text (0-1, comparable across queries)."""
+    total = matched = 0.0
+    for term in query:
+        weight = weights.get(term, 0.0)
+        total += weight
+        if term in agent_terms:
+            matched += weight
+    return matched / total if total > 0 else 0.0
+
+
+def _joined(texts: Iterable[str]) -> str:
+    return " ".join(t for text in texts for t in terms(text))
 
 
 def fts_document(entry: CatalogEntry, examples: list[Example]) -> FtsDocument:
+    """The four weighted fields of an entry, already turned into terms."""
     name_part = entry.identifier.rsplit(":", 1)[-1]
-    name = " ".join(dict.fromkeys([entry.displayName, humanize(entry.displayName), name_part, humanize(name_part)]))
-    keywords = [*(entry.tags or []), *(entry.capabilities or [])]
-    keywords += [humanize(k) for k in keywords]
-    texts = [e.text for e in examples if e.kind != "description"]
-    return FtsDocument(name=name, keywords=" ".join(keywords), description=entry.description or "", examples=" ".join(texts))
+    return FtsDocument(
+        name=_joined([entry.displayName, name_part]),
+        keywords=_joined([*(entry.tags or []), *(entry.capabilities or [])]),
+        description=_joined([entry.description or ""]),
+        examples=_joined(e.text for e in examples if e.kind != "description"),
+    )

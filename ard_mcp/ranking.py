@@ -17,27 +17,33 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ard_mcp.embedding import Embedder
-from ard_mcp.lexical import content_words, match_expression, words
+from ard_mcp.lexical import coverage, idf, match_expression, query_terms, terms
 from ard_mcp.store import ExampleRow, Store
 from ard_mcp.vectors import VectorIndex
 
 
 @dataclass(frozen=True)
 class Tuning:
-    """Every constant of the ranking in one place (measured with `bench/quality.py`)."""
+    """Every constant of the ranking in one place.
+
+    The signal weights are a class-balanced logistic regression of relevance on the six signals over the
+    candidates of the dev queries (`python bench/fit_fusion.py` refits and prints them), so `relevance`
+    estimates how likely an entry is to satisfy the query and means the same for every query. Six weights
+    for ~160k labelled candidates leave little room to overfit single queries.
+    """
 
     examples_per_intent: int = 200  # nearest examples fetched from Chroma for each query vector
     lexical_candidates: int = 100  # BM25 candidates
     exact_below: int = 3000  # with a filter matching fewer agents, score them all exactly
-    field_weights: tuple[float, float, float, float] = (4.0, 3.0, 1.5, 1.0)  # name, keywords, description, examples
-    w_example: float = 1.0
-    w_context: float = 0.35
-    w_second: float = 0.2
-    w_lexical: float = 0.35
-    w_tag: float = 0.1
-    midpoint: float = 0.62  # fused value that scores 50
-    temperature: float = 0.09
-    cutoff: int = 30  # results scoring below this are not relevant enough to return
+    field_weights: tuple[float, float, float, float] = (4.0, 3.0, 1.5, 1.0)  # BM25: name, keywords, description, examples
+    w_best: float = 2.862
+    w_second: float = 4.84
+    w_context: float = 2.355
+    w_lexical: float = 3.391
+    w_tag: float = 0.852
+    w_centroid: float = 4.288
+    bias: float = -4.097
+    cutoff: int = 50  # relevance below even odds is not returned (see README, "Search quality")
     evidence_examples: int = 3
 
 
@@ -50,6 +56,32 @@ class MatchedExample:
     label: str
     text: str
     similarity: float
+
+
+@dataclass
+class Features:
+    """One candidate's signals, and the evidence that goes with them."""
+
+    agent_id: int
+    best: float
+    second: float
+    context: float
+    lexical: float
+    tag: float
+    centroid: float
+    matched_examples: list[MatchedExample]
+    matched_tags: list[str]
+    matched_words: list[str]
+
+    def components(self) -> dict[str, float]:
+        return {
+            "example": round(self.best, 4),
+            "secondExample": round(self.second, 4),
+            "context": round(self.context, 4),
+            "allExamples": round(self.centroid, 4),
+            "lexical": round(self.lexical, 4),
+            "tag": round(self.tag, 4),
+        }
 
 
 @dataclass
@@ -73,13 +105,6 @@ def split_intents(text: str) -> list[str]:
     return parts[:6] if len(parts) > 1 else []
 
 
-def _stem(word: str) -> str:
-    for suffix in ("ing", "es", "s", "ed"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
 class Ranker:
     def __init__(self, store: Store, vectors: VectorIndex, embedder: Embedder, tuning: Tuning = DEFAULT_TUNING) -> None:
         self.store = store
@@ -89,61 +114,92 @@ class Ranker:
 
     def rank(self, text: str, allowed: set[int] | None) -> list[Ranked]:
         """Every agent at or above the cutoff, best first (ties broken by agent id for stable pages)."""
+        t = self.tuning
+        ranked = []
+        for f in self.features(text, allowed):
+            relevance = self.relevance(f)
+            score = int(round(100 * relevance))
+            if score >= t.cutoff:
+                ranked.append(
+                    Ranked(
+                        agent_id=f.agent_id,
+                        score=score,
+                        relevance=relevance,
+                        components=f.components(),
+                        matched_examples=f.matched_examples,
+                        matched_tags=f.matched_tags,
+                        matched_words=f.matched_words,
+                    )
+                )
+        ranked.sort(key=lambda r: (-r.relevance, r.agent_id))
+        return ranked
+
+    def relevance(self, f: Features) -> float:
+        """Probability-like relevance in (0, 1): a logistic of the weighted signals, comparable across queries."""
+        t = self.tuning
+        z = (
+            t.bias
+            + t.w_best * f.best
+            + t.w_second * f.second
+            + t.w_context * f.context
+            + t.w_lexical * f.lexical
+            + t.w_tag * f.tag
+            + t.w_centroid * f.centroid
+        )
+        return 1.0 / (1.0 + math.exp(-z))
+
+    def features(self, text: str, allowed: set[int] | None) -> list[Features]:
+        """The signals of every candidate agent, computed exactly against all of its examples."""
         if allowed is not None and not allowed:
             return []
         t = self.tuning
         intents = [text, *split_intents(text)]
         queries = self.embedder.embed(intents)
-        candidates = self._dense_candidates(queries, allowed) | set()
-        lexical = self._lexical(text, allowed)
-        candidates |= lexical.keys()
+        qterms = query_terms(text)
+        bm25 = self._bm25(qterms, allowed)
+        candidates = self._dense_candidates(queries, allowed) | bm25.keys()
         if not candidates:
             return []
-        examples = self.store.examples_of(candidates)
         by_agent: dict[int, list[ExampleRow]] = defaultdict(list)
-        for row in examples:
+        for row in self.store.examples_of(candidates):
             by_agent[row.agent_id].append(row)
-        max_lex = max(lexical.values(), default=0.0)
-        query_words = {_stem(w) for w in content_words(text)}
+        documents = max(1, self.store.count())
+        frequencies = self.store.document_frequencies(qterms)
+        weights = {term: idf(frequencies.get(term, 0), documents) for term in qterms}
+        surface = {term: word for word in re.findall(r"[^\W_]+", text) for term in terms(word)}
+        agent_terms = self.store.agent_terms(by_agent.keys())
         agents = self.store.agents_by_id(by_agent.keys())
 
-        ranked: list[Ranked] = []
+        out: list[Features] = []
         for agent_id, rows in by_agent.items():
-            matrix = np.stack([r.vector for r in rows])
-            sims = matrix @ queries.T  # examples × intents
+            vectors = np.stack([r.vector for r in rows])
+            sims = vectors @ queries.T  # examples × intents
+            centroid = vectors.mean(axis=0)
+            centroid /= max(float(np.linalg.norm(centroid)), 1e-9)
             per_example = sims.max(axis=1)
             order = np.argsort(-per_example)
-            best = float(per_example[order[0]])
-            second = float(per_example[order[1]]) if len(order) > 1 else 0.0
-            context = max((float(per_example[i]) for i, r in enumerate(rows) if r.kind == "description"), default=0.0)
-            lex = lexical.get(agent_id, 0.0) / max_lex if max_lex > 0 else 0.0
             entry = agents[agent_id].entry
             keywords = [*(entry.get("tags") or []), *(entry.get("capabilities") or [])]
-            matched_tags = [k for k in keywords if query_words & {_stem(w) for w in words(k)}]
-            tag = min(1.0, len(matched_tags) / 3)
-            fused = t.w_example * best + t.w_context * context + t.w_second * second + t.w_lexical * lex + t.w_tag * tag
-            fused /= t.w_example + t.w_context + t.w_second
-            relevance = 1.0 / (1.0 + math.exp(-(fused - t.midpoint) / t.temperature))
-            score = int(round(100 * relevance))
-            if score < t.cutoff:
-                continue
-            agent_words = {_stem(w) for w in words(" ".join([entry.get("displayName", ""), entry.get("description") or "", *keywords]))}
-            ranked.append(
-                Ranked(
+            matched_tags = [k for k in keywords if weights.keys() & set(terms(k))]
+            own_terms = agent_terms.get(agent_id, set())
+            out.append(
+                Features(
                     agent_id=agent_id,
-                    score=score,
-                    relevance=relevance,
-                    components={"example": round(best, 4), "context": round(context, 4), "lexical": round(lex, 4), "tag": round(tag, 4)},
+                    best=float(per_example[order[0]]),
+                    second=float(per_example[order[1]]) if len(order) > 1 else 0.0,
+                    context=max((float(per_example[i]) for i, r in enumerate(rows) if r.kind == "description"), default=0.0),
+                    lexical=coverage(qterms, own_terms, weights),
+                    tag=min(1.0, len(matched_tags) / 3),
+                    centroid=float(centroid @ queries[0]),
                     matched_examples=[
                         MatchedExample(rows[i].kind, rows[i].label, rows[i].text, round(float(per_example[i]), 4))
                         for i in order[: t.evidence_examples]
                     ],
                     matched_tags=matched_tags,
-                    matched_words=sorted({w for w in content_words(text) if _stem(w) in agent_words}),
+                    matched_words=sorted({surface.get(term, term).lower() for term in qterms if term in own_terms}),
                 )
             )
-        ranked.sort(key=lambda r: (-r.relevance, r.agent_id))
-        return ranked
+        return out
 
     def _dense_candidates(self, queries: np.ndarray, allowed: set[int] | None) -> set[int]:
         t = self.tuning
@@ -157,8 +213,8 @@ class Ranker:
         agents = set(self.store.example_agents(sorted(hits)).values())
         return agents if allowed is None else agents & allowed
 
-    def _lexical(self, text: str, allowed: set[int] | None) -> dict[int, float]:
-        expression = match_expression(text)
+    def _bm25(self, qterms: list[str], allowed: set[int] | None) -> dict[int, float]:
+        expression = match_expression(qterms)
         if expression is None:
             return {}
         limit = self.tuning.lexical_candidates * (1 if allowed is None else 10)

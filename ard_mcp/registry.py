@@ -141,9 +141,14 @@ class Registry:
         return handle
 
     def close(self) -> None:
-        self.store.close()
-        fcntl.flock(self._lock_file, fcntl.LOCK_UN)
-        self._lock_file.close()
+        """Release the data directory; safe to call more than once."""
+        with self._warm_lock, self._write_lock:  # never close under a warm-up or a write
+            if self._lock_file.closed:
+                return
+            self._drop_vectors()
+            self.store.close()
+            fcntl.flock(self._lock_file, fcntl.LOCK_UN)
+            self._lock_file.close()
 
     # -- lazily loaded parts --------------------------------------------------------------------
     @cached_property
@@ -159,6 +164,12 @@ class Registry:
     @cached_property
     def ranker(self) -> Ranker:
         return Ranker(self.store, self.vectors, self.embedder)
+
+    def _drop_vectors(self) -> None:
+        self.__dict__.pop("ranker", None)
+        index = self.__dict__.pop("vectors", None)
+        if index is not None:
+            index.close()
 
     def warm_up(self) -> None:
         """Load the model and the vector index now (a server does this in the background at start)."""
@@ -298,8 +309,7 @@ class Registry:
     def reindex(self, progress: Progress | None = None) -> int:
         """Rebuild the vector index from the store: after a crash, a Chroma upgrade or a new model."""
         with self._write_lock:
-            self.__dict__.pop("vectors", None)
-            self.__dict__.pop("ranker", None)
+            self._drop_vectors()
             index = VectorIndex(self.config.data_dir / "chroma", self.embedder, fresh=True)
             self.store.mark_all_pending()
             if self.store.meta("model_id") not in (None, self.model_spec.id):

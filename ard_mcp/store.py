@@ -36,7 +36,8 @@ CREATE TABLE IF NOT EXISTS agents(
     updated_at TEXT,
     created_at TEXT NOT NULL,
     indexed_at TEXT NOT NULL,
-    vectors_pending INTEGER NOT NULL DEFAULT 1
+    vectors_pending INTEGER NOT NULL DEFAULT 1,
+    terms TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS agent_values(
     field TEXT NOT NULL, value TEXT NOT NULL, agent_id INTEGER NOT NULL,
@@ -53,8 +54,9 @@ CREATE TABLE IF NOT EXISTS examples(
 );
 CREATE INDEX IF NOT EXISTS examples_by_agent ON examples(agent_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS agents_fts USING fts5(
-    name, keywords, description, examples, tokenize = 'porter unicode61 remove_diacritics 2'
+    name, keywords, description, examples, tokenize = 'unicode61 remove_diacritics 2'
 );
+CREATE VIRTUAL TABLE IF NOT EXISTS agents_vocab USING fts5vocab(agents_fts, 'row');
 """
 
 ORDERABLE = {"displayName": "display_name COLLATE NOCASE", "identifier": "identifier", "updatedAt": "updated_at", "createdAt": "created_at", "type": "type", "publisher": "publisher"}
@@ -95,10 +97,15 @@ class NewExample:
 
 @dataclass(frozen=True)
 class FtsDocument:
+    """An agent's lexical fields, each already a space-separated list of terms."""
+
     name: str
     keywords: str
     description: str
     examples: str
+
+    def vocabulary(self) -> str:
+        return " ".join(sorted(set(f"{self.name} {self.keywords} {self.description} {self.examples}".split())))
 
 
 def _agent(row: sqlite3.Row) -> StoredAgent:
@@ -190,17 +197,18 @@ class Store:
             row = db.execute("SELECT id FROM agents WHERE identifier = ?", (entry["identifier"],)).fetchone()
             if row is None:
                 agent_id = db.execute(
-                    "INSERT INTO agents(identifier, entry, content_hash, display_name, type, publisher, updated_at, created_at, indexed_at, vectors_pending)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
-                    (entry["identifier"], json.dumps(entry), content_hash, entry["displayName"], entry["type"], publisher, updated_at, stamp, stamp),
+                    "INSERT INTO agents(identifier, entry, content_hash, display_name, type, publisher, updated_at, created_at, indexed_at, vectors_pending, terms)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
+                    (entry["identifier"], json.dumps(entry), content_hash, entry["displayName"], entry["type"], publisher, updated_at, stamp, stamp, fts.vocabulary()),
                 ).lastrowid
                 assert agent_id is not None
                 removed: list[int] = []
             else:
                 agent_id = row["id"]
                 db.execute(
-                    "UPDATE agents SET entry = ?, content_hash = ?, display_name = ?, type = ?, publisher = ?, updated_at = ?, indexed_at = ?, vectors_pending = 1 WHERE id = ?",
-                    (json.dumps(entry), content_hash, entry["displayName"], entry["type"], publisher, updated_at, stamp, agent_id),
+                    "UPDATE agents SET entry = ?, content_hash = ?, display_name = ?, type = ?, publisher = ?, updated_at = ?, indexed_at = ?,"
+                    " vectors_pending = 1, terms = ? WHERE id = ?",
+                    (json.dumps(entry), content_hash, entry["displayName"], entry["type"], publisher, updated_at, stamp, fts.vocabulary(), agent_id),
                 )
                 removed = [r["id"] for r in db.execute("SELECT id FROM examples WHERE agent_id = ?", (agent_id,))]
                 self._delete_rows(db, agent_id)
@@ -330,6 +338,21 @@ class Store:
             last = rows[-1]["id"]
 
     # -- lexical --------------------------------------------------------------------------------
+    def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
+        if not terms:
+            return {}
+        rows = self._query(f"SELECT term, doc FROM agents_vocab WHERE term IN ({','.join('?' * len(terms))})", list(terms))
+        return {r["term"]: int(r["doc"]) for r in rows}
+
+    def agent_terms(self, agent_ids: Iterable[int]) -> dict[int, set[str]]:
+        ids = list(agent_ids)
+        found: dict[int, set[str]] = {}
+        for start in range(0, len(ids), 900):
+            chunk = ids[start : start + 900]
+            for r in self._query(f"SELECT id, terms FROM agents WHERE id IN ({','.join('?' * len(chunk))})", chunk):
+                found[r["id"]] = set(r["terms"].split())
+        return found
+
     def lexical(self, match: str, limit: int, weights: tuple[float, float, float, float]) -> list[tuple[int, float]]:
         """FTS5 BM25 over the four fields; returns (agent id, score) with higher meaning better."""
         rows = self._query(

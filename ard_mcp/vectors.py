@@ -51,6 +51,10 @@ class VectorIndex:
             )
         return collection
 
+    def close(self) -> None:
+        """Release Chroma's in-process system so the directory can be reopened, moved or deleted."""
+        self._client.close()
+
     def count(self) -> int:
         return int(self._collection.count())
 

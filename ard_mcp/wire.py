@@ -15,10 +15,12 @@ FilterObject = dict[str, Any]
 class ScoreComponents(WireModel):
     """The signals behind a score, each on its own scale (similarities are cosines in [-1, 1])."""
 
-    example: float = Field(description="Cosine similarity of the best-matching example.")
+    example: float = Field(description="Cosine similarity of the best-matching example (over the whole query and its sub-intents).")
+    secondExample: float = Field(description="Cosine similarity of the second-best example: several matching tools beat one.")
     context: float = Field(description="Cosine similarity of the entry's name and description.")
-    lexical: float = Field(description="BM25 over names, tags, capabilities, descriptions and examples, relative to the best hit (0-1).")
-    tag: float = Field(description="Share of tags and capabilities that the query names (0-1).")
+    allExamples: float = Field(description="Cosine similarity to the mean of all the entry's examples.")
+    lexical: float = Field(description="IDF-weighted share of the query's terms found in the entry's text (0-1).")
+    tag: float = Field(description="How many tags or capabilities the query names, as a share of three (0-1).")
 
 
 class MatchedExample(WireModel):

@@ -1,0 +1,117 @@
+"""Shared fixtures: a real registry (SQLite + embedded Chroma + the bundled ONNX model) in a temp dir."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ard_mcp.config import Config
+from ard_mcp.registry import Registry
+
+REPO = Path(__file__).resolve().parents[1]
+
+WEATHER: dict[str, Any] = {
+    "identifier": "urn:ai:example.com:weather:forecast",
+    "displayName": "Weather Forecast Server",
+    "type": "application/mcp-server+json",
+    "description": "Current conditions and multi-day forecasts for any city.",
+    "tags": ["weather", "forecast"],
+    "capabilities": ["get_forecast", "get_current_conditions"],
+    "updatedAt": "2026-05-01T10:00:00Z",
+    "metadata": {"region": "global", "free": True},
+    "data": {
+        "name": "weather",
+        "tools": [
+            {"name": "get_forecast", "description": "Daily temperature, rain probability and wind for the next 7 days in a city."},
+            {"name": "get_current_conditions", "description": "The temperature and sky conditions right now at a location."},
+        ],
+    },
+}
+
+INVOICES: dict[str, Any] = {
+    "identifier": "urn:ai:acme-finance.com:billing:invoice-agent",
+    "displayName": "Invoice Agent",
+    "type": "application/a2a-agent-card+json",
+    "description": "Creates, sends and reconciles customer invoices.",
+    "tags": ["finance", "invoicing"],
+    "url": "https://acme-finance.com/agents/invoice.json",
+    "representativeQueries": ["bill my client for last month's consulting hours", "which invoices are overdue"],
+    "trustManifest": {
+        "identity": "spiffe://acme-finance.com/billing",
+        "identityType": "spiffe",
+        "attestations": [{"type": "SOC2-Type2", "uri": "https://acme-finance.com/soc2.pdf", "mediaType": "application/pdf"}],
+    },
+}
+
+PDF: dict[str, Any] = {
+    "identifier": "urn:ai:docs.example.org:convert:pdf-forge",
+    "displayName": "PDF Forge",
+    "type": "application/mcp-server+json",
+    "description": "Document conversion toolkit.",
+    "tags": ["documents"],
+    "data": {
+        "tools": [
+            {"name": "markdownToPdf", "description": "Render a Markdown file as a PDF document."},
+            {"name": "merge_pdfs", "description": "Combine several PDF files into one."},
+        ]
+    },
+}
+
+TRANSLATE: dict[str, Any] = {
+    "identifier": "urn:ai:lingua.example.net:translate",
+    "displayName": "Lingua Translator",
+    "type": "application/a2a-agent-card+json",
+    "description": "Translates text and documents between 40 languages.",
+    "tags": ["language"],
+    "data": {"name": "Lingua", "skills": [{"id": "translate", "name": "translate_text", "description": "Translate a passage into another language.", "examples": ["say this in Japanese"]}]},
+}
+
+SKILL: dict[str, Any] = {
+    "identifier": "urn:ai:github.com:alice-dev:pptx-creator",
+    "displayName": "pptx-creator",
+    "type": "application/ai-skill",
+    "url": "https://github.com/alice-dev/pptx-creator",
+    "description": "Create PowerPoint slide decks that follow brand guidelines.",
+    "tags": ["documents", "presentations"],
+}
+
+SAMPLE = [WEATHER, INVOICES, PDF, TRANSLATE, SKILL]
+
+
+def entry(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """A deep copy of a sample entry with some fields changed (None removes a field)."""
+    out = copy.deepcopy(base)
+    for key, value in changes.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def registry(data_dir: Path) -> Iterator[Registry]:
+    reg = Registry(Config(data_dir))
+    yield reg
+    reg.close()
+
+
+@pytest.fixture
+def loaded(registry: Registry) -> Registry:
+    report = registry.register_many((f"entries[{i}]", e) for i, e in enumerate(SAMPLE))
+    assert report.added == len(SAMPLE) and not report.rejected
+    return registry

@@ -1,0 +1,58 @@
+"""The command line as a user runs it: ingest with a summary, search printing the tool's JSON, eval."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import PDF, SAMPLE, WEATHER, entry
+
+
+def ard(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ard_mcp", *args, "--data-dir", str(data_dir)],
+        env={**os.environ, "ARD_MCP_LOG_LEVEL": "WARNING"}, capture_output=True, text=True, timeout=180,
+    )
+
+
+def test_ingest_search_and_eval(tmp_path: Path) -> None:
+    catalog = tmp_path / "ai-catalog.json"
+    bad = entry(WEATHER, identifier="urn:ai:example.com:weather:bad", url="https://example.com/x.json")
+    catalog.write_text(json.dumps({"specVersion": "1.0", "host": {"displayName": "Test"}, "entries": [*SAMPLE, bad]}))
+    data_dir = tmp_path / "data"
+
+    first = ard("ingest", str(catalog), data_dir=data_dir)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines()[0] == f"added {len(SAMPLE)}, updated 0, unchanged 0, rejected 1"
+    assert "ai-catalog.json: entries[5]: exactly one of url and data" in first.stdout
+    assert "embedding ai-catalog.json" in first.stderr  # the progress bar goes to stderr
+
+    again = ard("ingest", str(catalog), "--json", data_dir=data_dir)
+    assert json.loads(again.stdout)["unchanged"] == len(SAMPLE)
+
+    found = ard("search", "merge several pdf files into one", "--page-size", "2", data_dir=data_dir)
+    assert found.returncode == 0, found.stderr
+    response = json.loads(found.stdout)
+    assert response["results"][0]["identifier"] == PDF["identifier"]
+    assert len(response["results"]) <= 2
+
+    refused = ard("search", "anything", "--filter", '{"colour": ["red"]}', data_dir=data_dir)
+    assert refused.returncode == 2 and "'colour' is not supported" in refused.stderr
+
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(
+        json.dumps({"id": "a", "query": "combine two PDF documents", "relevant": [PDF["identifier"]], "category": "docs"}) + "\n"
+        + json.dumps({"id": "b", "query": "sky conditions in Rome right now", "relevant": {WEATHER["identifier"]: 2}}) + "\n"
+    )
+    report = ard("eval", "--queries", str(queries), "--json", data_dir=data_dir)
+    assert report.returncode == 0, report.stderr
+    overall = json.loads(report.stdout)["overall"]
+    assert overall["queries"] == 2 and overall["ndcg@10"] == 1.0
+
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"id": "x"}\n')
+    failed = ard("eval", "--queries", str(broken), data_dir=data_dir)
+    assert failed.returncode == 2 and "line 1" in failed.stderr

@@ -1,0 +1,59 @@
+"""examples/search_client.py works end to end: a real `ard-mcp serve` subprocess driven over stdio by the MCP SDK."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "examples" / "search_client.py"
+CATALOG = REPO / "examples" / "ai-catalog.json"
+
+# The default query asks to turn a spreadsheet into a PDF: the PDF converter's convert_to_pdf tool is the answer.
+EXPECTED_FIRST = "urn:ai:paperforge.io:documents:pdf-converter"
+# A result line: "  <score>  <identifier>  (<displayName>)".
+RESULT_LINE = re.compile(r"^\s+(\d{1,3})\s+(urn:ai:\S+)\s+\((.+)\)$")
+
+
+def _identifiers(manifest: dict) -> set[str]:
+    found = set()
+    for entry in manifest["entries"]:
+        found.add(entry["identifier"])
+        if entry["type"] == "application/ai-catalog+json" and "data" in entry:
+            found |= _identifiers(entry["data"])
+    return found
+
+
+def test_search_client_registers_searches_and_explores(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "--data-dir", str(tmp_path / "registry")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, f"stdout:\n{run.stdout}\nstderr:\n{run.stderr[-3000:]}"
+    out = run.stdout
+
+    # Every entry, nested bundle members included, was registered into the fresh data directory.
+    identifiers = _identifiers(json.loads(CATALOG.read_text(encoding="utf-8")))
+    created = set(re.findall(r"^\s*created\s+(urn:ai:\S+)$", out, re.MULTILINE))
+    assert created == identifiers
+
+    # The first search result is the PDF converter, with its score and display name, and the evidence line names
+    # the tool that matched.
+    results = [m for line in out.splitlines() if (m := RESULT_LINE.match(line))]
+    assert results, out
+    score, first, name = results[0].groups()
+    assert first == EXPECTED_FIRST, out
+    assert name == "PaperForge PDF Converter" and 0 < int(score) <= 100
+    assert all(m.group(2) in identifiers for m in results)
+    assert re.search(r"best match: tool 'convert_to_pdf', similarity 0\.\d\d: ", out), out
+
+    # The facet counts cover the whole catalog: 5 MCP servers (one inside the bundle) and the single skill.
+    assert "application/mcp-server+json (5)" in out
+    assert "application/ai-skill (1)" in out
+    assert re.search(r"^tags: finance \(4\)", out, re.MULTILINE), out

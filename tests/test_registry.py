@@ -1,0 +1,190 @@
+"""The core's promises: what is stored, what is re-embedded, what is left behind, and what is refused."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ard_mcp.config import Config
+from ard_mcp.embedding import bundled_model_dir
+from ard_mcp.errors import DataDirInUse, InvalidArgument, ModelMismatch
+from ard_mcp.ingest import manifest_entries
+from ard_mcp.registry import Registry
+from tests.conftest import INVOICES, PDF, SAMPLE, SKILL, TRANSLATE, WEATHER, entry
+
+
+def counts(registry: Registry) -> dict[str, int]:
+    """Rows for every table that holds a trace of an agent, plus the vector index."""
+    db = registry.store._conn  # noqa: SLF001 - the test inspects storage directly on purpose
+    out = {t: db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("agents", "agent_values", "examples", "agents_fts")}
+    out["chroma"] = registry.vectors.count()
+    return out
+
+
+@pytest.fixture
+def embedded(registry: Registry, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every text the model is asked to embed from here on."""
+    seen: list[str] = []
+    original = registry.embedder.embed
+
+    def spy(texts: list[str]) -> np.ndarray:
+        seen.extend(texts)
+        return original(texts)
+
+    monkeypatch.setattr(registry.embedder, "embed", spy)
+    return seen
+
+
+def test_unchanged_entries_cost_no_embedding(loaded: Registry, embedded: list[str]) -> None:
+    report = loaded.register_many((str(i), e) for i, e in enumerate(SAMPLE))
+    assert (report.added, report.updated, report.unchanged) == (0, 0, len(SAMPLE))
+    assert embedded == []
+
+
+def test_update_reembeds_only_changed_texts_and_leaves_no_old_examples(loaded: Registry, embedded: list[str]) -> None:
+    tools = [WEATHER["data"]["tools"][0], {"name": "get_alerts", "description": "Severe weather warnings issued for a region."}]
+    changed = entry(WEATHER, data={"name": "weather", "tools": tools}, capabilities=["get_forecast", "get_alerts"], updatedAt="2026-06-01T00:00:00Z")
+    assert loaded.register(changed).status == "updated"
+    assert embedded == ["get alerts: Severe weather warnings issued for a region."]
+    rows = loaded.store.examples_of([loaded.store.get(WEATHER["identifier"]).id])  # type: ignore[union-attr]
+    texts = {r.text for r in rows}
+    assert not any("right now" in t for t in texts)  # the dropped tool's example is gone
+    assert any(t.startswith("get alerts") for t in texts)
+    assert counts(loaded)["chroma"] == counts(loaded)["examples"]
+
+
+def test_deregistration_removes_every_trace(loaded: Registry) -> None:
+    before = counts(loaded)
+    for item in SAMPLE:
+        loaded.deregister(item["identifier"])
+    assert counts(loaded) == dict.fromkeys(before, 0)
+    assert loaded.explore(None, None, [_facet("tags")]).facets["tags"].buckets == []
+
+
+def _facet(field: str) -> Any:
+    from ard_mcp.wire import FacetRequest
+
+    return FacetRequest(field=field)
+
+
+def test_unknown_fields_are_kept_exactly(registry: Registry) -> None:
+    extended = entry(PDF, **{"x-pricing": {"plan": "free", "limits": [1, 2]}, "license": "MIT"})
+    registry.register(extended)
+    assert registry.get(PDF["identifier"]).wire() == extended
+
+
+def test_nested_catalog_is_walked_and_rejections_name_field_and_rule(registry: Registry) -> None:
+    manifest = {
+        "specVersion": "1.0",
+        "entries": [
+            WEATHER,
+            {
+                "identifier": "urn:ai:example.com:bundle:office",
+                "displayName": "Office bundle",
+                "type": "application/ai-catalog+json",
+                "data": {"specVersion": "1.0", "entries": [SKILL, entry(PDF, identifier="pdf-forge")]},
+            },
+            entry(INVOICES, data={"x": 1}),
+        ],
+    }
+    report = registry.register_many(manifest_entries(manifest))
+    assert report.added == 3
+    assert report.rejected == [
+        "entries[1].data.entries[1].identifier: must be urn:ai:<publisher-domain>:...:<name>",
+        "entries[2]: exactly one of url and data must be present (ARD §3.4 value-or-reference)",
+    ]
+    assert registry.get(SKILL["identifier"]).displayName == "pptx-creator"
+
+
+def test_bad_manifest_is_refused_whole() -> None:
+    with pytest.raises(InvalidArgument, match="specVersion"):
+        list(manifest_entries({"specVersion": "2.0", "entries": []}))
+
+
+def test_filters_follow_ard_semantics(loaded: Registry) -> None:
+    def ids(flt: dict[str, Any]) -> set[str]:
+        allowed = loaded.store.filter_agents(loaded_filter(flt))
+        return {a.identifier for a in loaded.store.agents_by_id(allowed or []).values()}
+
+    from ard_mcp.filters import parse_filter as loaded_filter
+
+    assert ids({"tags": "documents"}) == {PDF["identifier"], SKILL["identifier"]}  # any element of an array
+    assert ids({"type": ["application/ai-skill", "application/mcp-server+json"]}) == {SKILL["identifier"], PDF["identifier"], WEATHER["identifier"]}
+    assert ids({"tags": ["documents"], "type": ["application/ai-skill"]}) == {SKILL["identifier"]}  # AND across keys
+    assert ids({"publisher": "EXAMPLE.com"}) == {WEATHER["identifier"]}
+    assert ids({"metadata.free": True}) == {WEATHER["identifier"]}
+    assert ids({"trustManifest.attestations.type": "SOC2-Type2"}) == {INVOICES["identifier"]}
+    assert ids({"capabilities": "translate_text"}) == set()
+    with pytest.raises(InvalidArgument, match="filter.tags: must list at least one value"):
+        loaded_filter({"tags": []})
+
+
+def test_a_second_registry_on_the_same_directory_is_refused(registry: Registry, data_dir: Path) -> None:
+    with pytest.raises(DataDirInUse, match="in use by another ard-mcp process"):
+        Registry(Config(data_dir))
+
+
+def _model_copy(tmp_path: Path, **changes: Any) -> Path:
+    target = tmp_path / "model"
+    shutil.copytree(bundled_model_dir(), target)
+    spec = json.loads((target / "model.json").read_text())
+    spec.update(changes)
+    (target / "model.json").write_text(json.dumps(spec))
+    return target
+
+
+def test_an_index_built_with_another_model_is_refused(loaded: Registry, data_dir: Path, tmp_path: Path) -> None:
+    loaded.close()
+    other = _model_copy(tmp_path, id="someone/other-model")
+    with pytest.raises(ModelMismatch, match="built with model 'sentence-transformers/all-MiniLM-L6-v2@onnx-int8'.*reindex"):
+        Registry(Config(data_dir, model_dir=other))
+    rebuilt = Registry(Config(data_dir, model_dir=other), rebuilding=True)
+    try:
+        assert rebuilt.reindex() == counts(rebuilt)["examples"] > 0
+        assert rebuilt.search("weather in Oslo tomorrow").results[0].identifier == WEATHER["identifier"]
+    finally:
+        rebuilt.close()
+    reopened = Registry(Config(data_dir, model_dir=other))  # the index now belongs to the new model
+    reopened.close()
+    Registry(Config(data_dir, model_dir=other), rebuilding=True).close()
+    with pytest.raises(ModelMismatch):
+        Registry(Config(data_dir))
+
+
+def test_model_files_are_checked_against_their_sha256(tmp_path: Path) -> None:
+    from ard_mcp.embedding import Embedder, ModelSpec
+
+    bad = _model_copy(tmp_path, files={"model.onnx": "0" * 64, "tokenizer.json": "0" * 64})
+    with pytest.raises(ModelMismatch, match="has sha256 8199be6f"):
+        Embedder(ModelSpec.load(bad))
+
+
+def test_interrupted_vector_writes_are_repaired_on_open(loaded: Registry, data_dir: Path) -> None:
+    agent = loaded.store.get(TRANSLATE["identifier"])
+    assert agent is not None
+    lost = [r.id for r in loaded.store.examples_of([agent.id])]
+    loaded.vectors.delete(lost)  # as if the process died between the SQLite commit and the Chroma write
+    loaded.store._conn.execute("UPDATE agents SET vectors_pending = 1 WHERE id = ?", (agent.id,))  # noqa: SLF001
+    loaded.close()
+    reopened = Registry(Config(data_dir))
+    try:
+        assert reopened.search("say this sentence in Japanese").results[0].identifier == TRANSLATE["identifier"]
+        assert reopened.store.pending_agents() == []
+    finally:
+        reopened.close()
+
+
+def test_reindex_rebuilds_a_lost_vector_index(loaded: Registry, data_dir: Path) -> None:
+    loaded.close()
+    shutil.rmtree(data_dir / "chroma")
+    rebuilt = Registry(Config(data_dir), rebuilding=True)
+    try:
+        assert rebuilt.reindex() == counts(rebuilt)["examples"]
+        assert rebuilt.search("merge two pdf files").results[0].identifier == PDF["identifier"]
+    finally:
+        rebuilt.close()
