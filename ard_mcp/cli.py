@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ard_mcp import __version__
-from ard_mcp.config import Config, default_data_dir, env
+from ard_mcp.config import DEFAULT_MAX_BODY_BYTES, Config, default_data_dir, env, is_loopback
 from ard_mcp.errors import ArdError
 
 log = logging.getLogger("ard_mcp")
@@ -73,6 +73,16 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default=env("HOST", "127.0.0.1"), help="HTTP bind address (ARD_MCP_HOST; default %(default)s)")
     serve.add_argument("--port", type=int, default=int(env("PORT", "8000") or 8000), help="HTTP port (ARD_MCP_PORT; default %(default)s)")
     serve.add_argument("--public-url", default=env("PUBLIC_URL"), help="URL this registry is reached at, reported as each result's source (ARD_MCP_PUBLIC_URL)")
+    serve.add_argument("--token-file", type=Path, default=Path(t) if (t := env("TOKEN_FILE")) else None,
+                       help="bearer tokens for writes over HTTP, one '[name] token' per line (ARD_MCP_TOKEN_FILE)")
+    serve.add_argument("--allow-anonymous-writes", action="store_true", default=_truthy(env("ALLOW_ANONYMOUS_WRITES")),
+                       help="serve a non-loopback address without a token file: anyone who reaches it can write (ARD_MCP_ALLOW_ANONYMOUS_WRITES)")
+    serve.add_argument("--allowed-hosts", default=env("ALLOWED_HOSTS"),
+                       help="comma-separated Host headers to answer (name or name:port or name:*; * for any) (ARD_MCP_ALLOWED_HOSTS; "
+                            "default: loopback names on a loopback address, any otherwise)")
+    serve.add_argument("--cors-origins", default=env("CORS_ORIGINS"), help="comma-separated origins allowed by CORS (ARD_MCP_CORS_ORIGINS; default: CORS off)")
+    serve.add_argument("--max-body-bytes", type=int, default=int(env("MAX_BODY_BYTES", str(DEFAULT_MAX_BODY_BYTES)) or DEFAULT_MAX_BODY_BYTES),
+                       help="larger request bodies get 413 (ARD_MCP_MAX_BODY_BYTES; default %(default)s)")
 
     ingest = commands.add_parser("ingest", help="load ai-catalog.json files into the registry")
     _common(ingest)
@@ -96,19 +106,60 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _csv(value: str | None) -> tuple[str, ...]:
+    return tuple(part.strip() for part in (value or "").split(",") if part.strip())
+
+
 def _config(args: argparse.Namespace) -> Config:
     return Config(data_dir=args.data_dir, model_dir=args.model_dir, source_url=getattr(args, "public_url", None))
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from ard_mcp.server import build_server
-
-    server = build_server(_config(args))
     if args.transport == "stdio":
-        server.run()
-    else:
-        log.info("serving MCP over %s on http://%s:%d", args.transport, args.host, args.port)
-        server.run(args.transport, host=args.host, port=args.port)
+        from ard_mcp.server import build_server
+
+        build_server(_config(args)).run()
+        return 0
+    return _serve_http(args)
+
+
+def _serve_http(args: argparse.Namespace) -> int:
+    """MCP and the REST routes in one app; refuses to expose open writes beyond this machine by accident."""
+    from ard_mcp.auth import TokenStore
+    from ard_mcp.config import HttpSettings
+    from ard_mcp.http import serve
+    from ard_mcp.registry import Registry
+
+    try:
+        tokens = TokenStore.load(args.token_file) if args.token_file else TokenStore()
+    except ValueError as exc:
+        print(f"ard-mcp: {exc}", file=sys.stderr)
+        return 2
+    if not tokens.configured and not is_loopback(args.host) and not args.allow_anonymous_writes:
+        print(
+            f"ard-mcp: refusing to serve on {args.host} without a token: anyone who can reach it could register and delete entries. "
+            f"Give --token-file FILE (ARD_MCP_TOKEN_FILE), or --allow-anonymous-writes if that is what you want.",
+            file=sys.stderr,
+        )
+        return 2
+    if args.max_body_bytes < 1:
+        print("ard-mcp: --max-body-bytes must be positive", file=sys.stderr)
+        return 2
+    allowed = _csv(args.allowed_hosts) or None
+    settings = HttpSettings(args.transport, args.host, args.port, allowed, _csv(args.cors_origins), args.max_body_bytes, tokens)
+    if allowed is None and not is_loopback(args.host):
+        log.warning("answering any Host header on %s; pass --allowed-hosts with the names clients use", args.host)
+    config = _config(args)
+    registry = Registry(config)  # opened before listening, so a data directory in use is a clear error
+    mcp_path = "/sse" if args.transport == "sse" else "/mcp"
+    log.info("serving MCP at http://%s:%d%s and the REST API (/search, /discover, /agents, ...) on the same port", args.host, args.port, mcp_path)
+    if not tokens.configured:
+        log.info("no token file: writes are open to every client that can reach this address")
+    serve(config, settings, registry, args.log_level)
     return 0
 
 

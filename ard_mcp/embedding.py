@@ -89,6 +89,9 @@ class Embedder:
         self.spec = spec
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3
+        # The arena keeps the peak of the largest batch for the life of the process (+1.1 GB measured for
+        # batches of 64 long tool descriptions) and buys no measurable speed: release memory instead.
+        options.enable_cpu_mem_arena = False
         self._session = onnxruntime.InferenceSession(
             str(spec.directory / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
         )

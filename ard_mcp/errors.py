@@ -49,3 +49,43 @@ class ModelMismatch(ArdError):
 
     code = "FAILED_PRECONDITION"
     http_status = 500
+
+
+class Unauthenticated(ArdError):
+    """A write without a valid bearer token on a registry that has tokens (ARD Appendix B)."""
+
+    code = "UNAUTHENTICATED"
+    http_status = 401
+
+
+class PayloadTooLarge(ArdError):
+    """A request body over the configured limit, refused before it is read to the end."""
+
+    code = "PAYLOAD_TOO_LARGE"
+    http_status = 413
+
+
+class UnsupportedMediaType(ArdError):
+    """A body a browser could send cross-site without a CORS preflight (form or plain text), never JSON here."""
+
+    code = "UNSUPPORTED_MEDIA_TYPE"
+    http_status = 415
+
+
+class MisdirectedRequest(ArdError):
+    """A Host header this server is not configured to answer for (DNS-rebinding protection)."""
+
+    code = "MISDIRECTED_REQUEST"
+    http_status = 421
+
+
+class MethodNotAllowed(ArdError):
+    code = "METHOD_NOT_ALLOWED"
+    http_status = 405
+
+
+class VectorIndexUnavailable(ArdError):
+    """The Chroma server named by --chroma-url cannot be reached."""
+
+    code = "UNAVAILABLE"
+    http_status = 503

@@ -1,7 +1,8 @@
 """What of an entry gets its own vector: the example-level index (Xu profile §example index).
 
 One example per representative query, per tool of an inline MCP server, per skill of an inline A2A card,
-per capability no tool describes, and one for name + description. An agent is then scored by its best
+per example task of Xu Agent Metadata, per operation (and example input) of AIDIP metadata, per capability
+no tool describes, and one for name + description. An agent is then scored by its best
 matching examples, so one precise tool description is not averaged away by ten unrelated ones.
 """
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ard_mcp.catalog import CatalogEntry
+from ard_mcp.facts import AIDIP_TYPE, XU_TYPE
 
 MAX_EXAMPLES = 96
 MAX_TEXT = 1000
@@ -53,6 +55,37 @@ def _named_items(items: Any) -> list[tuple[str, str, list[str]]]:
     return out
 
 
+def _input_text(value: Any, key: str = "") -> list[str]:
+    """The string leaves of an example input, labelled by their keys: what the caller would ask for."""
+    if isinstance(value, str):
+        return [f"{humanize(key)}: {value}" if key else value]
+    if isinstance(value, dict):
+        return [text for k, v in value.items() for text in _input_text(v, str(k))]
+    if isinstance(value, list):
+        return [text for v in value for text in _input_text(v, key)]
+    return []
+
+
+def _format_examples(entry: CatalogEntry, data: dict[str, Any]) -> list[Example]:
+    """Xu example tasks (labelled by their ids) and AIDIP operations with their example inputs."""
+    found: list[Example] = []
+    if entry.type == XU_TYPE:
+        for item in data.get("examples") or []:
+            if isinstance(item, dict) and isinstance(item.get("text"), str):
+                label = item["id"] if isinstance(item.get("id"), str) and item["id"] else item["text"][:80]
+                found.append(Example("query", label, _clip(item["text"])))
+    elif entry.type == AIDIP_TYPE:
+        for name, description, _ in _named_items(data.get("operations")):
+            found.append(Example("tool", name or description[:80], _clip(f"{humanize(name)}: {description}" if description else humanize(name))))
+        for operation in data.get("operations") or []:
+            if isinstance(operation, dict) and isinstance(operation.get("examples"), list):
+                for example in operation["examples"]:
+                    text = "; ".join(_input_text(example.get("input") if isinstance(example, dict) else None))
+                    if text:
+                        found.append(Example("query", f"{operation.get('name') or 'operation'} example", _clip(text)))
+    return found
+
+
 def extract_examples(entry: CatalogEntry) -> list[Example]:
     """The entry's examples, de-duplicated by text, at most `MAX_EXAMPLES`."""
     found: list[Example] = []
@@ -70,6 +103,7 @@ def extract_examples(entry: CatalogEntry) -> list[Example]:
             found.append(Example(kind, name or description[:80], _clip(text)))
             for example in skill_examples:
                 found.append(Example("query", example[:80], _clip(example)))
+    found += _format_examples(entry, data)
     for capability in entry.capabilities or []:
         if capability.lower() not in described:
             found.append(Example("capability", capability, _clip(humanize(capability))))

@@ -87,6 +87,12 @@ def coverage(query: Iterable[str], agent_terms: set[str], weights: Mapping[str, 
     return matched / total if total > 0 else 0.0
 
 
+def named_keywords(query: set[str], keywords: list[set[str]]) -> float:
+    """How many tags or capabilities the query names, as a share of three: an agent several of whose
+    tools a task mentions is likelier to serve it than one with a single chance match."""
+    return min(1.0, sum(1 for k in keywords if k & query) / 3)
+
+
 def _joined(texts: Iterable[str]) -> str:
     return " ".join(t for text in texts for t in terms(text))
 
@@ -96,7 +102,7 @@ def fts_document(entry: CatalogEntry, examples: list[Example]) -> FtsDocument:
     name_part = entry.identifier.rsplit(":", 1)[-1]
     return FtsDocument(
         name=_joined([entry.displayName, name_part]),
-        keywords=_joined([*(entry.tags or []), *(entry.capabilities or [])]),
+        keywords=" | ".join(_joined([k]) for k in [*(entry.tags or []), *(entry.capabilities or [])]),
         description=_joined([entry.description or ""]),
         examples=_joined(e.text for e in examples if e.kind != "description"),
     )

@@ -1,53 +1,69 @@
 """From a task description to ranked agents with the evidence for each.
 
-Candidates come from two retrievers: approximate nearest examples in Chroma (for the whole text and for
-each sub-intent of a multi-step task) and BM25 over the store's FTS5 index. Every candidate is then
-rescored exactly against all of its own examples, so the reported similarities are the ones that produced
-the score. Signals are fused into an absolute relevance (a logistic of a weighted sum, not a per-query
-normalisation), so a query that fits nothing scores low and falls under the cutoff.
+Candidates come from two retrievers: the nearest examples in Chroma (one batched query for the whole text
+and each sub-intent of a multi-step task) and BM25 over the store's FTS5 index. Every candidate is then
+rescored exactly against all of its own examples in one matrix product, so the similarities reported as
+evidence are the ones that produced the score. The signals are fused into an absolute relevance (a
+logistic of a weighted sum, not a per-query normalisation), so a query that fits nothing scores low and
+falls under the cutoff. Evidence texts are fetched only for the page that is returned.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ard_mcp.embedding import Embedder
-from ard_mcp.lexical import coverage, idf, match_expression, query_terms, terms
-from ard_mcp.store import ExampleRow, Store
+from ard_mcp.lexical import coverage, idf, match_expression, named_keywords, query_terms, terms
+from ard_mcp.store import CandidateExamples, Store
 from ard_mcp.vectors import VectorIndex
+
+SIGNALS = ("example", "secondExample", "context", "allExamples", "lexical", "tag")
 
 
 @dataclass(frozen=True)
 class Tuning:
     """Every constant of the ranking in one place.
 
-    The signal weights are a class-balanced logistic regression of relevance on the six signals over the
-    candidates of the dev queries (`python bench/fit_fusion.py` refits and prints them), so `relevance`
-    estimates how likely an entry is to satisfy the query and means the same for every query. Six weights
-    for ~160k labelled candidates leave little room to overfit single queries.
+    The six signal weights come from `python bench/fit_fusion.py`: a pairwise ranking fit over the dev
+    queries' candidates, then a calibration so `relevance` estimates how likely an entry is to satisfy the
+    query and means the same for every query. Six weights fitted on ~190k labelled candidates leave little
+    room to overfit single queries.
     """
 
     examples_per_intent: int = 200  # nearest examples fetched from Chroma for each query vector
     lexical_candidates: int = 100  # BM25 candidates
     exact_below: int = 3000  # with a filter matching fewer agents, score them all exactly
     field_weights: tuple[float, float, float, float] = (4.0, 3.0, 1.5, 1.0)  # BM25: name, keywords, description, examples
-    w_best: float = 2.862
-    w_second: float = 4.84
-    w_context: float = 2.355
-    w_lexical: float = 3.391
-    w_tag: float = 0.852
-    w_centroid: float = 4.288
-    bias: float = -4.097
-    cutoff: int = 50  # relevance below even odds is not returned (see README, "Search quality")
+    weights: tuple[float, ...] = (3.428, 5.524, 4.557, 5.47, 6.477, 1.771)  # in SIGNALS order
+    bias: float = -5.57
+    cutoff: int = 40  # see README, "Search quality": the no-answer / recall trade-off behind it
     evidence_examples: int = 3
 
 
 DEFAULT_TUNING = Tuning()
+
+# Steps and needs of a task: sentences, "then"-steps, and clauses joined by commas, "and", "as well as".
+_SPLIT = re.compile(
+    r"(?:[.;!?\n]+\s+|,?\s+(?:and\s+)?then\s+|,\s+(?:and\s+)?|\s+and\s+(?:also\s+)?|\s+as well as\s+|\s+along with\s+)",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[^\W_]+")
+
+
+def split_intents(text: str) -> list[str]:
+    """Sub-intents of a task with several needs ("geocode this, then find parking and a PDF"), at most 8.
+
+    Each is embedded too and an example's similarity is its best over the whole text and the parts, so
+    the agent for each step can surface, not only the one closest to the sum of all steps."""
+    parts = [p.strip(" ,.") for p in _SPLIT.split(text)]
+    parts = [p for p in parts if len(p.split()) >= 2]
+    return parts[:8] if len(parts) > 1 else []
 
 
 @dataclass(frozen=True)
@@ -58,51 +74,63 @@ class MatchedExample:
     similarity: float
 
 
-@dataclass
-class Features:
-    """One candidate's signals, and the evidence that goes with them."""
-
+@dataclass(frozen=True)
+class Hit:
     agent_id: int
-    best: float
-    second: float
-    context: float
-    lexical: float
-    tag: float
-    centroid: float
-    matched_examples: list[MatchedExample]
-    matched_tags: list[str]
-    matched_words: list[str]
+    relevance: float
 
-    def components(self) -> dict[str, float]:
-        return {
-            "example": round(self.best, 4),
-            "secondExample": round(self.second, 4),
-            "context": round(self.context, 4),
-            "allExamples": round(self.centroid, 4),
-            "lexical": round(self.lexical, 4),
-            "tag": round(self.tag, 4),
-        }
+    @property
+    def score(self) -> int:
+        return int(round(100 * self.relevance))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Ranked:
+    """One result explained: its relevance, the signals behind it and the evidence."""
+
     agent_id: int
     score: int
     relevance: float
     components: dict[str, float]
-    matched_examples: list[MatchedExample] = field(default_factory=list)
-    matched_tags: list[str] = field(default_factory=list)
-    matched_words: list[str] = field(default_factory=list)
+    matched_examples: list[MatchedExample]
+    matched_words: list[str]
+    matched_tags: list[str]
 
 
-_SPLIT = re.compile(r"(?:[.;!?\n]+\s+|,?\s+(?:and\s+)?then\s+|,\s+(?:and\s+)?(?:also|finally|next)\s+)", re.IGNORECASE)
+@dataclass
+class Candidates:
+    """Every candidate of one query with its signals; examples stay at hand for the evidence."""
+
+    agent_ids: np.ndarray  # (n,)
+    signals: np.ndarray  # (n, len(SIGNALS))
+    examples: CandidateExamples  # all candidate examples, grouped by agent
+    similarity: np.ndarray  # (m,) each example's best similarity over the query's intents
+    per_intent: np.ndarray  # (n, intents) each agent's best example similarity to each intent (0 = whole query)
+    starts: np.ndarray  # (n,) where each agent's examples begin in `examples`
+    query: list[str]  # the query's terms
+    surface: dict[str, str]  # term -> the word the user typed
 
 
-def split_intents(text: str) -> list[str]:
-    """Sub-intents of a multi-step task: its sentences and `then`-separated steps (max 6, ≥ 3 words)."""
-    parts = [p.strip(" ,.") for p in _SPLIT.split(text)]
-    parts = [p for p in parts if len(p.split()) >= 3]
-    return parts[:6] if len(parts) > 1 else []
+@dataclass
+class Ranking:
+    """The relevant agents of one query, best first; `explain` adds evidence for the ones shown."""
+
+    hits: list[Hit]
+    found: Candidates | None
+    ranker: Ranker
+
+    def __iter__(self) -> Iterator[Hit]:
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, index: slice) -> list[Hit]:
+        return self.hits[index]
+
+    def explain(self, hit: Hit, entry: Mapping[str, Any]) -> Ranked:
+        assert self.found is not None, "a ranking with hits has candidates"
+        return self.ranker.explain(self.found, hit, entry)
 
 
 class Ranker:
@@ -111,112 +139,98 @@ class Ranker:
         self.vectors = vectors
         self.embedder = embedder
         self.tuning = tuning
+        self._weights = np.array(tuning.weights)
 
-    def rank(self, text: str, allowed: set[int] | None) -> list[Ranked]:
-        """Every agent at or above the cutoff, best first (ties broken by agent id for stable pages)."""
-        t = self.tuning
-        ranked = []
-        for f in self.features(text, allowed):
-            relevance = self.relevance(f)
-            score = int(round(100 * relevance))
-            if score >= t.cutoff:
-                ranked.append(
-                    Ranked(
-                        agent_id=f.agent_id,
-                        score=score,
-                        relevance=relevance,
-                        components=f.components(),
-                        matched_examples=f.matched_examples,
-                        matched_tags=f.matched_tags,
-                        matched_words=f.matched_words,
-                    )
-                )
-        ranked.sort(key=lambda r: (-r.relevance, r.agent_id))
-        return ranked
+    def relevance(self, signals: np.ndarray) -> np.ndarray:
+        """Probability-like relevance in (0, 1) for each row of signals; comparable across queries."""
+        return 1.0 / (1.0 + np.exp(-(signals @ self._weights + self.tuning.bias)))
 
-    def relevance(self, f: Features) -> float:
-        """Probability-like relevance in (0, 1): a logistic of the weighted signals, comparable across queries."""
-        t = self.tuning
-        z = (
-            t.bias
-            + t.w_best * f.best
-            + t.w_second * f.second
-            + t.w_context * f.context
-            + t.w_lexical * f.lexical
-            + t.w_tag * f.tag
-            + t.w_centroid * f.centroid
+    def rank(self, text: str, allowed: set[int] | None) -> Ranking:
+        """Agents whose score reaches the cutoff, best first (ties by id, so pages are stable)."""
+        found = self.candidates(text, allowed)
+        if found is None:
+            return Ranking([], None, self)
+        relevance = self.relevance(found.signals)
+        keep = np.flatnonzero(np.round(relevance * 100) >= self.tuning.cutoff)
+        order = keep[np.lexsort((found.agent_ids[keep], -relevance[keep]))]
+        return Ranking([Hit(int(found.agent_ids[i]), float(relevance[i])) for i in order], found, self)
+
+    def explain(self, found: Candidates, hit: Hit, entry: Mapping[str, Any]) -> Ranked:
+        """The evidence for one ranked agent: its best examples, its signals, the words and tags it shares."""
+        agent_id = hit.agent_id
+        index = int(np.searchsorted(found.agent_ids, agent_id))
+        start = found.starts[index]
+        end = found.starts[index + 1] if index + 1 < len(found.starts) else len(found.similarity)
+        local = start + np.argsort(-found.similarity[start:end], kind="stable")[: self.tuning.evidence_examples]
+        texts = self.store.example_texts([int(found.examples.ids[i]) for i in local])
+        own_terms, _ = self.store.agent_terms([agent_id])[agent_id]
+        query = set(found.query)
+        keywords = [*(entry.get("tags") or []), *(entry.get("capabilities") or [])]
+        return Ranked(
+            agent_id=agent_id,
+            score=hit.score,
+            relevance=hit.relevance,
+            components={name: round(float(v), 4) for name, v in zip(SIGNALS, found.signals[index], strict=True)},
+            matched_examples=[
+                MatchedExample(*texts[int(found.examples.ids[i])], round(float(found.similarity[i]), 4)) for i in local
+            ],
+            matched_words=sorted({found.surface.get(t, t).lower() for t in found.query if t in own_terms}),
+            matched_tags=[k for k in keywords if query & set(terms(k))],
         )
-        return 1.0 / (1.0 + math.exp(-z))
 
-    def features(self, text: str, allowed: set[int] | None) -> list[Features]:
-        """The signals of every candidate agent, computed exactly against all of its examples."""
+    def candidates(self, text: str, allowed: set[int] | None) -> Candidates | None:
+        """All candidate agents of a query and their signals, computed exactly against all of their examples."""
         if allowed is not None and not allowed:
-            return []
-        t = self.tuning
-        intents = [text, *split_intents(text)]
-        queries = self.embedder.embed(intents)
+            return None
+        intents = self.embedder.embed([text, *split_intents(text)])
         qterms = query_terms(text)
-        bm25 = self._bm25(qterms, allowed)
-        candidates = self._dense_candidates(queries, allowed) | bm25.keys()
-        if not candidates:
-            return []
-        by_agent: dict[int, list[ExampleRow]] = defaultdict(list)
-        for row in self.store.examples_of(candidates):
-            by_agent[row.agent_id].append(row)
+        pool = self._dense_candidates(intents, allowed) | self._bm25(qterms, allowed)
+        if not pool:
+            return None
+        examples = self.store.candidate_examples(sorted(pool))
+        by_intent = examples.vectors @ intents.T
+        sims = by_intent.max(axis=1)  # each example's best intent
+        agents = examples.agent_ids
+        starts = np.flatnonzero(np.r_[True, agents[1:] != agents[:-1]])
+        per_intent = np.maximum.reduceat(by_intent, starts, axis=0)
+        agent_ids = agents[starts]
+        group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(agents)]))
+
+        ordered = np.lexsort((-sims, group))  # by agent, best example first
+        best = sims[ordered[starts]]
+        sizes = np.diff(np.r_[starts, len(agents)])
+        second = np.where(sizes > 1, sims[ordered[np.minimum(starts + 1, len(agents) - 1)]], 0.0)
+        context = np.zeros(len(starts))
+        context[group[examples.is_description]] = sims[examples.is_description]
+        centroids = np.add.reduceat(examples.vectors, starts, axis=0)
+        centroids /= np.clip(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-9, None)
+        all_examples = centroids @ intents[0]
+
         documents = max(1, self.store.count())
         frequencies = self.store.document_frequencies(qterms)
         weights = {term: idf(frequencies.get(term, 0), documents) for term in qterms}
-        surface = {term: word for word in re.findall(r"[^\W_]+", text) for term in terms(word)}
-        agent_terms = self.store.agent_terms(by_agent.keys())
-        agents = self.store.agents_by_id(by_agent.keys())
+        agent_terms = self.store.agent_terms(agent_ids.tolist())
+        lexical = np.array([coverage(qterms, agent_terms[int(a)][0], weights) for a in agent_ids])
+        asked = set(qterms)
+        tag = np.array([named_keywords(asked, agent_terms[int(a)][1]) for a in agent_ids])
 
-        out: list[Features] = []
-        for agent_id, rows in by_agent.items():
-            vectors = np.stack([r.vector for r in rows])
-            sims = vectors @ queries.T  # examples × intents
-            centroid = vectors.mean(axis=0)
-            centroid /= max(float(np.linalg.norm(centroid)), 1e-9)
-            per_example = sims.max(axis=1)
-            order = np.argsort(-per_example)
-            entry = agents[agent_id].entry
-            keywords = [*(entry.get("tags") or []), *(entry.get("capabilities") or [])]
-            matched_tags = [k for k in keywords if weights.keys() & set(terms(k))]
-            own_terms = agent_terms.get(agent_id, set())
-            out.append(
-                Features(
-                    agent_id=agent_id,
-                    best=float(per_example[order[0]]),
-                    second=float(per_example[order[1]]) if len(order) > 1 else 0.0,
-                    context=max((float(per_example[i]) for i, r in enumerate(rows) if r.kind == "description"), default=0.0),
-                    lexical=coverage(qterms, own_terms, weights),
-                    tag=min(1.0, len(matched_tags) / 3),
-                    centroid=float(centroid @ queries[0]),
-                    matched_examples=[
-                        MatchedExample(rows[i].kind, rows[i].label, rows[i].text, round(float(per_example[i]), 4))
-                        for i in order[: t.evidence_examples]
-                    ],
-                    matched_tags=matched_tags,
-                    matched_words=sorted({surface.get(term, term).lower() for term in qterms if term in own_terms}),
-                )
-            )
-        return out
+        signals = np.column_stack([best, second, context, all_examples, lexical, tag])
+        surface = {term: word for word in _WORD.findall(text) for term in terms(word)}
+        return Candidates(agent_ids, signals, examples, sims, per_intent, starts, qterms, surface)
 
-    def _dense_candidates(self, queries: np.ndarray, allowed: set[int] | None) -> set[int]:
+    def _dense_candidates(self, intents: np.ndarray, allowed: set[int] | None) -> set[int]:
         t = self.tuning
         if allowed is not None and len(allowed) <= t.exact_below:
             return set(allowed)  # few enough to score every one of them exactly
         total = max(1, self.store.count())
         widen = 1 if allowed is None else min(16, math.ceil(total / max(1, len(allowed))))
-        hits: set[int] = set()
-        for vector in queries:
-            hits.update(i for i, _ in self.vectors.query(vector, t.examples_per_intent * widen))
-        agents = set(self.store.example_agents(sorted(hits)).values())
+        agents = self.vectors.nearest_agents(intents, t.examples_per_intent * widen)
         return agents if allowed is None else agents & allowed
 
-    def _bm25(self, qterms: list[str], allowed: set[int] | None) -> dict[int, float]:
+    def _bm25(self, qterms: list[str], allowed: set[int] | None) -> set[int]:
         expression = match_expression(qterms)
         if expression is None:
-            return {}
+            return set()
         limit = self.tuning.lexical_candidates * (1 if allowed is None else 10)
         hits = self.store.lexical(expression, limit, self.tuning.field_weights)
-        return {a: s for a, s in hits if allowed is None or a in allowed}
+        return {a for a, _ in hits if allowed is None or a in allowed}

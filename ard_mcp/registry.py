@@ -9,27 +9,32 @@ from __future__ import annotations
 
 import base64
 import fcntl
+import functools
 import hashlib
 import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
-from ard_mcp.catalog import CatalogEntry, normalize_identifier, parse_entry, publisher_of
+from ard_mcp.catalog import CatalogEntry, normalize_identifier, parse_entry, parse_timestamp, publisher_of
 from ard_mcp.config import Config
+from ard_mcp.criteria import PREFERRED_BOOST, Candidate, Criteria
 from ard_mcp.embedding import Embedder, ModelSpec, bundled_model_dir, load_embedder
 from ard_mcp.errors import ArdError, DataDirInUse, InvalidArgument, ModelMismatch, NotFound, StaleEntry
 from ard_mcp.examples import extract_examples
-from ard_mcp.filters import check_field, entry_values, parse_filter
+from ard_mcp.expression import Expression, normalize_order, parse_expression
+from ard_mcp.facts import EXPIRES_KEY, SOURCE_ID_KEY, expiry_of
+from ard_mcp.filters import METADATA_PREFIX, Filter, check_field, entry_values, parse_filter
 from ard_mcp.lexical import fts_document
-from ard_mcp.ranking import Ranked, Ranker
+from ard_mcp.ranking import Ranked, Ranker, Ranking
 from ard_mcp.store import ORDERABLE, NewExample, StoredAgent, Store
 from ard_mcp.vectors import VectorIndex
 from ard_mcp.wire import (
@@ -52,6 +57,7 @@ log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 4000
 Progress = Callable[[int, int], None]
+_UNKNOWN: Any = object()  # the next expiry has not been looked up since the registry opened
 
 
 @dataclass
@@ -111,6 +117,7 @@ class Registry:
         self._lock_file = self._acquire(config.data_dir)
         self._write_lock = threading.RLock()
         self._warm_lock = threading.Lock()
+        self._next_expiry: datetime | None = _UNKNOWN
         self.model_spec = ModelSpec.load(config.model_dir or bundled_model_dir())
         self.store = Store(config.data_dir / "catalog.sqlite3")
         stored_model = self.store.meta("model_id")
@@ -183,7 +190,7 @@ class Registry:
             log.warning("restoring vectors of %d agent(s) whose last write did not finish", len(pending))
             rows = self.store.examples_of(pending)
             if rows:
-                index.add([r.id for r in rows], np.stack([r.vector for r in rows]))
+                index.add([(r.id, r.agent_id) for r in rows], np.stack([r.vector for r in rows]))
             self.store.mark_vectors_done(pending)
 
     # -- writes ---------------------------------------------------------------------------------
@@ -252,7 +259,7 @@ class Registry:
             self.store.set_meta("dimension", str(self.model_spec.dimension))
 
         index = self.vectors
-        batch_ids: list[int] = []
+        batch_ids: list[tuple[int, int]] = []
         batch_vectors: list[np.ndarray] = []
         batch_agents: list[int] = []
         for p in plans:
@@ -267,15 +274,16 @@ class Registry:
                 rows,
             )
             if removed:
-                index.delete(removed)
-            batch_ids += added
+                index.delete([(e, agent_id) for e in removed])
+            batch_ids += [(e, agent_id) for e in added]
             batch_vectors += [r.vector for r in rows]
             batch_agents.append(agent_id)
+            self._note_expiry(p.wire)
             if len(batch_ids) >= 4000:
                 self._flush(index, batch_ids, batch_vectors, batch_agents)
         self._flush(index, batch_ids, batch_vectors, batch_agents)
 
-    def _flush(self, index: VectorIndex, ids: list[int], vectors: list[np.ndarray], agents: list[int]) -> None:
+    def _flush(self, index: VectorIndex, ids: list[tuple[int, int]], vectors: list[np.ndarray], agents: list[int]) -> None:
         if ids:
             index.add(ids, np.stack(vectors))
         if agents:
@@ -299,11 +307,12 @@ class Registry:
     def deregister(self, identifier: str) -> DeregisterResult:
         identifier = normalize_identifier(identifier)
         with self._write_lock:
-            removed = self.store.delete(identifier)
-            if removed is None:
+            deleted = self.store.delete(identifier)
+            if deleted is None:
                 raise NotFound(f"no agent {identifier} is registered")
+            agent_id, removed = deleted
             if removed:
-                self.vectors.delete(removed)
+                self.vectors.delete([(e, agent_id) for e in removed])
         return DeregisterResult(identifier=identifier)
 
     def reindex(self, progress: Progress | None = None) -> int:
@@ -316,7 +325,7 @@ class Registry:
                 self._reembed(progress)
             done = 0
             for batch in self.store.iter_examples():
-                index.add([i for i, _ in batch], np.stack([v for _, v in batch]))
+                index.add([(e, a) for e, a, _ in batch], np.stack([v for _, _, v in batch]))
                 done += len(batch)
                 if progress:
                     progress(done, done)
@@ -341,6 +350,7 @@ class Registry:
 
     # -- reads ----------------------------------------------------------------------------------
     def get(self, identifier: str) -> CatalogEntry:
+        self.expire_due()
         identifier = normalize_identifier(identifier)
         stored = self.store.get(identifier)
         if stored is None:
@@ -354,11 +364,12 @@ class Registry:
             raise InvalidArgument(f"text: must be at most {MAX_QUERY_CHARS} characters (got {len(text)})")
         return text.strip()
 
-    def _ranked(self, text: str, filter_: dict[str, list[str]]) -> list[Ranked]:
+    def _ranked(self, text: str, filter_: dict[str, list[str]]) -> Ranking:
         allowed = self.store.filter_agents(filter_)
         return self.ranker.rank(text, allowed)
 
     def search(self, text: Any, filter: Any = None, page_size: int = 10, page_token: str | None = None) -> SearchResponse:
+        self.expire_due()
         query = self._query_text(text)
         if not 1 <= page_size <= 100:
             raise InvalidArgument(f"pageSize: must be between 1 and 100 (got {page_size})")
@@ -366,8 +377,8 @@ class Registry:
         offset = _Tokens.decode(page_token, ["search", query, flt])
         ranked = self._ranked(query, flt)
         page = ranked[offset : offset + page_size]
-        agents = self.store.agents_by_id(r.agent_id for r in page)
-        results = [self._result(agents[r.agent_id], r) for r in page]
+        agents = self.store.agents_by_id(hit.agent_id for hit in page)
+        results = [self._result(agents[hit.agent_id], ranked.explain(hit, agents[hit.agent_id].entry)) for hit in page]
         more = offset + page_size < len(ranked)
         token = _Tokens.encode(offset + page_size, ["search", query, flt]) if more else None
         return SearchResponse(results=results, pageToken=token, totalResults=len(ranked))
@@ -383,6 +394,7 @@ class Registry:
         return SearchResult.model_validate({**agent.entry, "score": ranked.score, "source": self.config.source, "evidence": evidence})
 
     def explore(self, text: Any = None, filter: Any = None, facets: list[FacetRequest] | None = None) -> ExploreResponse:
+        self.expire_due()
         if not facets:
             raise InvalidArgument("facets: name at least one field to aggregate, e.g. [{\"field\": \"type\"}]")
         for facet in facets:
@@ -402,6 +414,7 @@ class Registry:
         return ExploreResponse(facets=out)
 
     def list(self, filter: Any = None, order_by: str | None = None, page_size: int = 20, page_token: str | None = None) -> ListResponse:
+        self.expire_due()
         if not 1 <= page_size <= 100:
             raise InvalidArgument(f"pageSize: must be between 1 and 100 (got {page_size})")
         flt = parse_filter(filter)
@@ -414,6 +427,178 @@ class Registry:
             total=total,
             pageToken=_Tokens.encode(offset + page_size, ["list", flt, order]) if more else None,
         )
+
+    # -- expiry (Xu expires_at, stored as metadata.expiresAt) -------------------------------------
+    def _note_expiry(self, wire: dict[str, Any]) -> None:
+        """Keep the earliest known expiry current as entries are written, so reads need no lookup."""
+        expires = expiry_of(wire)
+        if expires is not None and self._next_expiry is not _UNKNOWN and (self._next_expiry is None or expires < self._next_expiry):
+            self._next_expiry = expires
+
+    def expire_due(self, now: datetime | None = None) -> Sequence[str]:
+        """Remove entries whose `metadata.expiresAt` has passed and return their identifiers.
+
+        An expiry is a lease the publisher did not renew (Xu profile §4.8: stop returning the record), so the
+        entry goes the way of a deregistration and every surface stops returning it at once. Costs one
+        comparison per read until an expiry is actually due."""
+        now = now or datetime.now(UTC)
+        if self._next_expiry is not _UNKNOWN and (self._next_expiry is None or self._next_expiry > now):
+            return []
+        removed: list[str] = []
+        with self._write_lock:
+            expiries: list[tuple[datetime, str]] = []
+            for value, _ in self.store.facet(METADATA_PREFIX + EXPIRES_KEY, None):
+                try:
+                    expiries.append((parse_timestamp(value), value))
+                except ValueError:
+                    continue  # not a timestamp: never expires
+            due = [value for stamp, value in expiries if stamp <= now]
+            if due:
+                ids = self.store.filter_agents({METADATA_PREFIX + EXPIRES_KEY: due}) or set()
+                for agent in self.store.agents_by_id(ids).values():
+                    self.deregister(agent.identifier)
+                    removed.append(agent.identifier)
+                    log.info("%s expired at %s and was removed", agent.identifier, agent.entry.get("metadata", {}).get(EXPIRES_KEY))
+            self._next_expiry = min((stamp for stamp, _ in expiries if stamp > now), default=None)
+        return removed
+
+    # -- lookups by the publisher's own id (Xu and AIDIP clients) ---------------------------------
+    def resolve(self, reference: str) -> CatalogEntry:
+        """An entry by its identifier, or by the id its publisher used when that was not a urn:ai: URN."""
+        self.expire_due()
+        stored = self.store.get(normalize_identifier(reference))
+        if stored is None:
+            ids = self.store.filter_agents({METADATA_PREFIX + SOURCE_ID_KEY: [reference]}) or set()
+            if len(ids) > 1:
+                raise InvalidArgument(f"{reference!r} is the id of {len(ids)} entries; name one by its urn:ai: identifier")
+            stored = next(iter(self.store.agents_by_id(ids).values()), None)
+        if stored is None:
+            raise NotFound(f"no agent {reference} is registered")
+        return CatalogEntry.model_validate(stored.entry)
+
+    # -- selection with Xu / AIDIP criteria -------------------------------------------------------
+    def _narrowed(self, flt: Filter, criteria: Criteria) -> Filter | None:
+        """The filter plus the criteria's OR narrowing in stored spellings; None when nothing can match.
+
+        Criteria compare case-insensitively and filter values are exact, so the stored spellings are looked
+        up (one index scan of the field). A key the caller already filters on keeps the caller's values."""
+        out = dict(flt)
+        for key, wanted in criteria.narrowing().items():
+            if key in out:
+                continue
+            values = [v for v, _ in self.store.facet(key, None) if v.lower() in wanted]
+            if not values:
+                return None
+            out[key] = values
+        return out
+
+    def select(self, text: Any, filter: Any = None, criteria: Criteria | None = None, now: datetime | None = None) -> Sequence[Candidate]:
+        """Every relevant entry that meets the criteria, best first; preferred tags add up to
+        `PREFERRED_BOOST` relevance (the cutoff is applied before, so a boost never admits an unrelated entry)."""
+        self.expire_due()
+        criteria = criteria or Criteria()
+        query = self._query_text(text)
+        narrowed = self._narrowed(parse_filter(filter), criteria)
+        if narrowed is None:
+            return []
+        now = now or datetime.now(UTC)
+        ranking = self._ranked(query, narrowed)
+        agents = self.store.agents_by_id(hit.agent_id for hit in ranking)
+        chosen: list[tuple[float, Candidate]] = []
+        for hit in ranking:
+            agent = agents.get(hit.agent_id)
+            if agent is None or not criteria.accepts(agent.entry, agent.indexed_at, now):
+                continue
+            preferred = criteria.preferred_in(agent.entry)
+            share = len(preferred) / len(criteria.preferred_tags) if criteria.preferred_tags else 0.0
+            relevance = min(1.0, hit.relevance + PREFERRED_BOOST * share)
+            explain = functools.partial(ranking.explain, hit, agent.entry)
+            chosen.append((relevance, Candidate(agent, round(100 * relevance), preferred, explain)))
+        chosen.sort(key=lambda pair: (-pair[0], pair[1].agent.id))
+        return [candidate for _, candidate in chosen]
+
+    def search_with(
+        self, text: Any, filter: Any, criteria: Criteria, page_size: int = 10, page_token: str | None = None
+    ) -> SearchResponse:
+        """`search` with criteria (hard tag, protocol, status filters; preferred-tag boosts), same response."""
+        query = self._query_text(text)
+        if not 1 <= page_size <= 100:
+            raise InvalidArgument(f"pageSize: must be between 1 and 100 (got {page_size})")
+        flt = parse_filter(filter)
+        key = ["select", query, flt, criteria.key()]
+        offset = _Tokens.decode(page_token, key)
+        selected = self.select(query, flt, criteria)
+        page = selected[offset : offset + page_size]
+        results = [self._result(c.agent, c.explain()).model_copy(update={"score": c.score}) for c in page if c.explain is not None]
+        more = offset + page_size < len(selected)
+        return SearchResponse(results=results, pageToken=_Tokens.encode(offset + page_size, key) if more else None, totalResults=len(selected))
+
+    def matching(self, filter: Any, criteria: Criteria, limit: int, now: datetime | None = None) -> Sequence[Candidate]:
+        """Entries meeting a filter and criteria, unranked, in identifier order (AIDIP search without a query)."""
+        self.expire_due()
+        narrowed = self._narrowed(parse_filter(filter), criteria)
+        if narrowed is None:
+            return []
+        ids = self.store.filter_agents(narrowed)
+        now = now or datetime.now(UTC)
+        found: list[Candidate] = []
+        offset = 0
+        while len(found) < limit:
+            agents, _ = self.store.list_page(ids, [], offset, 500)
+            found += [Candidate(a, None, criteria.preferred_in(a.entry)) for a in agents if criteria.accepts(a.entry, a.indexed_at, now)]
+            if len(agents) < 500:
+                break
+            offset += len(agents)
+        return found[:limit]
+
+    # -- GET /agents: the Appendix A filter expression --------------------------------------------
+    def browse(self, expression: str | None = None, order_by: str | None = None, page_size: int = 20, page_token: str | None = None) -> ListResponse:
+        """`list` driven by an ARD Appendix A filter expression (`type = 'a,b' AND createdAfter > '2026-01-01'`)."""
+        self.expire_due()
+        if not 1 <= page_size <= 100:
+            raise InvalidArgument(f"pageSize: must be between 1 and 100 (got {page_size})")
+        parsed = parse_expression(expression)
+        order = parse_order(normalize_order(order_by))
+        key = ["browse", parsed.key(), order]
+        offset = _Tokens.decode(page_token, key)
+        agents, total = self.store.list_page(self._expression_ids(parsed), order, offset, page_size)
+        more = offset + len(agents) < total
+        return ListResponse(
+            items=[CatalogEntry.model_validate(a.entry) for a in agents],
+            total=total,
+            pageToken=_Tokens.encode(offset + page_size, key) if more else None,
+        )
+
+    def _expression_ids(self, parsed: Expression) -> set[int] | None:
+        ids: set[int] | None = None
+        picks: list[set[int]] = []
+        for key, values in parsed.equals:
+            picks.append(self.store.filter_agents(parse_filter({key: values})) or set())
+        for patterns in parsed.names:
+            names = [v for v, _ in self.store.facet("displayName", None) if any(p in v.lower() for p in patterns)]
+            picks.append(self.store.filter_agents({"displayName": names}) or set() if names else set())
+        if parsed.created_after is not None:
+            picks.append(self._changed_since("createdAt", parsed.created_after))
+        if parsed.updated_after is not None:
+            picks.append(self._changed_since("updatedAt", parsed.updated_after))
+        for pick in picks:
+            ids = pick if ids is None else ids & pick
+        return ids
+
+    def _changed_since(self, column: str, since: datetime) -> set[int]:
+        """Agents whose createdAt (registration) or updatedAt (entry) is after `since`, newest first until older."""
+        found: set[int] = set()
+        offset = 0
+        while True:
+            agents, _ = self.store.list_page(None, [(column, True)], offset, 500)
+            for agent in agents:
+                stamp = agent.created_at if column == "createdAt" else agent.updated_at
+                if stamp is None or parse_timestamp(stamp) <= since:
+                    return found
+                found.add(agent.id)
+            if len(agents) < 500:
+                return found
+            offset += len(agents)
 
 
 def parse_order(order_by: str | None) -> list[tuple[str, bool]]:

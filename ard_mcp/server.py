@@ -1,7 +1,9 @@
 """The MCP surface: discovery tools and the `ard://agents/{identifier}` resource, thin over the registry.
 
 Tools are plain (sync) functions, which the SDK runs in worker threads, so a search never blocks the
-event loop. Registry errors become `ToolError`s carrying their specific message.
+event loop. Registry errors become `ToolError`s carrying their specific message. Over HTTP the server
+shares the registry the HTTP app opened (one per process for MCP and REST) and its write tools check the
+same bearer tokens as the REST write routes; over stdio the caller is the local user and nothing is checked.
 """
 
 from __future__ import annotations
@@ -12,19 +14,21 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from ard_mcp import __version__
+from ard_mcp import __version__, formats, xu
+from ard_mcp.auth import TokenStore
 from ard_mcp.catalog import CatalogEntry
 from ard_mcp.config import Config
+from ard_mcp.criteria import Criteria
 from ard_mcp.errors import ArdError, NotFound
 from ard_mcp.registry import Registry
-from ard_mcp.wire import DeregisterResult, ExploreResponse, FacetRequest, ListResponse, RegisterResult, SearchResponse
+from ard_mcp.wire import Detail, DeregisterResult, ExploreResponse, FacetRequest, ListResponse, RegisterResult, SearchResponse
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +38,8 @@ R = TypeVar("R")
 INSTRUCTIONS = (
     "ard-mcp is an agent discovery registry (ARD v0.5). Describe a task in plain words with search_agents to get "
     "ranked catalog entries (agents, MCP servers, skills) with the evidence for each match; use explore_facets to see "
-    "which types, tags and publishers exist; register_agent publishes an entry."
+    "which types, tags and publishers exist; discover_agents takes a Xu discovery-profile request (hard tag and protocol "
+    "filters, constraints, evidence); register_agent publishes an ARD entry, Xu Agent Metadata or AIDIP agent metadata."
 )
 
 FilterArg = Annotated[
@@ -48,6 +53,7 @@ FilterArg = Annotated[
     ),
 ]
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+Tags = list[str] | None
 
 
 def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
@@ -68,11 +74,19 @@ def _registry(ctx: Context) -> Registry:
     return registry
 
 
-def build_server(config: Config, *, warm: bool = True) -> MCPServer[Registry]:
-    """The MCP server over a registry in `config.data_dir`, opened when the server starts."""
+def build_server(
+    config: Config, *, warm: bool = True, shared: Callable[[], Registry] | None = None, tokens: TokenStore | None = None
+) -> MCPServer[Registry]:
+    """The MCP server over a registry in `config.data_dir`, opened when the server starts.
+
+    `shared` hands the tools a registry someone else opened and closes (the HTTP app, so MCP and REST use
+    one registry); `tokens` makes the write tools demand a bearer token (HTTP transports only)."""
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Registry]) -> AsyncIterator[Registry]:
+        if shared is not None:
+            yield shared()
+            return
         registry = Registry(config)
         if warm:
             threading.Thread(target=registry.warm_up, name="ard-mcp-warm-up", daemon=True).start()
@@ -83,6 +97,10 @@ def build_server(config: Config, *, warm: bool = True) -> MCPServer[Registry]:
 
     server: MCPServer[Registry] = MCPServer("ard-mcp", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan)
 
+    def check_writer(ctx: Context) -> None:
+        if tokens is not None:
+            tokens.writer(ctx.headers)
+
     @server.tool(title="Search agents", annotations=READ)
     @_tool_errors
     def search_agents(
@@ -91,11 +109,54 @@ def build_server(config: Config, *, warm: bool = True) -> MCPServer[Registry]:
         filter: FilterArg = None,
         pageSize: Annotated[int, Field(ge=1, le=100, description="Results per page (1-100).")] = 10,  # noqa: N803
         pageToken: Annotated[str | None, Field(description="The pageToken of the previous page.")] = None,  # noqa: N803
+        required_tags: Annotated[Tags, Field(description="Only entries with every one of these tags (case-insensitive).")] = None,
+        excluded_tags: Annotated[Tags, Field(description="No entry with any of these tags.")] = None,
+        preferred_tags: Annotated[Tags, Field(description="Entries with these tags rank higher.")] = None,
+        detail: Annotated[
+            Detail | None,
+            Field(description="minimal (identifier, name, type, url, score), summary (+ description, tags, evidence) or full (default: everything)."),
+        ] = None,
     ) -> SearchResponse:
         """Find agents, MCP servers and skills for a task. Returns ARD catalog entries ranked by relevance, each with a
         0-100 score and the evidence (matched examples, tags, words and score components). Entries below the relevance
-        cutoff are not returned, so an empty list means nothing registered fits."""
-        return _registry(ctx).search(text, filter, pageSize, pageToken)
+        cutoff are not returned, so an empty list means nothing registered fits. At detail minimal or summary an inline
+        entry's url is its ard://agents/{identifier} resource."""
+        registry = _registry(ctx)
+        criteria = Criteria.of(required_tags=required_tags, excluded_tags=excluded_tags, preferred_tags=preferred_tags)
+        if criteria.empty:
+            found = registry.search(text, filter, pageSize, pageToken)
+        else:
+            found = registry.search_with(text, filter, criteria, pageSize, pageToken)
+        if detail is None or detail == "full":
+            return found
+        return found.model_copy(update={"results": [r.at_detail(detail, f"ard://agents/{r.identifier}") for r in found.results]})
+
+    @server.tool(title="Discover agents (Xu profile)", annotations=READ)
+    @_tool_errors
+    def discover_agents(
+        query: Annotated[str, Field(description="The task or intent in natural language.")],
+        ctx: Context,
+        required_tags: Annotated[Tags, Field(description="Hard filter: candidates have every one.")] = None,
+        preferred_tags: Annotated[Tags, Field(description="Raise the score of candidates with these tags.")] = None,
+        excluded_tags: Annotated[Tags, Field(description="Hard filter: candidates have none.")] = None,
+        protocols: Annotated[Tags, Field(description="Hard filter: candidates offer one of these protocols (https, mcp, a2a, ...).")] = None,
+        constraints: Annotated[
+            dict[str, Any] | None,
+            Field(description="max_results_age_seconds, region, status; any other key is reported in unsupported_filters."),
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=xu.MAX_LIMIT)] = 10,
+        include_evidence: Annotated[bool, Field(description="Return score components, matched tags and matched examples.")] = False,
+        detail: Annotated[Literal["minimal", "summary", "full"], Field(description="How much of each agent's metadata to return.")] = "summary",
+        client_context: Annotated[dict[str, Any] | None, Field(description="Hints such as locale; not used for ranking.")] = None,
+    ) -> xu.DiscoveryResponse:
+        """A Discovery Request of the Xu agent discovery profile (conformance D2): candidates with bindings, status,
+        freshness and, on request, matching evidence; unsupported constraints are listed, never silently ignored."""
+        raw = {k: v for k, v in dict(
+            query=query, required_tags=required_tags, preferred_tags=preferred_tags, excluded_tags=excluded_tags, protocols=protocols,
+            constraints=constraints, limit=limit, include_evidence=include_evidence, detail=detail, client_context=client_context,
+        ).items() if v is not None}
+        full_allowed = tokens is None or tokens.may_see_everything(ctx.headers)
+        return xu.discover(_registry(ctx), xu.parse_request(raw), full_allowed=full_allowed)
 
     @server.tool(title="Explore facets", annotations=READ)
     @_tool_errors
@@ -122,39 +183,64 @@ def build_server(config: Config, *, warm: bool = True) -> MCPServer[Registry]:
                 description=(
                     "An ARD v0.5 catalog entry: identifier (urn:ai:<publisher-domain>:<namespace>:<name>), displayName, type "
                     "(media type), exactly one of url or data, and optionally description, tags, capabilities, "
-                    "representativeQueries (2-5), version, updatedAt (ISO 8601), metadata, trustManifest."
+                    "representativeQueries (2-5), version, updatedAt (ISO 8601), metadata, trustManifest. Also accepted: Xu "
+                    "Agent Metadata (id, name, description, bindings, examples, ...) and AIDIP agent metadata (name, endpoint, "
+                    "operations, capabilities, ...), stored as catalog entries."
                 )
             ),
         ],
         ctx: Context,
+        format: Annotated[
+            Literal["auto", "ard", "xu", "aidip"], Field(description="The entry's format; auto tells them apart by their fields.")
+        ] = "auto",
     ) -> RegisterResult:
         """Publish or update a catalog entry (upsert by identifier). An entry whose updatedAt is older than the stored one is
         refused as stale; an identical entry is reported unchanged."""
-        return _registry(ctx).register(entry)
+        check_writer(ctx)
+        return _registry(ctx).register(formats.to_entry(entry, format))
 
     @server.tool(title="Get agent", annotations=READ)
     @_tool_errors
-    def get_agent(identifier: Annotated[str, Field(description="The entry's urn:ai: identifier.")], ctx: Context) -> CatalogEntry:
+    def get_agent(
+        identifier: Annotated[str, Field(description="The entry's urn:ai: identifier (or the Xu / AIDIP id it was registered with).")],
+        ctx: Context,
+    ) -> CatalogEntry:
         """The stored catalog entry for an identifier, exactly as registered."""
-        return _registry(ctx).get(identifier)
+        return _registry(ctx).resolve(identifier)
 
     @server.tool(title="List agents", annotations=READ)
     @_tool_errors
     def list_agents(
         ctx: Context,
-        filter: FilterArg = None,
+        filter: Annotated[
+            dict[str, Any] | str | None,
+            Field(
+                description=(
+                    "An ARD §7.1 filter object as for search_agents, or an ARD Appendix A expression string such as "
+                    "\"type = 'application/mcp-server+json' AND createdAfter > '2026-01-01'\" (displayName, type, publisherId, "
+                    "createdAfter, updatedAfter and any filter key; comma = OR)."
+                )
+            ),
+        ] = None,
         orderBy: Annotated[str | None, Field(description="e.g. 'displayName' or 'updatedAt DESC'; identifier breaks ties.")] = None,  # noqa: N803
         pageSize: Annotated[int, Field(ge=1, le=100)] = 20,  # noqa: N803
         pageToken: str | None = None,  # noqa: N803
     ) -> ListResponse:
         """Browse entries in a deterministic order (ARD §7.4), without relevance ranking."""
+        if isinstance(filter, str):
+            return _registry(ctx).browse(filter, orderBy, pageSize, pageToken)
         return _registry(ctx).list(filter, orderBy, pageSize, pageToken)
 
     @server.tool(title="Deregister agent", annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False))
     @_tool_errors
-    def deregister_agent(identifier: Annotated[str, Field(description="The entry's urn:ai: identifier.")], ctx: Context) -> DeregisterResult:
+    def deregister_agent(
+        identifier: Annotated[str, Field(description="The entry's urn:ai: identifier (or the Xu / AIDIP id it was registered with).")],
+        ctx: Context,
+    ) -> DeregisterResult:
         """Remove an entry and everything indexed for it."""
-        return _registry(ctx).deregister(identifier)
+        check_writer(ctx)
+        registry = _registry(ctx)
+        return registry.deregister(registry.resolve(identifier).identifier)
 
     @server.resource("ard://agents/{identifier}", name="agent", title="Catalog entry", mime_type="application/json")
     def agent_resource(identifier: str, ctx: Context) -> str:

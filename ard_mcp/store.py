@@ -37,7 +37,8 @@ CREATE TABLE IF NOT EXISTS agents(
     created_at TEXT NOT NULL,
     indexed_at TEXT NOT NULL,
     vectors_pending INTEGER NOT NULL DEFAULT 1,
-    terms TEXT NOT NULL DEFAULT ''
+    terms TEXT NOT NULL DEFAULT '',
+    keyword_terms TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS agent_values(
     field TEXT NOT NULL, value TEXT NOT NULL, agent_id INTEGER NOT NULL,
@@ -105,7 +106,21 @@ class FtsDocument:
     examples: str
 
     def vocabulary(self) -> str:
-        return " ".join(sorted(set(f"{self.name} {self.keywords} {self.description} {self.examples}".split())))
+        return " ".join(sorted(set(f"{self.name} {self.keywords} {self.description} {self.examples}".split()) - {"|"}))
+
+    def keyword_vocabulary(self) -> str:
+        """One group of terms per tag or capability, `|`-separated: the tag signal counts groups."""
+        return self.keywords
+
+
+@dataclass(frozen=True)
+class CandidateExamples:
+    """The examples of a set of agents as arrays, grouped by agent (ascending), for scoring in one go."""
+
+    ids: np.ndarray  # (m,) example ids
+    agent_ids: np.ndarray  # (m,) non-decreasing
+    is_description: np.ndarray  # (m,) the name + description example of its agent
+    vectors: np.ndarray  # (m, dimension) float32
 
 
 def _agent(row: sqlite3.Row) -> StoredAgent:
@@ -126,6 +141,7 @@ class Store:
         self._conn.row_factory = sqlite3.Row
         self._lock = threading.RLock()
         with self._lock:
+            self._conn.execute("PRAGMA busy_timeout=10000")  # processes sharing the store wait their turn to write
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SCHEMA)
@@ -197,9 +213,10 @@ class Store:
             row = db.execute("SELECT id FROM agents WHERE identifier = ?", (entry["identifier"],)).fetchone()
             if row is None:
                 agent_id = db.execute(
-                    "INSERT INTO agents(identifier, entry, content_hash, display_name, type, publisher, updated_at, created_at, indexed_at, vectors_pending, terms)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
-                    (entry["identifier"], json.dumps(entry), content_hash, entry["displayName"], entry["type"], publisher, updated_at, stamp, stamp, fts.vocabulary()),
+                    "INSERT INTO agents(identifier, entry, content_hash, display_name, type, publisher, updated_at, created_at, indexed_at,"
+                    " vectors_pending, terms, keyword_terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+                    (entry["identifier"], json.dumps(entry), content_hash, entry["displayName"], entry["type"], publisher, updated_at,
+                     stamp, stamp, fts.vocabulary(), fts.keyword_vocabulary()),
                 ).lastrowid
                 assert agent_id is not None
                 removed: list[int] = []
@@ -207,8 +224,9 @@ class Store:
                 agent_id = row["id"]
                 db.execute(
                     "UPDATE agents SET entry = ?, content_hash = ?, display_name = ?, type = ?, publisher = ?, updated_at = ?, indexed_at = ?,"
-                    " vectors_pending = 1, terms = ? WHERE id = ?",
-                    (json.dumps(entry), content_hash, entry["displayName"], entry["type"], publisher, updated_at, stamp, fts.vocabulary(), agent_id),
+                    " vectors_pending = 1, terms = ?, keyword_terms = ? WHERE id = ?",
+                    (json.dumps(entry), content_hash, entry["displayName"], entry["type"], publisher, updated_at, stamp,
+                     fts.vocabulary(), fts.keyword_vocabulary(), agent_id),
                 )
                 removed = [r["id"] for r in db.execute("SELECT id FROM examples WHERE agent_id = ?", (agent_id,))]
                 self._delete_rows(db, agent_id)
@@ -233,8 +251,8 @@ class Store:
         db.execute("DELETE FROM agents_fts WHERE rowid = ?", (agent_id,))
         db.execute("DELETE FROM examples WHERE agent_id = ?", (agent_id,))
 
-    def delete(self, identifier: str) -> list[int] | None:
-        """Remove every trace of an agent; returns its example ids (for Chroma) or None if unknown."""
+    def delete(self, identifier: str) -> tuple[int, list[int]] | None:
+        """Remove every trace of an agent; returns its id and example ids (for Chroma), or None if unknown."""
         with self.transaction() as db:
             row = db.execute("SELECT id FROM agents WHERE identifier = ?", (identifier,)).fetchone()
             if row is None:
@@ -242,7 +260,7 @@ class Store:
             removed = [r["id"] for r in db.execute("SELECT id FROM examples WHERE agent_id = ?", (row["id"],))]
             self._delete_rows(db, row["id"])
             db.execute("DELETE FROM agents WHERE id = ?", (row["id"],))
-        return removed
+        return row["id"], removed
 
     def mark_vectors_done(self, agent_ids: Iterable[int]) -> None:
         with self.transaction() as db:
@@ -265,13 +283,32 @@ class Store:
                 rows.append(ExampleRow(r["id"], r["agent_id"], r["kind"], r["label"], r["text"], _vector(r["vector"])))
         return rows
 
-    def example_agents(self, example_ids: Sequence[int]) -> dict[int, int]:
-        found: dict[int, int] = {}
-        for start in range(0, len(example_ids), 900):
-            chunk = list(example_ids[start : start + 900])
-            for r in self._query(f"SELECT id, agent_id FROM examples WHERE id IN ({','.join('?' * len(chunk))})", chunk):
-                found[r["id"]] = r["agent_id"]
-        return found
+    def candidate_examples(self, agent_ids: Sequence[int]) -> CandidateExamples:
+        """All examples of the given agents, ordered by agent then example, vectors decoded in one go."""
+        rows: list[sqlite3.Row] = []
+        for start in range(0, len(agent_ids), 900):
+            chunk = list(agent_ids[start : start + 900])
+            rows += self._query(
+                f"SELECT id, agent_id, kind = 'description' AS d, vector FROM examples WHERE agent_id IN ({','.join('?' * len(chunk))})"
+                " ORDER BY agent_id, id",
+                chunk,
+            )
+        if not rows:
+            return CandidateExamples(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool), np.zeros((0, 0), np.float32))
+        vectors = np.frombuffer(b"".join(r["vector"] for r in rows), dtype=np.float16).reshape(len(rows), -1).astype(np.float32)
+        return CandidateExamples(
+            ids=np.fromiter((r["id"] for r in rows), np.int64, len(rows)),
+            agent_ids=np.fromiter((r["agent_id"] for r in rows), np.int64, len(rows)),
+            is_description=np.fromiter((r["d"] for r in rows), bool, len(rows)),
+            vectors=vectors,
+        )
+
+    def example_texts(self, example_ids: Sequence[int]) -> dict[int, tuple[str, str, str]]:
+        """(kind, label, text) of some examples: what evidence shows for the page being returned."""
+        if not example_ids:
+            return {}
+        rows = self._query(f"SELECT id, kind, label, text FROM examples WHERE id IN ({','.join('?' * len(example_ids))})", list(example_ids))
+        return {r["id"]: (r["kind"], r["label"], r["text"]) for r in rows}
 
     def vectors_by_text(self, agent_id: int) -> dict[str, np.ndarray]:
         """An agent's current vectors by text, so re-registering re-embeds only the texts that changed."""
@@ -327,14 +364,14 @@ class Store:
             ).fetchall()
         return [_agent(r) for r in rows], len(agent_ids)
 
-    def iter_examples(self, batch: int = 2000) -> Iterator[list[tuple[int, np.ndarray]]]:
-        """Every (example id, vector) in id order, in batches: what a rebuilt vector index needs."""
+    def iter_examples(self, batch: int = 2000) -> Iterator[list[tuple[int, int, np.ndarray]]]:
+        """Every (example id, agent id, vector) in id order, in batches: what a rebuilt vector index needs."""
         last = 0
         while True:
-            rows = self._query("SELECT id, vector FROM examples WHERE id > ? ORDER BY id LIMIT ?", (last, batch))
+            rows = self._query("SELECT id, agent_id, vector FROM examples WHERE id > ? ORDER BY id LIMIT ?", (last, batch))
             if not rows:
                 return
-            yield [(r["id"], _vector(r["vector"])) for r in rows]
+            yield [(r["id"], r["agent_id"], _vector(r["vector"])) for r in rows]
             last = rows[-1]["id"]
 
     # -- lexical --------------------------------------------------------------------------------
@@ -344,13 +381,14 @@ class Store:
         rows = self._query(f"SELECT term, doc FROM agents_vocab WHERE term IN ({','.join('?' * len(terms))})", list(terms))
         return {r["term"]: int(r["doc"]) for r in rows}
 
-    def agent_terms(self, agent_ids: Iterable[int]) -> dict[int, set[str]]:
-        ids = list(agent_ids)
-        found: dict[int, set[str]] = {}
-        for start in range(0, len(ids), 900):
-            chunk = ids[start : start + 900]
-            for r in self._query(f"SELECT id, terms FROM agents WHERE id IN ({','.join('?' * len(chunk))})", chunk):
-                found[r["id"]] = set(r["terms"].split())
+    def agent_terms(self, agent_ids: Sequence[int]) -> dict[int, tuple[set[str], list[set[str]]]]:
+        """Each agent's lexical terms, and the terms of each of its tags and capabilities."""
+        found: dict[int, tuple[set[str], list[set[str]]]] = {}
+        for start in range(0, len(agent_ids), 900):
+            chunk = list(agent_ids[start : start + 900])
+            for r in self._query(f"SELECT id, terms, keyword_terms FROM agents WHERE id IN ({','.join('?' * len(chunk))})", chunk):
+                groups = [set(g.split()) for g in r["keyword_terms"].split("|") if g.strip()]
+                found[r["id"]] = (set(r["terms"].split()), groups)
         return found
 
     def lexical(self, match: str, limit: int, weights: tuple[float, float, float, float]) -> list[tuple[int, float]]:

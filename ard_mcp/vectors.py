@@ -10,26 +10,46 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
 from ard_mcp.embedding import Embedder, chroma_embedding_function
-from ard_mcp.errors import ModelMismatch
+from ard_mcp.errors import InvalidArgument, ModelMismatch, VectorIndexUnavailable
 
 log = logging.getLogger(__name__)
+
+
+def _key(example_id: int, agent_id: int) -> str:
+    return f"{example_id}@{agent_id}"
 
 COLLECTION = "ard_examples"
 HNSW = {"space": "cosine", "ef_construction": 200, "ef_search": 160, "max_neighbors": 32}
 _WRITE_BATCH = 4000
 
 
-class VectorIndex:
-    def __init__(self, path: Path, embedder: Embedder, *, fresh: bool = False) -> None:
-        import chromadb
-        from chromadb.config import Settings
+def _client(path: Path, url: str | None) -> Any:
+    """Embedded Chroma in `path`, or the Chroma server at `url` (`chroma run`), which several processes share."""
+    import chromadb
+    from chromadb.config import Settings
 
+    settings = Settings(anonymized_telemetry=False)
+    if url is None:
+        return chromadb.PersistentClient(path=str(path), settings=settings)
+    parsed = urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise InvalidArgument(f"chroma URL {url!r}: must be http://HOST:PORT or https://HOST:PORT")
+    port = parsed.port or (443 if parsed.scheme == "https" else 8000)
+    try:
+        return chromadb.HttpClient(host=parsed.hostname, port=port, ssl=parsed.scheme == "https", settings=settings)
+    except Exception as exc:  # noqa: BLE001 - chromadb raises plain exceptions for an unreachable server
+        raise VectorIndexUnavailable(f"cannot reach the Chroma server at {url}: {exc}") from None
+
+
+class VectorIndex:
+    def __init__(self, path: Path, embedder: Embedder, *, url: str | None = None, fresh: bool = False) -> None:
         self._embedder = embedder
-        self._client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+        self._client = _client(path, url)
         self._function = chroma_embedding_function()(str(embedder.spec.directory))
         if fresh:
             self._drop()
@@ -58,23 +78,33 @@ class VectorIndex:
     def count(self) -> int:
         return int(self._collection.count())
 
-    def add(self, ids: Sequence[int], vectors: np.ndarray) -> None:
-        for start in range(0, len(ids), _WRITE_BATCH):
-            self._collection.upsert(
-                ids=[str(i) for i in ids[start : start + _WRITE_BATCH]], embeddings=vectors[start : start + _WRITE_BATCH]
-            )
+    def add(self, examples: Sequence[tuple[int, int]], vectors: np.ndarray) -> None:
+        """Store vectors of (example id, agent id) pairs; the agent is part of the record's id so a query
+        names the agents without a lookup."""
+        for start in range(0, len(examples), _WRITE_BATCH):
+            chunk = examples[start : start + _WRITE_BATCH]
+            self._collection.upsert(ids=[_key(e, a) for e, a in chunk], embeddings=vectors[start : start + _WRITE_BATCH])
 
-    def delete(self, ids: Sequence[int]) -> None:
-        for start in range(0, len(ids), _WRITE_BATCH):
-            self._collection.delete(ids=[str(i) for i in ids[start : start + _WRITE_BATCH]])
+    def delete(self, examples: Sequence[tuple[int, int]]) -> None:
+        for start in range(0, len(examples), _WRITE_BATCH):
+            self._collection.delete(ids=[_key(e, a) for e, a in examples[start : start + _WRITE_BATCH]])
+
+    def _nearest(self, vectors: np.ndarray, k: int) -> tuple[list[list[str]], list[list[float]]]:
+        k = min(k, self.count())
+        if k <= 0:
+            return [[] for _ in vectors], [[] for _ in vectors]
+        result = self._collection.query(query_embeddings=list(vectors), n_results=k, include=["distances"])
+        return result["ids"], result["distances"]
 
     def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The k nearest examples as (example id, cosine similarity), best first."""
-        k = min(k, self.count())
-        if k <= 0:
-            return []
-        result = self._collection.query(query_embeddings=[vector], n_results=k, include=["distances"])
-        return [(int(i), 1.0 - float(d)) for i, d in zip(result["ids"][0], result["distances"][0], strict=True)]
+        ids, distances = self._nearest(vector[None, :], k)
+        return [(int(i.split("@")[0]), 1.0 - float(d)) for i, d in zip(ids[0], distances[0], strict=True)]
+
+    def nearest_agents(self, vectors: np.ndarray, k: int) -> set[int]:
+        """The agents owning the k nearest examples of any of the vectors (one batched query)."""
+        ids, _ = self._nearest(vectors, k)
+        return {int(i.split("@")[1]) for row in ids for i in row}
 
     def _drop(self) -> None:
         """Forget every vector (reindex, or a switch of model): the store can rebuild them."""

@@ -246,6 +246,21 @@ def reference_check(results: dict[str, dict[str, EvalReport]]) -> str:
 # -- main --------------------------------------------------------------------------------------------
 
 
+NO_ANSWER = Path(__file__).resolve().parent / "no_answer.jsonl"
+#: The issue's targets on the dev queries: (dataset, metric key, target).
+TARGETS = (("livemcpbench", "ndcg10", 0.58), ("livemcpbench", "recall10", 0.72), ("metatool", "ndcg10", 0.76), ("metatool", "recall5", 0.84))
+
+
+def target_check(results: dict[str, dict[str, EvalReport]]) -> str:
+    lines = ["targets (ard-mcp):"]
+    for dataset, key, target in TARGETS:
+        value = getattr(results["ard-mcp"][dataset].overall, key)
+        lines.append(f"  {dataset:<13} {key:<9} {value:.3f}  target ≥ {target:.2f}  {'met' if value >= target else 'NOT met'}")
+    p50 = max(results["ard-mcp"][d].overall.p50_ms for d in DATASETS)
+    lines.append(f"  search_agents p50 latency {p50:.1f} ms  target ≤ 30 ms  {'met' if p50 <= 30 else 'NOT met'}")
+    return "\n".join(lines)
+
+
 def run(data_dir: Path, shared: Path, json_out: Path | None) -> int:
     data = shared / "data"
     queries: dict[str, list[Judgement]] = {d: load_queries(data / d / "queries.dev.jsonl") for d in DATASETS}
@@ -270,6 +285,7 @@ def run(data_dir: Path, shared: Path, json_out: Path | None) -> int:
         t0 = time.perf_counter()
         for d in DATASETS:
             results["ard-mcp"][d] = evaluate(product, queries[d])
+        no_answer = evaluate(product, load_queries(NO_ANSWER))
         print(f"ard-mcp: {sum(len(q) for q in queries.values())} queries in {time.perf_counter() - t0:.1f} s")
 
         t0 = time.perf_counter()
@@ -291,6 +307,13 @@ def run(data_dir: Path, shared: Path, json_out: Path | None) -> int:
     print(f"Retrieval quality, dev queries ({', '.join(f'{d}: {len(queries[d])}' for d in DATASETS)}), "
           f"index of {len(ids)} entries, ingest {ingest_s:.1f} s")
     print(main_table(results))
+    print()
+    print(target_check(results))
+    fp = no_answer.overall
+    print(
+        f"no-answer queries ({NO_ANSWER.name}, our own, none of which any entry fits): ard-mcp returned results for "
+        f"{fp.no_answer_fp} of {fp.no_answer} (false-positive rate {fp.fp_rate:.2f}); the baselines have no cutoff (1.00)"
+    )
     print()
     print(reference_check(results))
     for d in DATASETS:

@@ -167,7 +167,7 @@ def test_model_files_are_checked_against_their_sha256(tmp_path: Path) -> None:
 def test_interrupted_vector_writes_are_repaired_on_open(loaded: Registry, data_dir: Path) -> None:
     agent = loaded.store.get(TRANSLATE["identifier"])
     assert agent is not None
-    lost = [r.id for r in loaded.store.examples_of([agent.id])]
+    lost = [(r.id, r.agent_id) for r in loaded.store.examples_of([agent.id])]
     loaded.vectors.delete(lost)  # as if the process died between the SQLite commit and the Chroma write
     loaded.store._conn.execute("UPDATE agents SET vectors_pending = 1 WHERE id = ?", (agent.id,))  # noqa: SLF001
     loaded.close()

@@ -1,0 +1,394 @@
+"""The Xu discovery profile (draft-xu-efficient-agent-discovery-profile-00) at conformance level D2.
+
+Agent Metadata is stored as an ARD catalog entry whose `data` is the document exactly as sent (so unknown
+fields survive) and whose ARD fields carry what discovery needs, following the draft's interoperability
+mapping (name → displayName, description, tags, version, updated_at → updatedAt; status, expires_at and
+the id, when it is not a urn:ai: URN, in scalar `metadata` keys). Example texts are indexed one vector each
+(see `examples.py`). Discovery requests run through `Registry.select`, the same selection the
+`search_agents` tool uses with tag criteria; this module only translates requests and answers.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import ConfigDict, Field, ValidationError, field_validator
+
+from ard_mcp.catalog import WireModel, describe_validation_error, parse_timestamp
+from ard_mcp.criteria import Candidate, Criteria, age_seconds
+from ard_mcp.errors import ArdError, InvalidArgument, StaleEntry
+from ard_mcp.facts import (
+    AIDIP_TYPE,
+    EXPIRES_KEY,
+    REGION_KEY,
+    SOURCE_ID_KEY,
+    STATUS_KEY,
+    XU_TYPE,
+    bindings_of,
+    origin,
+    source_id_of,
+    status_of,
+)
+from ard_mcp.identifiers import derive_identifier
+
+if TYPE_CHECKING:
+    from ard_mcp.registry import Registry
+
+MAX_LIMIT = 100
+FRESHNESS_HALF_LIFE_DAYS = 180.0
+_POLICY = {"active": 1.0, "testing": 0.5, "deprecated": 0.25}
+_SUMMARY_ONLY = ("name", "description", "tags", "credential_refs")
+_ALWAYS = ("id", "identifier", "status", "bindings", "score", "freshness", "redacted")
+_EVIDENCE = ("score_components", "matched_tags", "matched_examples")
+_SECRET = ("auth", "signature")  # full detail shows them only to an authorised caller
+
+
+def _timestamp(value: str | None) -> str | None:
+    if value is not None:
+        parse_timestamp(value)
+    return value
+
+
+def utc_now_text(now: datetime) -> str:
+    return now.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+# -- Agent Metadata (§4) ------------------------------------------------------------------------------
+class XuExample(WireModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    id: str | None = None
+    text: str = Field(min_length=1, description="The example task or request.")
+    tags: list[str] | None = None
+    input_schema: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
+    language: str | None = None
+
+
+class XuBinding(WireModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    protocol: str = Field(min_length=1, description="Protocol identifier, e.g. https, mcp, a2a.")
+    endpoint: str = Field(min_length=1, description="Endpoint reference or URI.")
+    media_types: list[str] | None = None
+    interaction_model: str | None = None
+    priority: int | None = None
+
+
+class XuAgentMetadata(WireModel):
+    """Agent Metadata (§4.1). Unknown fields are kept (§4.7)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    description: str = Field(min_length=1)
+    tags: list[str] | None = None
+    examples: list[XuExample] | None = None
+    bindings: list[XuBinding] = Field(min_length=1)
+    auth: dict[str, Any] | None = None
+    constraints: dict[str, Any] | None = None
+    status: str | None = None
+    expires_at: str | None = None
+    version: str | None = None
+    updated_at: str | None = None
+    signature: dict[str, Any] | None = None
+
+    _stamps = field_validator("expires_at", "updated_at")(_timestamp)
+
+
+def to_entry(document: Mapping[str, Any]) -> dict[str, Any]:
+    """An ARD catalog entry (raw, for `Registry.register`) from Xu Agent Metadata."""
+    try:
+        meta = XuAgentMetadata.model_validate(document)
+    except ValidationError as exc:
+        raise InvalidArgument(describe_validation_error(exc, "metadata")) from None
+    identifier = derive_identifier(meta.id, [b.endpoint for b in meta.bindings], "metadata.id")
+    metadata: dict[str, Any] = {STATUS_KEY: (meta.status or "active").lower()}
+    if meta.expires_at:
+        metadata[EXPIRES_KEY] = utc_now_text(parse_timestamp(meta.expires_at))
+    if identifier != meta.id:
+        metadata[SOURCE_ID_KEY] = meta.id
+    region = (meta.constraints or {}).get("region")
+    if isinstance(region, str):
+        metadata[REGION_KEY] = region
+    entry: dict[str, Any] = {
+        "identifier": identifier,
+        "displayName": meta.name,
+        "type": XU_TYPE,
+        "data": dict(document),
+        "description": meta.description,
+        "metadata": metadata,
+    }
+    if meta.tags:
+        entry["tags"] = meta.tags
+    if meta.version:
+        entry["version"] = meta.version
+    if meta.updated_at:
+        entry["updatedAt"] = meta.updated_at
+    return entry
+
+
+def _examples_of(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
+    kind = origin(entry)
+    if kind == "aidip":
+        ops = (entry.get("data") or {}).get("operations") or []
+        return [
+            {"id": op["name"], "text": f"{op['name']}: {op.get('description') or ''}".rstrip(": ")}
+            for op in ops
+            if isinstance(op, Mapping) and isinstance(op.get("name"), str)
+        ]
+    return [{"id": f"q{i + 1}", "text": q} for i, q in enumerate(entry.get("representativeQueries") or [])]
+
+
+def agent_metadata(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """Any stored entry as Xu Agent Metadata: the original document for Xu entries, a mapping otherwise."""
+    if origin(entry) == "xu" and isinstance(entry.get("data"), Mapping):
+        return dict(entry["data"])
+    metadata = entry.get("metadata") or {}
+    view: dict[str, Any] = {
+        "id": source_id_of(entry),
+        "name": entry["displayName"],
+        "description": entry.get("description") or entry["displayName"],
+        "tags": entry.get("tags"),
+        "examples": _examples_of(entry) or None,
+        "bindings": bindings_of(entry),
+        "status": status_of(entry),
+        "version": entry.get("version"),
+        "updated_at": entry.get("updatedAt"),
+        "expires_at": metadata.get(EXPIRES_KEY),
+    }
+    if entry.get("type") == AIDIP_TYPE:
+        auth = (entry.get("data") or {}).get("authentication")
+        view["auth"] = auth if isinstance(auth, Mapping) else None
+    return {k: v for k, v in view.items() if v is not None}
+
+
+# -- Discovery Request (§5) and Response (§6) ---------------------------------------------------------
+class DiscoveryConstraints(WireModel):
+    """Supported: `max_results_age_seconds`, `region`, `status`. Others are reported in `unsupported_filters`."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    max_results_age_seconds: float | None = Field(default=None, ge=0, description="Drop candidates whose metadata is older.")
+    region: str | list[str] | None = Field(default=None, description="The client's region; agents restricted to other regions are dropped.")
+    status: str | list[str] | None = Field(default=None, description="Operational statuses to accept (default: any).")
+
+
+class DiscoveryRequest(WireModel):
+    """A Discovery Request (§5.1). Unknown top-level fields are not errors: they are listed as unsupported."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    query: str = Field(min_length=1, max_length=4000, description="Natural-language intent or task description.")
+    required_tags: list[str] | None = Field(default=None, description="Candidates must have every one (hard filter).")
+    preferred_tags: list[str] | None = Field(default=None, description="Tags that raise the score.")
+    excluded_tags: list[str] | None = Field(default=None, description="Candidates must have none (hard filter).")
+    protocols: list[str] | None = Field(default=None, description="Acceptable protocols; candidates must offer one (hard filter).")
+    constraints: DiscoveryConstraints | None = None
+    limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
+    include_evidence: bool = Field(default=False, description="Return score components, matched tags and matched examples.")
+    detail: Literal["minimal", "summary", "full"] = "summary"
+    client_context: dict[str, Any] | None = Field(default=None, description="Hints such as locale; accepted, not used for ranking.")
+
+
+class XuMatchedExample(WireModel):
+    id: str = Field(description="The example's id, or the tool, skill or query it came from.")
+    text: str
+    score: float = Field(description="Cosine similarity of the example to the query.")
+    kind: str = Field(description="description, query, tool, skill or capability.")
+
+
+class XuScoreComponents(WireModel):
+    """The draft's recommended components (§6.2), each 0-1, plus this registry's `lexical`."""
+
+    tag: float
+    context: float
+    example: float
+    protocol: float
+    freshness: float
+    policy: float
+    lexical: float
+
+
+class XuFreshness(WireModel):
+    metadata_updated_at: str | None = None
+    indexed_at: str
+    age_seconds: float
+
+
+class XuCandidate(WireModel):
+    """A ranked candidate (§6.1). With `detail=full` the agent's whole metadata is included too."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    id: str = Field(description="The agent's id as its publisher gave it.")
+    identifier: str = Field(description="The same agent's ARD urn:ai: identifier in this registry.")
+    name: str | None = None
+    description: str | None = None
+    tags: list[str] | None = None
+    bindings: list[XuBinding]
+    score: float = Field(ge=0, le=1, description="This registry's relevance 0-1 (ARD score / 100); local to this service.")
+    score_components: XuScoreComponents | None = None
+    matched_tags: list[str] | None = None
+    matched_examples: list[XuMatchedExample] | None = None
+    credential_refs: list[str] | None = None
+    redacted: bool | None = None
+    status: str
+    freshness: XuFreshness
+
+
+class DiscoveryResponse(WireModel):
+    request_id: str
+    generated_at: str
+    candidates: list[XuCandidate]
+    applied_filters: dict[str, Any]
+    unsupported_filters: list[str]
+    warnings: list[str]
+
+
+class XuError(WireModel):
+    """An error object (§12)."""
+
+    code: str
+    message: str
+    correlation_id: str
+    retry_after: int | None = None
+
+
+XU_CODES = {400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict", 410: "stale_metadata", 429: "rate_limited"}
+
+
+def error_body(exc: ArdError, correlation_id: str) -> XuError:
+    code = "stale_metadata" if isinstance(exc, StaleEntry) else XU_CODES.get(exc.http_status)
+    if code is None:
+        code = "invalid_request" if exc.http_status < 500 else "internal_error"
+    return XuError(code=code, message=exc.message, correlation_id=correlation_id)
+
+
+def parse_request(raw: Any) -> DiscoveryRequest:
+    if not isinstance(raw, Mapping):
+        raise InvalidArgument("request: must be a JSON object with at least 'query'")
+    try:
+        return DiscoveryRequest.model_validate(raw)
+    except ValidationError as exc:
+        raise InvalidArgument(describe_validation_error(exc, "request")) from None
+
+
+def _listed(value: str | list[str] | None) -> list[str]:
+    return [value] if isinstance(value, str) else list(value or [])
+
+
+def criteria_of(request: DiscoveryRequest) -> tuple[Criteria, dict[str, Any], list[str], list[str]]:
+    """The selection criteria, what was applied, what could not be, and warnings about it."""
+    constraints = request.constraints or DiscoveryConstraints()
+    criteria = Criteria.of(
+        required_tags=request.required_tags,
+        excluded_tags=request.excluded_tags,
+        preferred_tags=request.preferred_tags,
+        protocols=request.protocols,
+        statuses=_listed(constraints.status),
+        regions=_listed(constraints.region),
+        max_age_seconds=constraints.max_results_age_seconds,
+    )
+    applied: dict[str, Any] = {}
+    for name in ("required_tags", "excluded_tags", "protocols"):
+        if getattr(criteria, name):
+            applied[name] = list(getattr(criteria, name))
+    applied_constraints = {k: v for k, v in constraints.model_dump(exclude_none=True).items() if k in DiscoveryConstraints.model_fields}
+    if applied_constraints:
+        applied["constraints"] = applied_constraints
+    unsupported = [*(request.model_extra or {}), *(constraints.model_extra or {})]
+    warnings = [f"filter {name!r} is not supported by this service and was not applied" for name in unsupported]
+    if request.client_context:
+        warnings.append("client_context is accepted but does not change the ranking")
+    return criteria, applied, unsupported, warnings
+
+
+def _unit(value: float) -> float:
+    return round(min(1.0, max(0.0, value)), 4)
+
+
+def _candidate(
+    chosen: Candidate, request: DiscoveryRequest, criteria: Criteria, now: datetime, full_allowed: bool, omitted: set[str]
+) -> XuCandidate:
+    entry = chosen.agent.entry
+    view = agent_metadata(entry)
+    age = age_seconds(entry, chosen.agent.indexed_at, now)
+    limit = criteria.max_age_seconds
+    status = status_of(entry)
+    trust = entry.get("trustManifest") or {}
+    refs = [trust["identity"]] if trust.get("identity") else []
+    refs += [a["uri"] for a in trust.get("attestations") or [] if a.get("uri")]
+    fields: dict[str, Any] = {
+        "id": source_id_of(entry),
+        "identifier": entry["identifier"],
+        "name": entry["displayName"],
+        "description": entry.get("description"),
+        "tags": entry.get("tags"),
+        "bindings": bindings_of(entry),
+        "score": round((chosen.score or 0) / 100, 4),
+        "credential_refs": refs or None,
+        "status": status,
+        "freshness": XuFreshness(metadata_updated_at=entry.get("updatedAt"), indexed_at=chosen.agent.indexed_at, age_seconds=round(age, 1)),
+    }
+    if request.include_evidence and chosen.explain is not None:
+        ranked = chosen.explain()
+        components = ranked.components
+        wanted = set(criteria.required_tags) | set(criteria.preferred_tags)
+        tags = {t.lower(): t for t in entry.get("tags") or []}
+        fields["score_components"] = XuScoreComponents(
+            tag=_unit(len(wanted & tags.keys()) / len(wanted) if wanted else components.get("tag", 0.0)),
+            context=_unit(components.get("context", 0.0)),
+            example=_unit(components.get("example", 0.0)),
+            protocol=1.0,
+            freshness=_unit(1 - age / limit if limit else math.pow(0.5, age / 86400 / FRESHNESS_HALF_LIFE_DAYS)),
+            policy=_POLICY.get(status, 0.0),
+            lexical=_unit(components.get("lexical", 0.0)),
+        )
+        fields["matched_tags"] = list(dict.fromkeys([*(tags[t] for t in sorted(wanted & tags.keys())), *ranked.matched_tags]))
+        fields["matched_examples"] = [XuMatchedExample(id=m.label, text=m.text, score=m.similarity, kind=m.kind) for m in ranked.matched_examples]
+    hidden: set[str] = set()
+    if request.detail == "full":
+        for key, value in view.items():
+            if key in _SECRET and not full_allowed:
+                hidden.add(key)
+            elif key not in fields:
+                fields[key] = value
+    else:
+        hidden |= {k for k, v in view.items() if v and k not in fields}
+        if request.detail == "minimal":
+            hidden |= {k for k in _SUMMARY_ONLY if fields.get(k)}
+            for k in _SUMMARY_ONLY:
+                fields.pop(k, None)
+            fields["bindings"] = [{"protocol": b.get("protocol"), "endpoint": b.get("endpoint")} for b in fields["bindings"]]
+    if hidden:
+        fields["redacted"] = True
+        omitted.update(hidden)
+    return XuCandidate.model_validate({k: v for k, v in fields.items() if v is not None})
+
+
+def discover(registry: Registry, request: DiscoveryRequest, *, full_allowed: bool = True) -> DiscoveryResponse:
+    """Answer a Discovery Request from the registry. `full_allowed` is whether the caller is authorised to
+    see authentication details with `detail=full` (§7.4)."""
+    now = datetime.now(UTC)
+    criteria, applied, unsupported, warnings = criteria_of(request)
+    selected = registry.select(request.query, None, criteria, now)[: request.limit]
+    omitted: set[str] = set()
+    candidates = [_candidate(c, request, criteria, now, full_allowed, omitted) for c in selected]
+    if omitted:
+        reason = "needs a valid bearer token" if request.detail == "full" else f"detail={request.detail}"
+        more = "" if request.detail == "full" else "; ask for detail=full"
+        warnings.append(f"fields omitted ({reason}): {', '.join(sorted(omitted))}{more}")
+    return DiscoveryResponse(
+        request_id=f"req-{uuid.uuid4().hex}",
+        generated_at=utc_now_text(now),
+        candidates=candidates,
+        applied_filters=applied,
+        unsupported_filters=unsupported,
+        warnings=warnings,
+    )

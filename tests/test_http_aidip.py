@@ -1,0 +1,190 @@
+"""AIDIP's registry routes: POST /agents (201 / 200 / 400), GET / PUT / DELETE /agents/{id}, POST
+/agents/search (filters ANDed, a query ranks), operations indexed as examples, AIDIP error objects."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import PDF, SAMPLE, SKILL, WEATHER
+from tests.http_support import AIDIP_TRANSLATOR, AIDIP_URN, XU_HR, assert_ard, assert_ours, doc, needs_ard_schemas, running
+
+pytestmark = pytest.mark.anyio
+Api = tuple[httpx.AsyncClient, dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def api(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Api]:
+    async with running(tmp_path_factory.mktemp("aidip") / "data") as client:
+        for item in [*SAMPLE, XU_HR]:
+            assert (await client.post("/agents", json=item)).status_code == 201
+        yield client, (await client.get("/openapi.json")).json()
+
+
+async def aidip_error(api: Api, method: str, path: str, status: int, code: str, **kwargs: Any) -> dict[str, Any]:
+    client, openapi = api
+    response = await client.request(method, path, **kwargs)
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["code"] == code and error["message"]
+    assert_ours(openapi, "/agents/{id}" if path.startswith("/agents/") and path != "/agents/search" else path, method, response)
+    return dict(error)
+
+
+async def test_register_get_update_delete(api: Api) -> None:
+    client, openapi = api
+    created = await client.post("/agents", json=AIDIP_TRANSLATOR)
+    assert created.status_code == 201
+    assert_ours(openapi, "/agents", "POST", created)
+    body = created.json()
+    assert body["id"] == "agent-12345" and body["identifier"] == AIDIP_URN and body["operations"] == AIDIP_TRANSLATOR["operations"]
+    assert body["capabilities"] == ["translation"] and body["metadata"]["publisher"] == "ExampleAI Inc."
+    assert (await client.post("/agents", json=AIDIP_TRANSLATOR)).status_code == 200  # unchanged
+
+    got = await client.get("/agents/agent-12345")
+    assert got.status_code == 200 and got.json() == body
+    assert_ours(openapi, "/agents/{id}", "GET", got)
+
+    changed = doc(AIDIP_TRANSLATOR, description="Translates between Chinese and English.")
+    updated = await client.put("/agents/agent-12345", json=changed)
+    assert updated.status_code == 200 and updated.json()["description"] == "Translates between Chinese and English."
+    assert_ours(openapi, "/agents/{id}", "PUT", updated)
+    without_id = doc(AIDIP_TRANSLATOR, id=None, version="1.3.0")
+    assert (await client.put("/agents/agent-12345", json=without_id)).json()["version"] == "1.3.0"
+
+    deleted = await client.delete("/agents/agent-12345")
+    assert deleted.status_code == 200 and deleted.json() == {"status": "deleted", "identifier": AIDIP_URN}
+    assert_ours(openapi, "/agents/{id}", "DELETE", deleted)
+    assert (await client.get("/agents/agent-12345")).status_code == 404
+    await aidip_error(api, "DELETE", "/agents/agent-12345", 404, "NotFound")
+
+
+@needs_ard_schemas
+async def test_one_document_is_both_an_ard_entry_and_aidip_metadata(api: Api) -> None:
+    client, _ = api
+    await client.post("/agents", json=doc(AIDIP_TRANSLATOR, id="agent-both"))
+    body = (await client.get("/agents/agent-both")).json()
+    assert_ard(body, "catalog:catalogEntry")
+    for field in ("id", "name", "description", "version", "publisher", "capabilities", "tags", "endpoint", "supported_languages", "authentication", "status", "operations"):
+        assert field in body, field
+    native = (await client.get(f"/agents/{SKILL['identifier']}")).json()
+    assert native["endpoint"] == SKILL["url"] and native["publisher"] == "github.com" and native["name"] == SKILL["displayName"]
+    await client.delete("/agents/agent-both")
+
+
+async def test_put_creates_and_refuses_a_different_agent(api: Api) -> None:
+    client, _ = api
+    fresh = await client.put("/agents/agent-new", json=doc(AIDIP_TRANSLATOR, id=None, name="New Translator"))
+    assert fresh.status_code == 201 and fresh.json()["id"] == "agent-new"
+    mismatch = await aidip_error(api, "PUT", "/agents/agent-new", 400, "InvalidInput", json=doc(AIDIP_TRANSLATOR, id="agent-other"))
+    assert "not the agent 'agent-new'" in mismatch["message"]
+    ard = await aidip_error(api, "PUT", f"/agents/{WEATHER['identifier']}", 400, "InvalidInput", json=PDF)
+    assert "not the agent" in ard["message"]
+    await client.delete("/agents/agent-new")
+
+
+async def test_the_smallest_aidip_metadata_is_enough(api: Api) -> None:
+    client, openapi = api
+    smallest = {"id": "agent-small", "name": "Small Agent", "endpoint": "https://small.example.org/invoke"}
+    created = await client.post("/agents", json=smallest)
+    assert created.status_code == 201 and created.json()["status"] == "active"
+    got = await client.get("/agents/agent-small")
+    assert got.status_code == 200 and got.json()["endpoint"] == smallest["endpoint"]
+    assert_ours(openapi, "/agents/{id}", "GET", got)
+    put = await client.put("/agents/agent-small", json={"name": "Small Agent", "endpoint": smallest["endpoint"], "version": "2"})
+    assert put.status_code == 200 and put.json()["version"] == "2"
+    await client.delete("/agents/agent-small")
+
+
+async def test_an_agent_without_id_gets_a_stable_one(api: Api) -> None:
+    client, _ = api
+    anonymous = doc(AIDIP_TRANSLATOR, id=None, name="Nameless Translator")
+    first = await client.post("/agents", json=anonymous)
+    second = await client.post("/agents", json=anonymous)
+    assert first.status_code == 201 and second.status_code == 200
+    assert first.json()["id"] == second.json()["id"] and len(first.json()["id"]) == 36
+    await client.delete(f"/agents/{first.json()['id']}")
+
+
+async def search(api: Api, **body: Any) -> list[dict[str, Any]]:
+    client, openapi = api
+    response = await client.post("/agents/search", json=body)
+    assert response.status_code == 200, response.text
+    assert_ours(openapi, "/agents/search", "POST", response)
+    assert isinstance(response.json(), list)
+    return list(response.json())
+
+
+async def test_search_filters_and_query(api: Api) -> None:
+    client, _ = api
+    await client.post("/agents", json=AIDIP_TRANSLATOR)
+    by_capability = await search(api, filters={"capabilities": ["translation"], "supported_languages": ["en", "zh"], "tags": ["nlp"]}, top=10)
+    assert [s["id"] for s in by_capability] == ["agent-12345"]
+    assert by_capability[0]["endpoint"] == AIDIP_TRANSLATOR["endpoint"] and "score" not in by_capability[0]
+    assert await search(api, filters={"tags": ["nlp", "weather"]}) == []
+    assert await search(api, filters={"supported_languages": ["fr"]}) == []
+    assert [s["id"] for s in await search(api, filters={"capabilities": "TRANSLATION", "supported_language": "en"})] == ["agent-12345"]
+    documents = await search(api, filters={"tags": ["documents"]})
+    assert {s["identifier"] for s in documents} == {PDF["identifier"], SKILL["identifier"]}
+    assert len(await search(api, filters={"tags": ["documents"]}, top=1)) == 1
+    ranked = await search(api, query="translate chinese text into english", top=3)
+    assert ranked[0]["id"] == "agent-12345" and 0 < ranked[0]["score"] <= 1
+    semantic = await search(api, query="I need an agent that can translate a chinese sentence", filters={"capabilities": ["translation"]}, top=5)
+    assert [s["id"] for s in semantic] == ["agent-12345"]
+
+
+async def test_operations_and_example_inputs_are_indexed(api: Api) -> None:
+    client, _ = api
+    await client.post("/agents", json=AIDIP_TRANSLATOR)
+    found = await client.post("/search", json={"query": {"text": "text: 你好世界; source language: zh; target language: en"}})
+    top = found.json()["results"][0]
+    assert top["identifier"] == AIDIP_URN
+    labels = {m["label"]: m for m in top["evidence"]["matchedExamples"]}
+    assert labels["translateText example"]["similarity"] > 0.99 and "translateText" in labels
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"filters": {"colour": ["blue"]}}, "request.filters.colour: is not a field"),
+        ({"top": 0}, "request.top"),
+        ({"top": "ten"}, "request.top"),
+        ({"filters": ["translation"]}, "request.filters"),
+        ({"query": 7}, "request.query"),
+        ({"query": "x" * 5000}, "request.query"),
+    ],
+)
+async def test_search_refuses_bad_requests(api: Api, body: dict[str, Any], expected: str) -> None:
+    error = await aidip_error(api, "POST", "/agents/search", 400, "InvalidInput", json=body)
+    assert expected in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "params", "expected"),
+    [
+        (doc(AIDIP_TRANSLATOR, endpoint=None, operations=None, supported_languages=None, authentication=None), {}, "agent.endpoint: is required"),
+        (doc(AIDIP_TRANSLATOR, name=None), {}, "agent.name: is required"),
+        (doc(AIDIP_TRANSLATOR, endpoint="api.example.com/translate"), {}, "agent.endpoint: must be an absolute URL"),
+        (doc(AIDIP_TRANSLATOR, capabilities="translation", tags=7), {}, "agent.capabilities"),
+        (AIDIP_TRANSLATOR, {"format": "xu"}, "metadata.bindings: is required"),
+        (AIDIP_TRANSLATOR, {"format": "yaml"}, "format: must be one of"),
+        ({"colour": "blue"}, {}, "not a format this registry reads"),
+        (doc(WEATHER, identifier="weather"), {}, "entry.identifier"),
+    ],
+)
+async def test_registration_errors_name_the_field(api: Api, body: dict[str, Any], params: dict[str, str], expected: str) -> None:
+    error = await aidip_error(api, "POST", "/agents", 400, "InvalidInput", json=body, params=params)
+    assert expected in error["message"]
+
+
+async def test_two_broken_fields_are_listed_as_details(api: Api) -> None:
+    error = await aidip_error(api, "POST", "/agents", 400, "InvalidInput", json=doc(AIDIP_TRANSLATOR, name=None, tags="nlp"))
+    assert error["details"] == ["agent.name: is required", "agent.tags: input should be a valid list"]

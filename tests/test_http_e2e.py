@@ -1,0 +1,107 @@
+"""End to end: a real `ard-mcp serve` process; the SDK's MCP client and a plain HTTP client on one port see
+one registry, and the bearer token guards writes on both."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.conftest import INVOICES, WEATHER
+from tests.http_support import XU_HR, XU_HR_URN
+
+pytestmark = pytest.mark.anyio
+TOKEN = "e2e-token-0123456789abcdef"
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def serving(data_dir: Path, *args: str) -> Iterator[str]:
+    """`ard-mcp serve ARGS` on a free loopback port; yields its base URL and stops it afterwards."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ard_mcp", "serve", "--port", str(port), "--data-dir", str(data_dir), *args],
+        env={**os.environ, "ARD_MCP_LOG_LEVEL": "WARNING"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert process.poll() is None, process.stderr.read() if process.stderr else "server exited"
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        else:
+            pytest.fail(f"server did not answer on {port}")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        stdout, _ = process.communicate(timeout=30)
+    assert stdout == "", f"the server wrote to stdout: {stdout[:300]}"  # logs (uvicorn's included) go to stderr
+
+
+async def test_mcp_and_rest_on_one_port_share_the_registry(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"e2e {TOKEN}\n")
+    tokens.chmod(0o600)
+    with serving(tmp_path / "data", "--transport", "streamable-http", "--token-file", str(tokens)) as base:
+        async with httpx.AsyncClient(base_url=base, timeout=60) as rest:
+            assert (await rest.post("/agents", json=XU_HR)).status_code == 401
+            assert (await rest.post("/agents", json=XU_HR, headers=BEARER)).status_code == 201
+
+            async with httpx2.AsyncClient(headers=BEARER, timeout=60) as authorised, Client(
+                streamable_http_client(f"{base}/mcp", http_client=authorised)
+            ) as mcp:
+                found = await mcp.call_tool("search_agents", {"text": "prepare the onboarding workflow for a new employee"})
+                assert not found.is_error and found.structured_content
+                assert found.structured_content["results"][0]["identifier"] == XU_HR_URN  # registered over REST
+                created = await mcp.call_tool("register_agent", {"entry": WEATHER})
+                assert not created.is_error, created.content
+
+            search = await rest.post("/search", json={"query": {"text": "will it rain in Lisbon tomorrow?"}})
+            assert search.json()["results"][0]["identifier"] == WEATHER["identifier"]  # registered over MCP
+            discovered = await rest.post("/discover", json={"query": "rain forecast", "protocols": ["mcp"]})
+            assert [c["identifier"] for c in discovered.json()["candidates"]] == [WEATHER["identifier"]]
+
+            async with Client(f"{base}/mcp") as anonymous:
+                refused = await anonymous.call_tool("register_agent", {"entry": INVOICES})
+                assert refused.is_error and "Bearer" in refused.content[0].text  # type: ignore[union-attr]
+                refused = await anonymous.call_tool("deregister_agent", {"identifier": WEATHER["identifier"]})
+                assert refused.is_error
+                listed = await anonymous.call_tool("list_agents", {})
+                assert listed.structured_content and listed.structured_content["total"] == 2
+            assert (await rest.get("/healthz")).json()["agents"] == 2
+
+
+async def test_sse_transport_serves_the_rest_routes_too(tmp_path: Path) -> None:
+    with serving(tmp_path / "data", "--transport", "sse") as base:
+        async with httpx.AsyncClient(base_url=base, timeout=60) as rest:
+            assert (await rest.post("/agents", json=INVOICES)).status_code == 201  # loopback without tokens: open
+            async with Client(sse_client(f"{base}/sse")) as mcp:
+                found = await mcp.call_tool("search_agents", {"text": "send an invoice to a customer"})
+                assert found.structured_content and found.structured_content["results"][0]["identifier"] == INVOICES["identifier"]
+                await mcp.call_tool("register_agent", {"entry": WEATHER})
+            listed = (await rest.get("/agents", params={"orderBy": "displayName"})).json()
+            assert [i["identifier"] for i in listed["items"]] == [INVOICES["identifier"], WEATHER["identifier"]]
