@@ -59,6 +59,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
         default=Path(m) if (m := env("MODEL_DIR")) else None,
         help="embedding model directory with model.json (ARD_MCP_MODEL_DIR; default: the bundled model)",
     )
+    parser.add_argument(
+        "--chroma-url",
+        default=env("CHROMA_URL"),
+        help="use the Chroma server at http://HOST:PORT (`chroma run`) instead of embedded Chroma; several ard-mcp "
+        "processes may then share it and the data directory (ARD_MCP_CHROMA_URL)",
+    )
     parser.add_argument("--log-level", default=env("LOG_LEVEL", "INFO"), help="logging level on stderr (ARD_MCP_LOG_LEVEL)")
 
 
@@ -115,7 +121,7 @@ def _csv(value: str | None) -> tuple[str, ...]:
 
 
 def _config(args: argparse.Namespace) -> Config:
-    return Config(data_dir=args.data_dir, model_dir=args.model_dir, source_url=getattr(args, "public_url", None))
+    return Config(data_dir=args.data_dir, model_dir=args.model_dir, source_url=getattr(args, "public_url", None), chroma_url=args.chroma_url)
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -36,6 +36,7 @@ class Config:
     data_dir: Path
     model_dir: Path | None = None
     source_url: str | None = None
+    chroma_url: str | None = None  # a `chroma run` server shared by several processes; None = embedded Chroma
 
     @property
     def source(self) -> str:

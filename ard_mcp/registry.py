@@ -114,7 +114,7 @@ class Registry:
         """`rebuilding` opens an index built with another model, for `reindex` to convert it."""
         self.config = config
         config.data_dir.mkdir(parents=True, exist_ok=True)
-        self._lock_file = self._acquire(config.data_dir)
+        self._lock_file = self._acquire(config.data_dir, shared=config.chroma_url is not None)
         self._write_lock = threading.RLock()
         self._warm_lock = threading.Lock()
         self._next_expiry: datetime | None = _UNKNOWN
@@ -128,22 +128,22 @@ class Registry:
             )
 
     @staticmethod
-    def _acquire(data_dir: Path) -> IO[str]:
-        """One process per data directory: two writers corrupt Chroma's files."""
+    def _acquire(data_dir: Path, *, shared: bool) -> IO[str]:
+        """Embedded Chroma: one process per data directory (two writers corrupt its files). With a Chroma
+        server, processes share the directory (SQLite in WAL mode takes turns) but exclude an embedded one."""
         handle = open(data_dir / "ard-mcp.lock", "a+")  # noqa: SIM115 - held for the registry's lifetime
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(handle, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except OSError:
             handle.seek(0)
             owner = handle.read().strip() or "unknown"
             handle.close()
-            raise DataDirInUse(
-                f"data directory {data_dir} is in use by another ard-mcp process (pid {owner}); "
-                f"stop it, or give this one its own --data-dir"
-            ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
+            hint = "processes sharing it must all use the same --chroma-url" if shared else "stop it, or give this one its own --data-dir"
+            raise DataDirInUse(f"data directory {data_dir} is in use by another ard-mcp process (pid {owner}); {hint}") from None
+        if not shared:
+            handle.seek(0)
+            handle.truncate()
+        handle.write(f"{os.getpid()} ")
         handle.flush()
         return handle
 
@@ -164,7 +164,7 @@ class Registry:
 
     @cached_property
     def vectors(self) -> VectorIndex:
-        index = VectorIndex(self.config.data_dir / "chroma", self.embedder)
+        index = VectorIndex(self.config.data_dir / "chroma", self.embedder, url=self.config.chroma_url)
         self._repair(index)
         return index
 
@@ -319,7 +319,7 @@ class Registry:
         """Rebuild the vector index from the store: after a crash, a Chroma upgrade or a new model."""
         with self._write_lock:
             self._drop_vectors()
-            index = VectorIndex(self.config.data_dir / "chroma", self.embedder, fresh=True)
+            index = VectorIndex(self.config.data_dir / "chroma", self.embedder, url=self.config.chroma_url, fresh=True)
             self.store.mark_all_pending()
             if self.store.meta("model_id") not in (None, self.model_spec.id):
                 self._reembed(progress)

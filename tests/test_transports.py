@@ -36,11 +36,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def http_server(data_dir: Path, transport: str) -> Iterator[int]:
+def http_server(data_dir: Path, transport: str, extra: list[str] | None = None) -> Iterator[int]:
     """`ard-mcp serve` as a subprocess on a free loopback port, stopped afterwards."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "ard_mcp", "serve", "--transport", transport, "--port", str(port), "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "ard_mcp", "serve", "--transport", transport, "--port", str(port), "--data-dir", str(data_dir), *(extra or [])],
         env=_env(),
         stderr=subprocess.PIPE,
         text=True,
