@@ -38,6 +38,7 @@ class Tuning:
 
     examples_per_intent: int = 200  # nearest examples fetched from Chroma for each query vector
     lexical_candidates: int = 100  # BM25 candidates
+    bm25_terms: int = 12  # the rarest query terms BM25 retrieves with
     exact_below: int = 3000  # with a filter matching fewer agents, score them all exactly
     field_weights: tuple[float, float, float, float] = (4.0, 3.0, 1.5, 1.0)  # BM25: name, keywords, description, examples
     weights: tuple[float, ...] = (3.428, 5.524, 4.557, 5.47, 6.477, 1.771)  # in SIGNALS order
@@ -184,7 +185,10 @@ class Ranker:
             return None
         intents = self.embedder.embed([text, *split_intents(text)])
         qterms = query_terms(text)
-        pool = self._dense_candidates(intents, allowed) | self._bm25(qterms, allowed)
+        documents = max(1, self.store.count())
+        frequencies = self.store.document_frequencies(qterms)
+        weights = {term: idf(frequencies.get(term, 0), documents) for term in qterms}
+        pool = self._dense_candidates(intents, allowed, documents) | self._bm25(qterms, frequencies, allowed)
         if not pool:
             return None
         examples = self.store.candidate_examples(sorted(pool))
@@ -206,9 +210,6 @@ class Ranker:
         centroids /= np.clip(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-9, None)
         all_examples = centroids @ intents[0]
 
-        documents = max(1, self.store.count())
-        frequencies = self.store.document_frequencies(qterms)
-        weights = {term: idf(frequencies.get(term, 0), documents) for term in qterms}
         agent_terms = self.store.agent_terms(agent_ids.tolist())
         lexical = np.array([coverage(qterms, agent_terms[int(a)][0], weights) for a in agent_ids])
         asked = set(qterms)
@@ -218,17 +219,19 @@ class Ranker:
         surface = {term: word for word in _WORD.findall(text) for term in terms(word)}
         return Candidates(agent_ids, signals, examples, sims, per_intent, starts, qterms, surface)
 
-    def _dense_candidates(self, intents: np.ndarray, allowed: set[int] | None) -> set[int]:
+    def _dense_candidates(self, intents: np.ndarray, allowed: set[int] | None, total: int) -> set[int]:
         t = self.tuning
         if allowed is not None and len(allowed) <= t.exact_below:
             return set(allowed)  # few enough to score every one of them exactly
-        total = max(1, self.store.count())
         widen = 1 if allowed is None else min(16, math.ceil(total / max(1, len(allowed))))
         agents = self.vectors.nearest_agents(intents, t.examples_per_intent * widen)
         return agents if allowed is None else agents & allowed
 
-    def _bm25(self, qterms: list[str], allowed: set[int] | None) -> set[int]:
-        expression = match_expression(qterms)
+    def _bm25(self, qterms: list[str], frequencies: Mapping[str, int], allowed: set[int] | None) -> set[int]:
+        """BM25 candidates from the query's rarest terms: common words add little to BM25 and would make
+        FTS5 score most of a large index (every term still counts in the lexical coverage signal)."""
+        present = sorted((t for t in qterms if frequencies.get(t)), key=lambda t: frequencies[t])
+        expression = match_expression(present[: self.tuning.bm25_terms])
         if expression is None:
             return set()
         limit = self.tuning.lexical_candidates * (1 if allowed is None else 10)

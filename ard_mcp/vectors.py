@@ -90,9 +90,7 @@ class VectorIndex:
             self._collection.delete(ids=[_key(e, a) for e, a in examples[start : start + _WRITE_BATCH]])
 
     def _nearest(self, vectors: np.ndarray, k: int) -> tuple[list[list[str]], list[list[float]]]:
-        k = min(k, self.count())
-        if k <= 0:
-            return [[] for _ in vectors], [[] for _ in vectors]
+        """Chroma returns fewer than k when the collection is smaller, so no count() on the hot path."""
         result = self._collection.query(query_embeddings=list(vectors), n_results=k, include=["distances"])
         return result["ids"], result["distances"]
 
