@@ -120,9 +120,42 @@ class Embedder:
     def embed_one(self, text: str) -> np.ndarray:
         return self._embed_batch([text])[0]
 
+    def embed_with_parts(self, text: str, parts: list[str]) -> np.ndarray:
+        """The text's vector, then one per part (a substring of it), from a single pass of the model.
+
+        A part's vector pools the text's own token vectors over the part's characters ("late chunking"),
+        so splitting a long task into steps costs no extra model time; a part the truncation cut off
+        is embedded on its own. Rows follow `[text, *parts]`."""
+        with self._lock:
+            encoding = self._tokenizer.encode(text)
+        hidden, pooled = self._run([encoding])
+        rows = [pooled[0]]
+        missing: list[int] = []
+        cursor = 0
+        offsets = np.array(encoding.offsets)
+        real = np.array(encoding.attention_mask, dtype=bool) & (offsets[:, 1] > offsets[:, 0])
+        for part in parts:
+            start = text.find(part, cursor)
+            start = text.find(part) if start < 0 else start
+            cursor = max(cursor, start)
+            inside = real & (offsets[:, 0] >= start) & (offsets[:, 1] <= start + len(part)) if start >= 0 else real & False
+            if inside.any():
+                rows.append(self._normalized(hidden[0][inside].mean(axis=0, keepdims=True))[0])
+            else:
+                missing.append(len(rows))
+                rows.append(pooled[0])
+        if missing:
+            for index, vector in zip(missing, self._embed_batch([parts[i - 1] for i in missing]), strict=True):
+                rows[index] = vector
+        return np.stack(rows).astype(np.float32)
+
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         with self._lock:
             encodings = self._tokenizer.encode_batch(texts)
+        return self._run(encodings)[1]
+
+    def _run(self, encodings: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+        """(token vectors, pooled and normalised text vectors) for a batch of encodings."""
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}
@@ -134,9 +167,12 @@ class Embedder:
         else:
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        if self.spec.normalize:
-            pooled = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-        return pooled.astype(np.float32)
+        return hidden, self._normalized(pooled).astype(np.float32)
+
+    def _normalized(self, vectors: np.ndarray) -> np.ndarray:
+        if not self.spec.normalize:
+            return vectors
+        return vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
 
 
 _embedders: dict[Path, Embedder] = {}

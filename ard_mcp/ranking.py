@@ -41,9 +41,9 @@ class Tuning:
     bm25_terms: int = 12  # the rarest query terms BM25 retrieves with
     exact_below: int = 3000  # with a filter matching fewer agents, score them all exactly
     field_weights: tuple[float, float, float, float] = (4.0, 3.0, 1.5, 1.0)  # BM25: name, keywords, description, examples
-    weights: tuple[float, ...] = (3.428, 5.524, 4.557, 5.47, 6.477, 1.771)  # in SIGNALS order
-    bias: float = -5.57
-    cutoff: int = 40  # see README, "Search quality": the no-answer / recall trade-off behind it
+    weights: tuple[float, ...] = (3.753, 5.649, 4.75, 4.502, 6.34, 1.883)  # in SIGNALS order
+    bias: float = -5.38
+    cutoff: int = 50  # even odds under the calibration; README "Search quality" shows the trade-off
     evidence_examples: int = 3
 
 
@@ -183,7 +183,7 @@ class Ranker:
         """All candidate agents of a query and their signals, computed exactly against all of their examples."""
         if allowed is not None and not allowed:
             return None
-        intents = self.embedder.embed([text, *split_intents(text)])
+        intents = self.embedder.embed_with_parts(text, split_intents(text))
         qterms = query_terms(text)
         documents = max(1, self.store.count())
         frequencies = self.store.document_frequencies(qterms)

@@ -19,6 +19,7 @@ alongside so a drift in the data, the model or the scorer shows up at once.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import re
@@ -35,6 +36,7 @@ import numpy as np
 
 from ard_mcp.catalog import normalize_identifier
 from ard_mcp.config import Config
+from ard_mcp.embedding import Embedder
 from ard_mcp.evaluation import EvalReport, Judgement, evaluate, format_table, load_queries, registry_search
 from ard_mcp.ingest import file_entries
 from ard_mcp.registry import IngestReport, Registry
@@ -290,7 +292,9 @@ def run(data_dir: Path, shared: Path, json_out: Path | None) -> int:
 
         t0 = time.perf_counter()
         bm25 = BM25(ids, full)
-        embed = reg.embedder.embed
+        # the reference figures embed whole entries at the model's 256-token inference limit; the product
+        # embeds short examples at 128 tokens (the length the model was trained on)
+        embed = Embedder(dataclasses.replace(reg.embedder.spec, max_length=256)).embed
         name_vectors = embed([name_description(e) for e in entries.values()])
         full_vectors = embed(full)
         texts = sorted({j.query for qs in queries.values() for j in qs})
