@@ -110,6 +110,7 @@ class Candidates:
     starts: np.ndarray  # (n,) where each agent's examples begin in `examples`
     query: list[str]  # the query's terms
     surface: dict[str, str]  # term -> the word the user typed
+    terms: dict[int, tuple[set[str], list[set[str]]]]  # agent -> its terms, and those of each tag / capability
 
 
 @dataclass
@@ -164,7 +165,7 @@ class Ranker:
         end = found.starts[index + 1] if index + 1 < len(found.starts) else len(found.similarity)
         local = start + np.argsort(-found.similarity[start:end], kind="stable")[: self.tuning.evidence_examples]
         texts = self.store.example_texts([int(found.examples.ids[i]) for i in local])
-        own_terms, _ = self.store.agent_terms([agent_id])[agent_id]
+        own_terms, keyword_terms = found.terms[agent_id]
         query = set(found.query)
         keywords = [*(entry.get("tags") or []), *(entry.get("capabilities") or [])]
         return Ranked(
@@ -176,7 +177,7 @@ class Ranker:
                 MatchedExample(*texts[int(found.examples.ids[i])], round(float(found.similarity[i]), 4)) for i in local
             ],
             matched_words=sorted({found.surface.get(t, t).lower() for t in found.query if t in own_terms}),
-            matched_tags=[k for k in keywords if query & set(terms(k))],
+            matched_tags=[k for k, k_terms in zip(keywords, keyword_terms, strict=False) if query & k_terms],
         )
 
     def candidates(self, text: str, allowed: set[int] | None) -> Candidates | None:
@@ -217,7 +218,7 @@ class Ranker:
 
         signals = np.column_stack([best, second, context, all_examples, lexical, tag])
         surface = {term: word for word in _WORD.findall(text) for term in terms(word)}
-        return Candidates(agent_ids, signals, examples, sims, per_intent, starts, qterms, surface)
+        return Candidates(agent_ids, signals, examples, sims, per_intent, starts, qterms, surface, agent_terms)
 
     def _dense_candidates(self, intents: np.ndarray, allowed: set[int] | None, total: int) -> set[int]:
         t = self.tuning

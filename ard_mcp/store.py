@@ -387,7 +387,8 @@ class Store:
         for start in range(0, len(agent_ids), 900):
             chunk = list(agent_ids[start : start + 900])
             for r in self._query(f"SELECT id, terms, keyword_terms FROM agents WHERE id IN ({','.join('?' * len(chunk))})", chunk):
-                groups = [set(g.split()) for g in r["keyword_terms"].split("|") if g.strip()]
+                keywords = r["keyword_terms"]  # one group per tag / capability, in the entry's order
+                groups = [set(g.split()) for g in keywords.split("|")] if keywords else []
                 found[r["id"]] = (set(r["terms"].split()), groups)
         return found
 
