@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ConfigDict, Field, RootModel, ValidationError, field_validator
+from pydantic import ConfigDict, Field, RootModel, field_validator
 
-from ard_mcp.catalog import CatalogEntry, WireModel, describe_validation_error, publisher_of
-from ard_mcp.criteria import Candidate, Criteria
-from ard_mcp.errors import ArdError, InvalidArgument, StaleEntry
+from ard_mcp.catalog import CatalogEntry, WireModel, parse_as, publisher_of
+from ard_mcp.criteria import Candidate, Criteria, as_list
+from ard_mcp.errors import ArdError, StaleEntry
 from ard_mcp.facts import (
     AIDIP_TYPE,
     PUBLISHER_KEY,
@@ -85,10 +85,7 @@ class AidipAgent(WireModel):
 
 def to_entry(document: Mapping[str, Any], default_id: str | None = None) -> dict[str, Any]:
     """An ARD catalog entry (raw, for `Registry.register`) from AIDIP agent metadata."""
-    try:
-        meta = AidipAgent.model_validate(document)
-    except ValidationError as exc:
-        raise InvalidArgument(describe_validation_error(exc, "agent")) from None
+    meta = parse_as(AidipAgent, document, "agent")
     agent_id = meta.id or default_id or assigned_id(meta.name, [meta.endpoint])
     identifier = derive_identifier(agent_id, [meta.endpoint], "agent.id")
     metadata: dict[str, Any] = {STATUS_KEY: (meta.status or "active").lower()}
@@ -205,16 +202,7 @@ def error_body(exc: ArdError) -> AidipError:
 
 
 def parse_search(raw: Any) -> AidipSearchRequest:
-    if not isinstance(raw, Mapping):
-        raise InvalidArgument("request: must be a JSON object such as {\"filters\": {\"capabilities\": [\"translation\"]}, \"top\": 10}")
-    try:
-        return AidipSearchRequest.model_validate(raw)
-    except ValidationError as exc:
-        raise InvalidArgument(describe_validation_error(exc, "request")) from None
-
-
-def _listed(value: list[str] | str | None) -> list[str]:
-    return [value] if isinstance(value, str) else list(value or [])
+    return parse_as(AidipSearchRequest, raw, "request", 'a JSON object such as {"filters": {"capabilities": ["translation"]}, "top": 10}')
 
 
 def summary(chosen: Candidate) -> AidipSummary:
@@ -236,9 +224,9 @@ def search(registry: Registry, request: AidipSearchRequest) -> AidipSearchRespon
     """`POST /agents/search`: filters narrow exactly (AND), a query ranks semantically, `top` bounds."""
     filters = request.filters or AidipFilters()
     criteria = Criteria.of(
-        required_tags=_listed(filters.tags),
-        capabilities=_listed(filters.capabilities),
-        languages=_listed(filters.supported_languages) + _listed(filters.supported_language),
+        required_tags=as_list(filters.tags),
+        capabilities=as_list(filters.capabilities),
+        languages=as_list(filters.supported_languages) + as_list(filters.supported_language),
     )
     if request.query and request.query.strip():
         chosen = registry.select(request.query, None, criteria)[: request.top]

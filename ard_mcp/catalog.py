@@ -8,13 +8,15 @@ later `urn:air:` identifiers; they are stored and emitted in the v0.5 `urn:ai:` 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 from ard_mcp.errors import InvalidArgument
 
+M = TypeVar("M", bound=BaseModel)
 IDENTIFIER_RULE = "must be urn:ai:<publisher-domain>:...:<name>"
 _URN = re.compile(r"^urn:ai:(?P<publisher>[a-zA-Z0-9.-]+)(?::[a-zA-Z0-9._-]+)+$")
 _DOMAIN = re.compile(r"^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z][a-zA-Z0-9-]{0,62}$|^localhost$")
@@ -207,11 +209,15 @@ def describe_validation_error(error: ValidationError, prefix: str = "") -> str:
     return "; ".join(dict.fromkeys(lines))
 
 
-def parse_entry(raw: Any, where: str = "entry") -> CatalogEntry:
-    """Validate one entry or raise `InvalidArgument` naming every broken field under `where`."""
-    if not isinstance(raw, dict):
-        raise InvalidArgument(f"{where}: must be a JSON object")
+def parse_as(model: type[M], raw: Any, where: str, expected: str = "a JSON object") -> M:
+    """Validate `raw` as `model` or raise `InvalidArgument` naming every broken field under `where`."""
+    if not isinstance(raw, Mapping):
+        raise InvalidArgument(f"{where}: must be {expected}")
     try:
-        return CatalogEntry.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as exc:
         raise InvalidArgument(describe_validation_error(exc, where)) from None
+
+
+def parse_entry(raw: Any, where: str = "entry") -> CatalogEntry:
+    return parse_as(CatalogEntry, raw, where)

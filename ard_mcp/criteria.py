@@ -118,3 +118,8 @@ class Candidate:
     score: int | None
     preferred: list[str] = field(default_factory=list)
     explain: Callable[[], Ranked] | None = None
+
+
+def as_list(value: str | list[str] | None) -> list[str]:
+    """A bare string counts as a one-element list (both drafts accept either)."""
+    return [value] if isinstance(value, str) else list(value or [])

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import anyio
 from mcp.server.transport_security import TransportSecuritySettings
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -36,7 +36,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ard_mcp import __version__, aidip, formats, xu
-from ard_mcp.catalog import CatalogEntry, HostInfo, check_identifier, describe_validation_error, normalize_identifier
+from ard_mcp.catalog import CatalogEntry, HostInfo, check_identifier, normalize_identifier, parse_as
 from ard_mcp.config import Config, HttpSettings
 from ard_mcp.errors import (
     ArdError,
@@ -140,15 +140,6 @@ async def json_body(request: Request) -> Any:
     return value
 
 
-def validate(model: type[M], raw: Any, where: str = "request") -> M:
-    if not isinstance(raw, dict):
-        raise InvalidArgument(f"{where}: must be a JSON object")
-    try:
-        return model.model_validate(raw)
-    except ValidationError as exc:
-        raise InvalidArgument(describe_validation_error(exc, where)) from None
-
-
 def _page_size(text: str | None, default: int) -> int:
     if text is None or text == "":
         return default
@@ -189,7 +180,7 @@ async def run(fn: Callable[..., Any], *args: Any) -> Any:
 
 # -- handlers --------------------------------------------------------------------------------------------
 async def search(request: Request, state: AppState) -> Response:
-    req = validate(SearchRequest, await json_body(request))
+    req = parse_as(SearchRequest, await json_body(request), "request")
     if req.query.text is None:
         raise InvalidArgument("request.query.text: is required for /search (use /explore for aggregations without text)")
     found = await run(state.open_registry().search, req.query.text, req.query.filter, req.pageSize, req.pageToken)
@@ -197,7 +188,7 @@ async def search(request: Request, state: AppState) -> Response:
 
 
 async def explore(request: Request, state: AppState) -> Response:
-    req = validate(ExploreRequest, await json_body(request))
+    req = parse_as(ExploreRequest, await json_body(request), "request")
     query = req.query
     result = await run(state.open_registry().explore, query.text if query else None, query.filter if query else None, req.resultType.facets)
     return model_response(result)

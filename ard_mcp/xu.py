@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
-from ard_mcp.catalog import WireModel, describe_validation_error, parse_timestamp
-from ard_mcp.criteria import Candidate, Criteria, age_seconds
-from ard_mcp.errors import ArdError, InvalidArgument, StaleEntry
+from ard_mcp.catalog import WireModel, parse_as, parse_timestamp
+from ard_mcp.criteria import Candidate, Criteria, age_seconds, as_list
+from ard_mcp.errors import ArdError, StaleEntry
 from ard_mcp.facts import (
     AIDIP_TYPE,
     EXPIRES_KEY,
@@ -103,10 +103,7 @@ class XuAgentMetadata(WireModel):
 
 def to_entry(document: Mapping[str, Any]) -> dict[str, Any]:
     """An ARD catalog entry (raw, for `Registry.register`) from Xu Agent Metadata."""
-    try:
-        meta = XuAgentMetadata.model_validate(document)
-    except ValidationError as exc:
-        raise InvalidArgument(describe_validation_error(exc, "metadata")) from None
+    meta = parse_as(XuAgentMetadata, document, "metadata")
     identifier = derive_identifier(meta.id, [b.endpoint for b in meta.bindings], "metadata.id")
     metadata: dict[str, Any] = {STATUS_KEY: (meta.status or "active").lower()}
     if meta.expires_at:
@@ -271,16 +268,7 @@ def error_body(exc: ArdError, correlation_id: str) -> XuError:
 
 
 def parse_request(raw: Any) -> DiscoveryRequest:
-    if not isinstance(raw, Mapping):
-        raise InvalidArgument("request: must be a JSON object with at least 'query'")
-    try:
-        return DiscoveryRequest.model_validate(raw)
-    except ValidationError as exc:
-        raise InvalidArgument(describe_validation_error(exc, "request")) from None
-
-
-def _listed(value: str | list[str] | None) -> list[str]:
-    return [value] if isinstance(value, str) else list(value or [])
+    return parse_as(DiscoveryRequest, raw, "request", "a JSON object with at least 'query'")
 
 
 def criteria_of(request: DiscoveryRequest) -> tuple[Criteria, dict[str, Any], list[str], list[str]]:
@@ -291,8 +279,8 @@ def criteria_of(request: DiscoveryRequest) -> tuple[Criteria, dict[str, Any], li
         excluded_tags=request.excluded_tags,
         preferred_tags=request.preferred_tags,
         protocols=request.protocols,
-        statuses=_listed(constraints.status),
-        regions=_listed(constraints.region),
+        statuses=as_list(constraints.status),
+        regions=as_list(constraints.region),
         max_age_seconds=constraints.max_results_age_seconds,
     )
     applied: dict[str, Any] = {}

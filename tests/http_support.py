@@ -3,7 +3,6 @@ validators for the published ARD schemas and for our own /openapi.json."""
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 import re
@@ -22,6 +21,7 @@ from referencing.jsonschema import DRAFT202012
 
 from ard_mcp.config import Config, HttpSettings
 from ard_mcp.http import build_app
+from tests.conftest import entry as doc  # noqa: F401 - the HTTP tests import it from here
 from tests.test_packaging import FORMATS
 
 SPECS = Path(__file__).resolve().parents[2] / "shared" / "specs"
@@ -88,16 +88,6 @@ AIDIP_TRANSLATOR: dict[str, Any] = {
 XU_HR_URN = "urn:ai:agents.example.net:id:hr-core-automator"
 XU_MINIMAL_URN = "urn:ai:example.net:agents:minimal"
 AIDIP_URN = "urn:ai:api.example.com:agent-12345"
-
-
-def doc(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for key, value in changes.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = value
-    return out
 
 
 @asynccontextmanager
