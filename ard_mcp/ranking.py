@@ -106,7 +106,6 @@ class Candidates:
     signals: np.ndarray  # (n, len(SIGNALS))
     examples: CandidateExamples  # all candidate examples, grouped by agent
     similarity: np.ndarray  # (m,) each example's best similarity over the query's intents
-    per_intent: np.ndarray  # (n, intents) each agent's best example similarity to each intent (0 = whole query)
     starts: np.ndarray  # (n,) where each agent's examples begin in `examples`
     query: list[str]  # the query's terms
     surface: dict[str, str]  # term -> the word the user typed
@@ -193,11 +192,9 @@ class Ranker:
         if not pool:
             return None
         examples = self.store.candidate_examples(sorted(pool))
-        by_intent = examples.vectors @ intents.T
-        sims = by_intent.max(axis=1)  # each example's best intent
+        sims = (examples.vectors @ intents.T).max(axis=1)  # each example's best over the task and its parts
         agents = examples.agent_ids
         starts = np.flatnonzero(np.r_[True, agents[1:] != agents[:-1]])
-        per_intent = np.maximum.reduceat(by_intent, starts, axis=0)
         agent_ids = agents[starts]
         group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(agents)]))
 
@@ -218,7 +215,7 @@ class Ranker:
 
         signals = np.column_stack([best, second, context, all_examples, lexical, tag])
         surface = {term: word for word in _WORD.findall(text) for term in terms(word)}
-        return Candidates(agent_ids, signals, examples, sims, per_intent, starts, qterms, surface, agent_terms)
+        return Candidates(agent_ids, signals, examples, sims, starts, qterms, surface, agent_terms)
 
     def _dense_candidates(self, intents: np.ndarray, allowed: set[int] | None, total: int) -> set[int]:
         t = self.tuning
