@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -499,7 +498,7 @@ def build_app(config: Config, settings: HttpSettings, *, registry: Registry | No
         opened: Registry = registry if registry is not None else await anyio.to_thread.run_sync(Registry, config)
         state.registry = opened
         if warm:
-            threading.Thread(target=opened.warm_up, name="ard-mcp-warm-up", daemon=True).start()
+            opened.warm_up_soon()
         try:
             if settings.transport == "sse":
                 yield

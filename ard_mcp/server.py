@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
@@ -89,7 +88,7 @@ def build_server(
             return
         registry = Registry(config)
         if warm:
-            threading.Thread(target=registry.warm_up, name="ard-mcp-warm-up", daemon=True).start()
+            registry.warm_up_soon()
         try:
             yield registry
         finally:
