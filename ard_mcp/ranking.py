@@ -39,7 +39,8 @@ class Tuning:
     examples_per_intent: int = 200  # nearest examples fetched from Chroma for each query vector
     lexical_candidates: int = 100  # BM25 candidates
     bm25_terms: int = 12  # the rarest query terms BM25 retrieves with
-    exact_below: int = 3000  # with a filter matching fewer agents, score them all exactly
+    exact_below: int = 400  # a filter matching fewer agents: score them all exactly; more: widen the HNSW query
+
     field_weights: tuple[float, float, float, float] = (4.0, 3.0, 1.5, 1.0)  # BM25: name, keywords, description, examples
     weights: tuple[float, ...] = (3.753, 5.649, 4.75, 4.502, 6.34, 1.883)  # in SIGNALS order
     bias: float = -5.38

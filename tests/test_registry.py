@@ -188,3 +188,17 @@ def test_reindex_rebuilds_a_lost_vector_index(loaded: Registry, data_dir: Path) 
         assert rebuilt.search("merge two pdf files").results[0].identifier == PDF["identifier"]
     finally:
         rebuilt.close()
+
+
+def test_filtered_search_by_widened_vector_query_agrees_with_exact_scoring(loaded: Registry) -> None:
+    """Large filtered sets go through a widened HNSW query instead of scoring every allowed agent."""
+    from dataclasses import replace
+
+    from ard_mcp.filters import parse_filter
+
+    allowed = loaded.store.filter_agents(parse_filter({"type": "application/mcp-server+json"}))
+    assert allowed
+    exact = [hit.agent_id for hit in loaded.ranker.rank("combine pdf documents", allowed)]
+    loaded.ranker.tuning = replace(loaded.ranker.tuning, exact_below=0)
+    widened = [hit.agent_id for hit in loaded.ranker.rank("combine pdf documents", allowed)]
+    assert widened == exact and set(widened) <= allowed and widened
