@@ -1,0 +1,669 @@
+"""Speed and scale of ard-mcp at 1,000 / 10,000 / 100,000 agents (issue 4), measured through the product's own code.
+
+    python bench/scale.py [--sizes 1000,10000,100000] [--shared DIR] [--json OUT] [--chroma-url http://HOST:PORT]
+
+For each size, in a fresh subprocess (so peak RSS is per size):
+
+1. generates a catalog of that many agents from the real entries in `<shared>/data` (`bench/synth.py`:
+   seeded, deterministic, every example text unique, ~6 examples per agent);
+2. ingests it into a fresh data directory with `Registry.register_many(manifest_entries(manifest))`, what
+   `ard-mcp ingest` does (the model is loaded beforehand), then ingests the unchanged catalog again;
+3. embeds all of its example texts with `registry.embedder.embed` in chunks of 512, in the order ingest
+   embeds them (sorted): the model's raw throughput on the same texts, which ingest is reported against;
+4. closes and reopens the registry (as a restarted server would), then times `search_agents` (the
+   registry call behind the tool, query embedding included) on ~200 dev queries per filter case (each case
+   gets its own queries, so no case profits from a query cache warmed by another, and the cases take turns
+   query by query, so load changes hit them alike): no filter, a `type` filter, a `tags` filter and a
+   selective filter (a tag on <1% of agents); `explore_facets`; Recall@10 of
+   the vector index against exact brute force over the stored vectors; ~50 single `register_agent` calls
+   (half new agents, half changed ones);
+5. closes the registry, measures the data directory on disk, and times `python -m ard_mcp serve` over
+   stdio from spawn to the answer of the first `tools/list` (median of 5 runs), plus one run to the first
+   answered `search_agents` and that server's own peak RSS.
+
+Prints a table (rows: figures, columns: sizes, the issue's target beside each figure, ✓/✗ per cell; the
+targets are stated for 100,000 agents) and writes everything to JSON (default bench/scale-results.json).
+Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import gc
+import json
+import os
+import platform
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import synth  # noqa: E402
+
+GIB = 1024**3
+MIB = 1024**2
+FILTER_CASES = ("none", "type", "tags", "selective")
+BUSY_LOAD = 0.8  # a 1-min load average above this at the start of a size means something else was running
+
+
+def log(message: str) -> None:
+    print(f"[scale {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# -- the product's configuration -------------------------------------------------------------------------
+def chroma_url_supported() -> bool:
+    from ard_mcp.config import Config
+
+    return "chroma_url" in {f.name for f in dataclasses.fields(Config)}
+
+
+def make_config(data_dir: Path, chroma_url: str | None) -> Any:
+    from ard_mcp.config import Config
+
+    if chroma_url:
+        return Config(data_dir=data_dir, chroma_url=chroma_url)  # type: ignore[call-arg]
+    return Config(data_dir=data_dir)
+
+
+# -- small measuring helpers ---------------------------------------------------------------------------
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else float("nan")
+
+
+def timed_ms(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    out = fn()
+    return (time.perf_counter() - start) * 1000.0, out
+
+
+def peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+
+
+def disk_usage(path: Path) -> tuple[int, int]:
+    """(allocated bytes as `du` counts them, apparent bytes) of everything under path."""
+    allocated = apparent = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except FileNotFoundError:
+                continue
+            allocated += st.st_blocks * 512
+            apparent += st.st_size
+    return allocated, apparent
+
+
+class Progress:
+    """Ingest progress on stderr, at most every 10 s."""
+
+    def __init__(self, label: str) -> None:
+        self.label, self.start, self.last = label, time.perf_counter(), 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if now - self.last >= 10 or (total and done >= total):
+            self.last = now
+            log(f"{self.label}: embedded {done}/{total} texts ({done / max(now - self.start, 1e-9):.0f}/s)")
+
+
+# -- queries ---------------------------------------------------------------------------------------------
+def load_dev_queries(shared: Path, seed: int) -> list[str]:
+    """LiveMCPBench dev queries first, then MetaTool's, each shuffled (seeded)."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    for name in ("livemcpbench", "metatool"):
+        path = shared / "data" / name / "queries.dev.jsonl"
+        texts = [json.loads(line)["query"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rng.shuffle(texts)
+        out += texts
+    return out
+
+
+def split_queries(queries: list[str], per_case: int) -> tuple[dict[str, list[str]], list[str]]:
+    """Disjoint query sets per filter case with the same mix of long and short queries; the rest for warm-up/explore."""
+    buckets: list[list[str]] = [[] for _ in FILTER_CASES]
+    for i, query in enumerate(queries):
+        buckets[i % len(FILTER_CASES)].append(query)
+    if len(buckets[-1]) < per_case:
+        log(f"only {len(queries)} dev queries: fewer than {per_case} distinct ones per filter case, reusing some")
+    cases = {case: [b[i % len(b)] for i in range(per_case)] for case, b in zip(FILTER_CASES, buckets, strict=True)}
+    rest = [q for b in buckets for q in b[per_case:]] or list(queries)
+    return cases, rest
+
+
+# -- the measurements ------------------------------------------------------------------------------------
+def exact_top_k(store: Any, queries: np.ndarray, k: int) -> np.ndarray:
+    """Exact top-k example ids by dot product (vectors are L2-normalised, so cosine), streaming the store."""
+    best_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+    best_ids = np.full((len(queries), k), -1, dtype=np.int64)
+    for batch in store.iter_examples(20000):
+        # rows are (example id, ..., vector): the id first and the vector last, whatever sits between
+        ids = np.fromiter((row[0] for row in batch), dtype=np.int64, count=len(batch))
+        matrix = np.stack([row[-1] for row in batch]).astype(np.float32, copy=False)
+        scores = queries @ matrix.T  # (queries, batch)
+        all_scores = np.concatenate([best_scores, scores], axis=1)
+        all_ids = np.concatenate([best_ids, np.broadcast_to(ids, scores.shape)], axis=1)
+        top = np.argpartition(-all_scores, k - 1, axis=1)[:, :k]
+        best_scores = np.take_along_axis(all_scores, top, axis=1)
+        best_ids = np.take_along_axis(all_ids, top, axis=1)
+    return best_ids
+
+
+def stdio_params(data_dir: Path, chroma_url: str | None) -> Any:
+    from mcp import StdioServerParameters
+
+    env = {**os.environ, "ARD_MCP_LOG_LEVEL": "WARNING"}
+    if chroma_url:
+        env["ARD_MCP_CHROMA_URL"] = chroma_url
+    return StdioServerParameters(command=sys.executable, args=["-m", "ard_mcp", "serve", "--data-dir", str(data_dir)], env=env, cwd=str(REPO))
+
+
+def child_servers() -> list[int]:
+    """Pids of this process's `ard_mcp serve` children (the SDK client spawns them)."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == me and b"ard_mcp" in Path(f"/proc/{entry}/cmdline").read_bytes():
+                found.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def vm_hwm(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+async def _first_tools_list(data_dir: Path, chroma_url: str | None) -> tuple[float, int]:
+    from mcp import Client
+
+    start = time.perf_counter()
+    async with Client(stdio_params(data_dir, chroma_url)) as client:
+        tools = await client.list_tools()
+        return time.perf_counter() - start, len(tools.tools)
+
+
+async def _first_search(data_dir: Path, chroma_url: str | None, query: str) -> dict[str, Any]:
+    from mcp import Client
+
+    start = time.perf_counter()
+    async with Client(stdio_params(data_dir, chroma_url)) as client:
+        await client.list_tools()
+        result = await client.call_tool("search_agents", {"text": query})
+        out: dict[str, Any] = {"first_search_s": time.perf_counter() - start, "first_search_error": bool(getattr(result, "is_error", False))}
+        hwm = [h for pid in child_servers() if (h := vm_hwm(pid))]
+        out["server_peak_rss_bytes"] = max(hwm) if hwm else None
+        return out
+
+
+async def stdio_startup(data_dir: Path, chroma_url: str | None, runs: int, query: str, timeout: float = 300) -> dict[str, Any]:
+    """Median time from spawning `ard-mcp serve` (stdio) to its first tools/list answer; then one run to a search."""
+    times: list[float] = []
+    errors: list[str] = []
+    for run in range(runs):
+        try:
+            seconds, tools = await asyncio.wait_for(_first_tools_list(data_dir, chroma_url), timeout)
+            times.append(seconds)
+            log(f"stdio run {run + 1}/{runs}: tools/list answered after {seconds:.3f} s ({tools} tools)")
+        except Exception as exc:  # noqa: BLE001 - a failed start-up is a result to report, not a crash
+            errors.append(f"run {run + 1}: {type(exc).__name__}: {exc}")
+            log(f"stdio run {run + 1}/{runs} failed: {errors[-1]}")
+        await asyncio.sleep(0.3)  # let the previous server release the data directory
+    out: dict[str, Any] = {"tools_list_runs_s": times, "tools_list_median_s": float(np.median(times)) if times else None, "errors": errors}
+    try:
+        out.update(await asyncio.wait_for(_first_search(data_dir, chroma_url, query), timeout))
+        log(f"stdio: first search_agents answered after {out['first_search_s']:.2f} s; server peak RSS "
+            f"{(out['server_peak_rss_bytes'] or 0) / MIB:.0f} MiB")
+    except Exception as exc:  # noqa: BLE001
+        out.update(first_search_s=None, server_peak_rss_bytes=None)
+        errors.append(f"first search: {type(exc).__name__}: {exc}")
+        log(f"stdio first search failed: {errors[-1]}")
+    return out
+
+
+def run_size(size: int, args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
+    from ard_mcp.catalog import parse_entry
+    from ard_mcp.examples import extract_examples
+    from ard_mcp.ingest import manifest_entries
+    from ard_mcp.registry import Registry
+    from ard_mcp.wire import FacetRequest
+
+    res: dict[str, Any] = {"agents": size, "data_dir": str(data_dir), "load_average_at_start": os.getloadavg()}
+    shared = Path(args.shared)
+
+    # 1. catalog -------------------------------------------------------------------------------------
+    log(f"{size}: generating the catalog")
+    start = time.perf_counter()
+    generator = synth.Generator(synth.Sources.load(shared), seed=args.seed)
+    entries = generator.entries(size)
+    manifest = {"specVersion": "1.0", "host": {"displayName": f"ard-mcp scale benchmark ({size} agents)"}, "entries": entries}
+    res["generation_s"] = time.perf_counter() - start
+
+    counts, texts = [], set()
+    for entry in entries:
+        examples = extract_examples(parse_entry(entry))
+        counts.append(len(examples))
+        texts.update(e.text for e in examples)
+    total_examples = sum(counts)
+    res.update(examples=total_examples, examples_per_agent=total_examples / size, unique_texts=len(texts))
+    del texts
+    res["filter_share"] = {
+        "type": sum(e["type"] == synth.TYPE_FILTER for e in entries) / size,
+        "tags": sum(synth.TAG_FILTER in e["tags"] for e in entries) / size,
+        "selective": sum(synth.RARE_TAG in e["tags"] for e in entries) / size,
+    }
+    filters: dict[str, dict[str, list[str]] | None] = {
+        "none": None, "type": {"type": [synth.TYPE_FILTER]}, "tags": {"tags": [synth.TAG_FILTER]}, "selective": {"tags": [synth.RARE_TAG]},
+    }
+    res["filters"] = filters
+    res["rss_after_generation_bytes"] = peak_rss()
+    log(f"{size}: {size} agents, {total_examples} examples ({total_examples / size:.2f}/agent), {res['unique_texts']} unique texts, "
+        f"generated in {res['generation_s']:.1f} s; filter shares "
+        + ", ".join(f"{k} {v:.1%}" for k, v in res["filter_share"].items()))
+
+    config = make_config(data_dir, args.chroma_url)
+    registry = Registry(config)
+    try:
+        # 2. ingest, then the same catalog again; the model is loaded first so neither figure includes loading it
+        start = time.perf_counter()
+        embedder = registry.embedder
+        res["model_load_s"] = time.perf_counter() - start
+        log(f"{size}: ingesting through register_many(manifest_entries(...))")
+        start = time.perf_counter()
+        report = registry.register_many(manifest_entries(manifest), Progress(f"{size}: ingest"))
+        ingest_s = time.perf_counter() - start
+        res["ingest"] = {
+            "seconds": ingest_s, "agents_per_s": size / ingest_s, "examples_per_s": total_examples / ingest_s,
+            "report": {**report.as_dict(), "rejected": report.rejected[:5], "rejected_count": len(report.rejected)},
+        }
+        res["peak_rss_after_ingest_bytes"] = peak_rss()
+        log(f"{size}: ingest {ingest_s:.1f} s = {size / ingest_s:.0f} agents/s, {total_examples / ingest_s:.0f} examples/s; "
+            f"added {report.added}, rejected {len(report.rejected)}; peak RSS so far {res['peak_rss_after_ingest_bytes'] / MIB:.0f} MiB")
+        if report.added != size:
+            log(f"{size}: WARNING: expected {size} added, got {report.as_dict() | {'rejected': report.rejected[:3]}}")
+
+        start = time.perf_counter()
+        again = registry.register_many(manifest_entries(manifest))
+        reingest_s = time.perf_counter() - start
+        res["reingest"] = {"seconds": reingest_s, "speedup": ingest_s / reingest_s, "unchanged": again.unchanged,
+                           "added": again.added, "updated": again.updated}
+        log(f"{size}: re-ingest {reingest_s:.2f} s ({ingest_s / reingest_s:.1f}x faster), unchanged {again.unchanged}")
+
+        # 3. the model's raw throughput on the same texts, in the order ingest embeds them (sorted, chunks of 512).
+        # Run after ingest so the ingest figures and the peak RSS above are the ingest path's alone.
+        ordered = sorted({e.text for entry in entries for e in extract_examples(parse_entry(entry))})
+        if args.raw_limit and len(ordered) > args.raw_limit:
+            ordered = sorted(random.Random(args.seed).sample(ordered, args.raw_limit))
+        log(f"{size}: raw model throughput on {len(ordered)} texts (embedder.embed, chunks of 512)")
+        start = last = time.perf_counter()
+        for i in range(0, len(ordered), 512):
+            embedder.embed(ordered[i : i + 512])
+            if time.perf_counter() - last > 10:
+                last = time.perf_counter()
+                log(f"{size}: raw embed {min(i + 512, len(ordered))}/{len(ordered)} ({min(i + 512, len(ordered)) / (last - start):.0f}/s)")
+        raw_s = time.perf_counter() - start
+        res["raw_embed"] = {"texts": len(ordered), "seconds": raw_s, "texts_per_s": len(ordered) / raw_s}
+        res["ingest_vs_raw"] = res["ingest"]["examples_per_s"] / res["raw_embed"]["texts_per_s"]
+        del ordered
+        gc.collect()
+        log(f"{size}: raw model {res['raw_embed']['texts_per_s']:.0f} texts/s; ingest runs at {res['ingest_vs_raw']:.0%} of it")
+    finally:
+        registry.close()
+
+    # 4. reads on a reopened registry -----------------------------------------------------------------
+    registry = Registry(config)
+    try:
+        start = time.perf_counter()
+        warm_up = getattr(registry, "warm_up", None)
+        if warm_up is not None:
+            warm_up()
+        else:
+            _ = registry.vectors
+        res["index_open_s"] = time.perf_counter() - start
+        log(f"{size}: reopened; model + index ready in {res['index_open_s']:.2f} s")
+
+        cases, rest = split_queries(load_dev_queries(shared, args.seed), args.queries)
+        for query in rest[:5]:
+            registry.search(query, None, 10)
+        # The cases take turns query by query, so a change in machine load affects them alike.
+        measured: dict[str, dict[str, list[Any]]] = {case: {"ms": [], "totals": [], "violations": []} for case in FILTER_CASES}
+        for i in range(args.queries):
+            for case in FILTER_CASES:
+                flt = filters[case]
+                ms, response = timed_ms(lambda q=cases[case][i], f=flt: registry.search(q, f, 10))
+                bad = 0
+                if case == "type":
+                    bad = sum(r.type != synth.TYPE_FILTER for r in response.results)
+                elif case in ("tags", "selective"):
+                    bad = sum(flt["tags"][0] not in (r.tags or []) for r in response.results)  # type: ignore[index]
+                measured[case]["ms"].append(ms)
+                measured[case]["totals"].append(response.totalResults)
+                measured[case]["violations"].append(bad)
+            if (i + 1) % 50 == 0:
+                log(f"{size}: search {i + 1}/{args.queries} queries per case")
+        search: dict[str, Any] = {}
+        for case in FILTER_CASES:
+            latencies = measured[case]["ms"]
+            search[case] = {
+                "filter": filters[case], "share": res["filter_share"].get(case, 1.0), "queries": len(latencies),
+                "p50_ms": percentile(latencies, 50), "p99_ms": percentile(latencies, 99), "mean_ms": float(np.mean(latencies)),
+                "max_ms": max(latencies), "mean_total_results": float(np.mean(measured[case]["totals"])),
+                "filter_violations": sum(measured[case]["violations"]),
+            }
+            log(f"{size}: search [{case}] p50 {search[case]['p50_ms']:.1f} ms, p99 {search[case]['p99_ms']:.1f} ms, "
+                f"mean totalResults {search[case]['mean_total_results']:.1f}")
+        res["search"] = search
+
+        facets = [FacetRequest(field="type"), FacetRequest(field="tags"), FacetRequest(field="publisher")]
+        explore_text = [timed_ms(lambda q=q: registry.explore(q, None, facets))[0] for q in rest[5 : 5 + args.explore]]
+        explore_all = [timed_ms(lambda: registry.explore(None, None, facets))[0] for _ in range(20)]
+        res["explore"] = {"p50_ms": percentile(explore_text, 50), "p99_ms": percentile(explore_text, 99), "queries": len(explore_text),
+                          "no_text_p50_ms": percentile(explore_all, 50)}
+        log(f"{size}: explore_facets p50 {res['explore']['p50_ms']:.1f} ms with text, {res['explore']['no_text_p50_ms']:.1f} ms without")
+
+        # Recall@10 of the vector index against exact search over the same stored vectors.
+        vectors = registry.embedder.embed(cases["none"])
+        approx_ms, approx = [], []
+        for v in vectors:
+            ms, hits = timed_ms(lambda v=v: registry.vectors.query(v, 10))
+            approx_ms.append(ms)
+            approx.append([hit[0] for hit in hits])
+        start = time.perf_counter()
+        exact = exact_top_k(registry.store, vectors, 10)
+        recalls = [len(set(a) & set(e.tolist())) / 10 for a, e in zip(approx, exact, strict=True)]
+        res["recall"] = {"at_10": float(np.mean(recalls)), "min": float(np.min(recalls)), "queries": len(recalls),
+                         "vector_query_p50_ms": percentile(approx_ms, 50), "exact_scan_s": time.perf_counter() - start}
+        log(f"{size}: recall@10 {res['recall']['at_10']:.4f} (vector query p50 {res['recall']['vector_query_p50_ms']:.1f} ms)")
+
+        # Single register_agent calls: new agents from the same stream, and changes to stored ones.
+        rng = random.Random(args.seed + size)
+        new = generator.more(args.registers // 2)
+        changed = [synth.changed(entries[j], n) for n, j in enumerate(rng.sample(range(size), args.registers - len(new)))]
+        todo = [x for pair in zip(new, changed, strict=False) for x in pair] + new[len(changed) :] + changed[len(new) :]
+        latencies, statuses = [], {}
+        for entry in todo:
+            ms, result = timed_ms(lambda e=entry: registry.register(e))
+            latencies.append(ms)
+            statuses[result.status] = statuses.get(result.status, 0) + 1
+        res["register"] = {"p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95), "max_ms": max(latencies),
+                           "calls": len(latencies), "statuses": statuses}
+        log(f"{size}: register_agent p50 {res['register']['p50_ms']:.1f} ms over {len(latencies)} calls {statuses}")
+    finally:
+        registry.close()
+
+    res["peak_rss_bytes"] = peak_rss()
+    res["disk_bytes"], res["disk_apparent_bytes"] = disk_usage(data_dir)
+    res["disk_parts_bytes"] = {p.name: disk_usage(p)[0] if p.is_dir() else p.stat().st_blocks * 512 for p in sorted(data_dir.iterdir())}
+    log(f"{size}: peak RSS {res['peak_rss_bytes'] / MIB:.0f} MiB, disk {res['disk_bytes'] / MIB:.0f} MiB")
+
+    # 5. start-up over stdio, with the data directory closed here ---------------------------------------
+    del entries, manifest
+    gc.collect()
+    res["stdio"] = asyncio.run(stdio_startup(data_dir, args.chroma_url, args.stdio_runs, cases["none"][0]))
+    res["load_average_at_end"] = os.getloadavg()
+    return res
+
+
+# -- the table -------------------------------------------------------------------------------------------
+def fmt_ms(x: float) -> str:
+    return f"{x:.1f}" if x < 100 else f"{x:.0f}"
+
+
+def row_cells(res: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
+    """(figure, target, cell text, met?) for one size; met is None where the issue sets no target."""
+    out: list[tuple[str, str, str, bool | None]] = []
+    if "error" in res:
+        return out
+    s = res["search"]
+    out.append(("agents / examples (per agent)", "", f"{res['agents']:,} / {res['examples']:,} ({res['examples_per_agent']:.2f})", None))
+    out.append(("ingest agents/s", "", f"{res['ingest']['agents_per_s']:.0f}", None))
+    out.append(("ingest examples/s", "", f"{res['ingest']['examples_per_s']:.0f}", None))
+    out.append(("model raw texts/s (same texts)", "", f"{res['raw_embed']['texts_per_s']:.0f}", None))
+    ratio = res["ingest_vs_raw"]
+    out.append(("ingest / raw model throughput", "≥ 80%", f"{ratio:.0%}", ratio >= 0.8))
+    speedup = res["reingest"]["speedup"]
+    out.append(("re-ingest unchanged: speed-up", "≥ 20×", f"{speedup:.1f}× ({res['reingest']['seconds']:.2f} s)", speedup >= 20 and res["reingest"]["unchanged"] == res["agents"]))
+    base = s["none"]
+    out.append(("search_agents p50 / p99 ms, no filter", "≤ 25 / 60", f"{fmt_ms(base['p50_ms'])} / {fmt_ms(base['p99_ms'])}",
+                base["p50_ms"] <= 25 and base["p99_ms"] <= 60))
+    for case, label in (("type", "type"), ("tags", "tags"), ("selective", "selective")):
+        c = s[case]
+        ok = c["p50_ms"] <= 1.5 * base["p50_ms"] and c["p99_ms"] <= 1.5 * base["p99_ms"] and c["filter_violations"] == 0
+        out.append((f"  … {label} filter ({c['share']:.1%} of agents)", "≤ 1.5× unfiltered",
+                    f"{fmt_ms(c['p50_ms'])} / {fmt_ms(c['p99_ms'])} ({c['p50_ms'] / base['p50_ms']:.2f}×/{c['p99_ms'] / base['p99_ms']:.2f}×)", ok))
+    out.append(("explore_facets p50 ms (with / without text)", "", f"{fmt_ms(res['explore']['p50_ms'])} / {fmt_ms(res['explore']['no_text_p50_ms'])}", None))
+    out.append(("register_agent p50 ms (single)", "≤ 50", f"{fmt_ms(res['register']['p50_ms'])}", res["register"]["p50_ms"] <= 50))
+    rss = res["peak_rss_after_ingest_bytes"]
+    out.append(("peak RSS, process through ingest", "≤ 2.5 GiB", f"{rss / GIB:.2f} GiB", rss <= 2.5 * GIB))
+    server_rss = res["stdio"].get("server_peak_rss_bytes")
+    out.append(("peak RSS, server after 1st search", "≤ 2.5 GiB", f"{server_rss / GIB:.2f} GiB" if server_rss else "n/a",
+                server_rss <= 2.5 * GIB if server_rss else None))
+    disk = res["disk_bytes"]
+    out.append(("disk (data dir)", "≤ 2 GiB", f"{disk / GIB:.2f} GiB" if disk >= 0.1 * GIB else f"{disk / MIB:.0f} MiB", disk <= 2 * GIB))
+    recall = res["recall"]["at_10"]
+    out.append(("vector recall@10 vs exact", "≥ 0.98", f"{recall:.4f}", recall >= 0.98))
+    first = res["stdio"]["tools_list_median_s"]
+    out.append(("first tools/list over stdio (median)", "≤ 1.0 s", f"{first:.2f} s" if first is not None else "failed", first is not None and first <= 1.0))
+    search_s = res["stdio"]["first_search_s"]
+    out.append(("first search_agents over stdio", "", f"{search_s:.2f} s" if search_s is not None else "failed", None))
+    out.append(("index open after restart (in process)", "", f"{res['index_open_s']:.2f} s", None))
+    return out
+
+
+def format_table(results: dict[str, dict[str, Any]]) -> str:
+    sizes = list(results)
+    per_size = {size: row_cells(results[size]) for size in sizes}
+    template = next((cells for cells in per_size.values() if cells), [])
+    header = ["figure", "target @100k"] + [f"{int(s):,} agents" for s in sizes]
+    rows = []
+    for i, (figure, target, _, _) in enumerate(template):
+        row = [figure, target or "—"]
+        for size in sizes:
+            cells = per_size[size]
+            if not cells:
+                row.append("failed" if i == 0 else "")
+                continue
+            _, _, text, ok = cells[i]
+            row.append(text + ("" if ok is None else " ✓" if ok else " ✗"))
+        rows.append(row)
+    if not rows:
+        return "no size finished: " + "; ".join(f"{s}: {r.get('error')}" for s, r in results.items())
+    widths = [max(len(r[c]) for r in [header, *rows]) for c in range(len(header))]
+    lines = [" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines.append("-+-".join("-" * w for w in widths))
+    lines += [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    for size in sizes:
+        if "error" in results[size]:
+            lines.append(f"{int(size):,} agents failed: {results[size]['error']}")
+    return "\n".join(lines)
+
+
+def markdown_table(results: dict[str, dict[str, Any]]) -> str:
+    sizes = [s for s in results if "error" not in results[s]]
+    if not sizes:
+        return ""
+    per_size = {s: row_cells(results[s]) for s in sizes}
+    lines = ["| figure | target (100k) | " + " | ".join(f"{int(s):,}" for s in sizes) + " |", "|---|---|" + "---|" * len(sizes)]
+    for i, (figure, target, _, _) in enumerate(per_size[sizes[0]]):
+        cells = [per_size[s][i][2] + ("" if per_size[s][i][3] is None else " ✓" if per_size[s][i][3] else " ✗") for s in sizes]
+        lines.append(f"| {figure.strip().lstrip('… ').strip()} | {target or '—'} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+# -- driver ----------------------------------------------------------------------------------------------
+def machine() -> dict[str, Any]:
+    import importlib.metadata as md
+
+    def version(name: str) -> str | None:
+        try:
+            return md.version(name)
+        except md.PackageNotFoundError:
+            return None
+
+    def git(*cmd: str) -> str:
+        try:
+            return subprocess.run(["git", *cmd], cwd=REPO, capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    info: dict[str, Any] = {
+        "cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+        "ard_mcp": version("ard-mcp"), "chromadb": version("chromadb"), "onnxruntime": version("onnxruntime"), "mcp": version("mcp"),
+        "git_commit": git("rev-parse", "--short", "HEAD"), "git_dirty": bool(git("status", "--porcelain", "--", "ard_mcp")),
+    }
+    try:
+        info["memory_gib"] = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / GIB, 1)
+    except (ValueError, OSError):
+        pass
+    return info
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated catalog sizes (default %(default)s)")
+    parser.add_argument("--shared", type=Path, default=REPO.parent / "shared", help="the shared folder with data/ (default %(default)s)")
+    parser.add_argument("--json", type=Path, default=HERE / "scale-results.json", help="where to write the results (default %(default)s)")
+    parser.add_argument("--chroma-url", default=os.environ.get("ARD_MCP_CHROMA_URL") or None, help="use a Chroma server (http://HOST:PORT) instead of the embedded index")
+    parser.add_argument("--work-dir", type=Path, default=None, help="where the data directories go (default: a new temporary directory)")
+    parser.add_argument("--keep-data", action="store_true", help="keep each size's data directory")
+    parser.add_argument("--seed", type=int, default=4)
+    parser.add_argument("--queries", type=int, default=200, help="search_agents queries per filter case (default %(default)s)")
+    parser.add_argument("--explore", type=int, default=50, help="explore_facets calls with text (default %(default)s)")
+    parser.add_argument("--registers", type=int, default=50, help="single register_agent calls (default %(default)s)")
+    parser.add_argument("--stdio-runs", type=int, default=5, help="stdio start-ups to take the median of (default %(default)s)")
+    parser.add_argument("--raw-limit", type=int, default=60000,
+                        help="embed at most this many of the texts (a seeded uniform sample, same order) for the raw model figure; 0 = all (default %(default)s)")
+    parser.add_argument("--markdown", action="store_true", help="also print the table as Markdown (for the README)")
+    parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--worker-out", type=Path, default=None, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def worker(args: argparse.Namespace) -> int:
+    size = args.worker
+    base = Path(args.work_dir) if args.work_dir else Path(tempfile.gettempdir())
+    base.mkdir(parents=True, exist_ok=True)
+    data_dir = Path(tempfile.mkdtemp(prefix=f"ard-scale-{size}-", dir=base))
+    started = time.perf_counter()
+    try:
+        result = run_size(size, args, data_dir)
+        result["wall_s"] = time.perf_counter() - started
+    finally:
+        if not args.keep_data:
+            shutil.rmtree(data_dir, ignore_errors=True)
+    args.worker_out.write_text(json.dumps(result, indent=2, default=str))
+    return 0
+
+
+def worker_argv(args: argparse.Namespace, size: int, out: Path) -> list[str]:
+    argv = [sys.executable, str(Path(__file__).resolve()), "--worker", str(size), "--worker-out", str(out),
+            "--shared", str(args.shared), "--seed", str(args.seed), "--queries", str(args.queries), "--explore", str(args.explore),
+            "--registers", str(args.registers), "--stdio-runs", str(args.stdio_runs), "--raw-limit", str(args.raw_limit)]
+    if args.chroma_url:
+        argv += ["--chroma-url", args.chroma_url]
+    if args.work_dir:
+        argv += ["--work-dir", str(args.work_dir)]
+    if args.keep_data:
+        argv.append("--keep-data")
+    return argv
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.chroma_url and not chroma_url_supported():
+        print(f"scale.py: --chroma-url {args.chroma_url}: this ard-mcp has no Config.chroma_url, so it cannot use a Chroma server yet; "
+              "run without --chroma-url to measure the embedded index", file=sys.stderr)
+        return 2
+    if args.worker is not None:
+        return worker(args)
+    if os.getloadavg()[0] > BUSY_LOAD:
+        log(f"note: 1-min load average is {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; something else is running and will slow every figure")
+
+    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    if not (args.shared / "data").is_dir():
+        print(f"scale.py: {args.shared}/data not found; pass --shared", file=sys.stderr)
+        return 2
+    results: dict[str, dict[str, Any]] = {}
+    out_dir = Path(tempfile.mkdtemp(prefix="ard-scale-results-"))
+    try:
+        for size in sizes:
+            log(f"=== {size:,} agents: fresh subprocess ===")
+            out = out_dir / f"{size}.json"
+            started = time.perf_counter()
+            code = subprocess.run(worker_argv(args, size, out), cwd=REPO).returncode
+            if code == 0 and out.exists():
+                results[str(size)] = json.loads(out.read_text())
+            else:
+                results[str(size)] = {"agents": size, "error": f"worker exited with status {code} after {time.perf_counter() - started:.0f} s (see stderr)"}
+            log(f"=== {size:,} agents done in {time.perf_counter() - started:.0f} s ===")
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+    document = {
+        "benchmark": "bench/scale.py",
+        "command": " ".join([Path(sys.executable).name, "bench/scale.py", *(argv if argv is not None else sys.argv[1:])]),
+        "machine": machine(),
+        "vector_backend": f"chroma server {args.chroma_url}" if args.chroma_url else "embedded chroma (PersistentClient)",
+        "targets_at_100k": {
+            "search_p50_ms": 25, "search_p99_ms": 60, "filtered_vs_unfiltered": 1.5, "ingest_vs_raw": 0.8, "reingest_speedup": 20,
+            "register_p50_ms": 50, "peak_rss_gib": 2.5, "disk_gib": 2.0, "recall_at_10": 0.98, "first_tools_list_s": 1.0,
+        },
+        "notes": [
+            "Targets are stated for 100,000 agents; smaller sizes are checked against the same numbers.",
+            "peak RSS, process through ingest: ru_maxrss of the per-size subprocess right after the first ingest (it generated and "
+            "holds the whole manifest, as `ard-mcp ingest` does, and ran register_many on it); `peak_rss_bytes` is the same process "
+            "at the end, after the raw-model pass, searches and registrations. The server figure is VmHWM of a fresh "
+            "`ard-mcp serve` after its first search_agents.",
+            "search latency is Registry.search (the search_agents tool's call) in process, query embedding included; each filter case "
+            "uses its own dev queries.",
+        ],
+        "sizes": results,
+    }
+    if args.chroma_url:
+        document["notes"].append("With a Chroma server, disk counts only the data directory, not the server's storage.")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
+
+    print(f"ard-mcp scale benchmark — {document['vector_backend']}; {document['machine']['cpus']} CPUs; "
+          f"ard-mcp {document['machine']['ard_mcp']} @ {document['machine']['git_commit']}{' (modified)' if document['machine']['git_dirty'] else ''}")
+    print(format_table(results))
+    busy = {s: r["load_average_at_start"][0] for s, r in results.items() if r.get("load_average_at_start", [0])[0] > BUSY_LOAD}
+    if busy:
+        print("WARNING: the machine was busy when these sizes started (1-min load average "
+              + ", ".join(f"{int(s):,}: {load:.1f}" for s, load in busy.items())
+              + f" on {os.cpu_count()} CPUs): other processes shared the cores, so the timings are pessimistic")
+    print("targets are the issue's, for 100,000 agents; ✓/✗ compare each size with them")
+    if args.markdown:
+        print()
+        print(markdown_table(results))
+    print(f"results: {args.json}")
+    return 0 if all("error" not in r for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
