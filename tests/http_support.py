@@ -99,6 +99,19 @@ async def running(data_dir: Path, settings: HttpSettings | None = None, source_u
             yield client
 
 
+Api = tuple[httpx.AsyncClient, dict[str, Any]]
+
+
+@asynccontextmanager
+async def seeded(data_dir: Path, documents: list[dict[str, Any]], source_url: str | None = None) -> AsyncIterator[Api]:
+    """The app with `documents` registered through POST /agents, and its /openapi.json."""
+    async with running(data_dir, source_url=source_url) as client:
+        for document in documents:
+            response = await client.post("/agents", json=document)
+            assert response.status_code == 201, response.text
+        yield client, (await client.get("/openapi.json")).json()
+
+
 # -- schema validation ------------------------------------------------------------------------------------
 _ARD_BASE = "https://ard-spec.invalid/"
 

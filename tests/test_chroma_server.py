@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,7 +13,8 @@ import pytest
 from mcp import Client
 
 from tests.conftest import INVOICES, PDF, WEATHER
-from tests.test_transports import _env, free_port, http_server, register_and_search
+from tests.processes import free_port, quiet_env, serving, wait_for
+from tests.test_transports import register_and_search
 
 pytestmark = pytest.mark.anyio
 
@@ -25,22 +25,11 @@ def chroma_server(path: Path) -> Iterator[str]:
     port = free_port()
     process = subprocess.Popen(
         [chroma, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        import httpx
-
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert process.poll() is None, "chroma run exited"
-            try:
-                if httpx.get(f"{url}/api/v2/heartbeat", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        else:
-            pytest.fail("chroma run did not answer")
+        wait_for(f"{url}/api/v2/heartbeat", process, "chroma run")
         yield url
     finally:
         process.terminate()
@@ -50,9 +39,9 @@ def chroma_server(path: Path) -> Iterator[str]:
 async def test_two_processes_share_a_chroma_server(tmp_path: Path) -> None:
     data_dir = tmp_path / "shared-data"
     with chroma_server(tmp_path / "chroma") as url:
-        extra = ["--chroma-url", url]
-        with http_server(data_dir, "streamable-http", extra) as port_a, http_server(data_dir, "streamable-http", extra) as port_b:
-            async with Client(f"http://127.0.0.1:{port_a}/mcp") as a, Client(f"http://127.0.0.1:{port_b}/mcp") as b:
+        args = ("--transport", "streamable-http", "--chroma-url", url)
+        with serving(data_dir, *args) as base_a, serving(data_dir, *args) as base_b:
+            async with Client(f"{base_a}/mcp") as a, Client(f"{base_b}/mcp") as b:
                 found = await register_and_search(a)  # registers WEATHER and INVOICES through A
                 assert found["results"][0]["identifier"] == WEATHER["identifier"]
                 through_b = await b.call_tool("search_agents", {"text": "bill a client for consulting hours"})
@@ -67,9 +56,9 @@ async def test_two_processes_share_a_chroma_server(tmp_path: Path) -> None:
                 assert PDF["identifier"] not in [r["identifier"] for r in gone.structured_content["results"]]  # type: ignore[index]
 
         # an embedded-Chroma process may not join a directory that server-mode processes use, and vice versa
-        with http_server(data_dir, "streamable-http", ["--chroma-url", url]):
+        with serving(data_dir, *args):
             refused = subprocess.run(
                 [sys.executable, "-m", "ard_mcp", "search", "weather", "--data-dir", str(data_dir)],
-                env=_env(), capture_output=True, text=True, timeout=60,
+                env=quiet_env(), capture_output=True, text=True, timeout=60,
             )
         assert refused.returncode == 2 and "in use by another ard-mcp process" in refused.stderr

@@ -6,14 +6,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.conftest import PDF, SAMPLE, SKILL, WEATHER
-from tests.http_support import AIDIP_TRANSLATOR, AIDIP_URN, XU_HR, assert_ard, assert_ours, doc, needs_ard_schemas, running
+from tests.http_support import Api, AIDIP_TRANSLATOR, AIDIP_URN, XU_HR, assert_ard, assert_ours, doc, needs_ard_schemas, seeded
 
 pytestmark = pytest.mark.anyio
-Api = tuple[httpx.AsyncClient, dict[str, Any]]
 
 
 @pytest.fixture(scope="module")
@@ -23,10 +21,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 async def api(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Api]:
-    async with running(tmp_path_factory.mktemp("aidip") / "data") as client:
-        for item in [*SAMPLE, XU_HR]:
-            assert (await client.post("/agents", json=item)).status_code == 201
-        yield client, (await client.get("/openapi.json")).json()
+    async with seeded(tmp_path_factory.mktemp("aidip") / "data", [*SAMPLE, XU_HR]) as api:
+        yield api
 
 
 async def aidip_error(api: Api, method: str, path: str, status: int, code: str, **kwargs: Any) -> dict[str, Any]:

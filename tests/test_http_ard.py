@@ -7,14 +7,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote
 
-import httpx
 import pytest
 
 from tests.conftest import INVOICES, PDF, SAMPLE, SKILL, TRANSLATE, WEATHER
-from tests.http_support import assert_ard, assert_ours, needs_ard_schemas, running
+from tests.http_support import Api, assert_ard, assert_ours, needs_ard_schemas, seeded
 
 pytestmark = [pytest.mark.anyio, needs_ard_schemas]
-Api = tuple[httpx.AsyncClient, dict[str, Any]]
 
 
 @pytest.fixture(scope="module")
@@ -24,10 +22,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 async def api(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Api]:
-    async with running(tmp_path_factory.mktemp("ard") / "data", source_url="https://registry.example.com/") as client:
-        for item in SAMPLE:
-            assert (await client.post("/agents", json=item)).status_code == 201
-        yield client, (await client.get("/openapi.json")).json()
+    async with seeded(tmp_path_factory.mktemp("ard") / "data", SAMPLE, source_url="https://registry.example.com/") as api:
+        yield api
 
 
 async def ard_error(api: Api, method: str, path: str, status: int, **kwargs: Any) -> str:

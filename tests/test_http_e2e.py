@@ -3,13 +3,6 @@ one registry, and the bearer token guards writes on both."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -21,45 +14,11 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import INVOICES, WEATHER
 from tests.http_support import XU_HR, XU_HR_URN
+from tests.processes import serving
 
 pytestmark = pytest.mark.anyio
 TOKEN = "e2e-token-0123456789abcdef"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def serving(data_dir: Path, *args: str) -> Iterator[str]:
-    """`ard-mcp serve ARGS` on a free loopback port; yields its base URL and stops it afterwards."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ard_mcp", "serve", "--port", str(port), "--data-dir", str(data_dir), *args],
-        env={**os.environ, "ARD_MCP_LOG_LEVEL": "WARNING"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert process.poll() is None, process.stderr.read() if process.stderr else "server exited"
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        else:
-            pytest.fail(f"server did not answer on {port}")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        stdout, _ = process.communicate(timeout=30)
-    assert stdout == "", f"the server wrote to stdout: {stdout[:300]}"  # logs (uvicorn's included) go to stderr
 
 
 async def test_mcp_and_rest_on_one_port_share_the_registry(tmp_path: Path) -> None:

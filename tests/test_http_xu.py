@@ -8,12 +8,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.conftest import INVOICES, SAMPLE, TRANSLATE, WEATHER
 from tests.http_support import (
     AIDIP_TRANSLATOR,
+    Api,
+    seeded,
     AIDIP_URN,
     XU_HR,
     XU_HR_URN,
@@ -27,7 +28,6 @@ from tests.http_support import (
 )
 
 pytestmark = pytest.mark.anyio
-Api = tuple[httpx.AsyncClient, dict[str, Any]]
 XU_SCORE_COMPONENTS = {"tag", "context", "example", "protocol", "freshness", "policy"}
 
 
@@ -38,11 +38,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 async def api(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Api]:
-    async with running(tmp_path_factory.mktemp("xu") / "data") as client:
-        for item in [*SAMPLE, XU_HR, XU_MINIMAL, AIDIP_TRANSLATOR]:
-            response = await client.post("/agents", json=item)
-            assert response.status_code == 201, response.text
-        yield client, (await client.get("/openapi.json")).json()
+    async with seeded(tmp_path_factory.mktemp("xu") / "data", [*SAMPLE, XU_HR, XU_MINIMAL, AIDIP_TRANSLATOR]) as api:
+        yield api
 
 
 async def discover(api: Api, **request: Any) -> dict[str, Any]:
