@@ -373,14 +373,14 @@ class Registry:
         return text.strip()
 
     def _ranked(self, text: str, filter_: dict[str, list[str]]) -> Ranking:
+        """Every ranked read goes through here, so expired entries are removed here, once per query."""
+        self.expire_due()
         allowed = self.store.filter_agents(filter_)
         return self.ranker.rank(text, allowed)
 
     def search(self, text: Any, filter: Any = None, page_size: int = 10, page_token: str | None = None) -> SearchResponse:
-        self.expire_due()
         query = self._query_text(text)
-        if not 1 <= page_size <= 100:
-            raise InvalidArgument(f"pageSize: must be between 1 and 100 (got {page_size})")
+        check_page_size(page_size)
         flt = parse_filter(filter)
         offset = _Tokens.decode(page_token, ["search", query, flt])
         ranked = self._ranked(query, flt)
@@ -402,13 +402,13 @@ class Registry:
         return SearchResult.model_validate({**agent.entry, "score": ranked.score, "source": self.config.source, "evidence": evidence})
 
     def explore(self, text: Any = None, filter: Any = None, facets: list[FacetRequest] | None = None) -> ExploreResponse:
-        self.expire_due()
         if not facets:
             raise InvalidArgument("facets: name at least one field to aggregate, e.g. [{\"field\": \"type\"}]")
         for facet in facets:
             check_field(facet.field, "facet field")
         flt = parse_filter(filter)
         if text is None or (isinstance(text, str) and not text.strip()):
+            self.expire_due()
             matched = self.store.filter_agents(flt)
         else:
             matched = {r.agent_id for r in self._ranked(self._query_text(text), flt)}
@@ -423,17 +423,20 @@ class Registry:
 
     def list(self, filter: Any = None, order_by: str | None = None, page_size: int = 20, page_token: str | None = None) -> ListResponse:
         self.expire_due()
-        if not 1 <= page_size <= 100:
-            raise InvalidArgument(f"pageSize: must be between 1 and 100 (got {page_size})")
+        check_page_size(page_size)
         flt = parse_filter(filter)
         order = parse_order(order_by)
-        offset = _Tokens.decode(page_token, ["list", flt, order])
-        agents, total = self.store.list_page(self.store.filter_agents(flt), order, offset, page_size)
+        return self._listing(self.store.filter_agents(flt), order, ["list", flt, order], page_size, page_token)
+
+    def _listing(self, ids: set[int] | None, order: list[tuple[str, bool]], key: Any, page_size: int, page_token: str | None) -> ListResponse:
+        """One page of a deterministic listing; `key` binds the page token to the request."""
+        offset = _Tokens.decode(page_token, key)
+        agents, total = self.store.list_page(ids, order, offset, page_size)
         more = offset + len(agents) < total
         return ListResponse(
             items=[CatalogEntry.model_validate(a.entry) for a in agents],
             total=total,
-            pageToken=_Tokens.encode(offset + page_size, ["list", flt, order]) if more else None,
+            pageToken=_Tokens.encode(offset + page_size, key) if more else None,
         )
 
     # -- expiry (Xu expires_at, stored as metadata.expiresAt) -------------------------------------
@@ -503,7 +506,6 @@ class Registry:
     def select(self, text: Any, filter: Any = None, criteria: Criteria | None = None, now: datetime | None = None) -> Sequence[Candidate]:
         """Every relevant entry that meets the criteria, best first; preferred tags add up to
         `PREFERRED_BOOST` relevance (the cutoff is applied before, so a boost never admits an unrelated entry)."""
-        self.expire_due()
         criteria = criteria or Criteria()
         query = self._query_text(text)
         narrowed = self._narrowed(parse_filter(filter), criteria)
@@ -530,8 +532,7 @@ class Registry:
     ) -> SearchResponse:
         """`search` with criteria (hard tag, protocol, status filters; preferred-tag boosts), same response."""
         query = self._query_text(text)
-        if not 1 <= page_size <= 100:
-            raise InvalidArgument(f"pageSize: must be between 1 and 100 (got {page_size})")
+        check_page_size(page_size)
         flt = parse_filter(filter)
         key = ["select", query, flt, criteria.key()]
         offset = _Tokens.decode(page_token, key)
@@ -563,19 +564,10 @@ class Registry:
     def browse(self, expression: str | None = None, order_by: str | None = None, page_size: int = 20, page_token: str | None = None) -> ListResponse:
         """`list` driven by an ARD Appendix A filter expression (`type = 'a,b' AND createdAfter > '2026-01-01'`)."""
         self.expire_due()
-        if not 1 <= page_size <= 100:
-            raise InvalidArgument(f"pageSize: must be between 1 and 100 (got {page_size})")
+        check_page_size(page_size)
         parsed = parse_expression(expression)
         order = parse_order(normalize_order(order_by))
-        key = ["browse", parsed.key(), order]
-        offset = _Tokens.decode(page_token, key)
-        agents, total = self.store.list_page(self._expression_ids(parsed), order, offset, page_size)
-        more = offset + len(agents) < total
-        return ListResponse(
-            items=[CatalogEntry.model_validate(a.entry) for a in agents],
-            total=total,
-            pageToken=_Tokens.encode(offset + page_size, key) if more else None,
-        )
+        return self._listing(self._expression_ids(parsed), order, ["browse", parsed.key(), order], page_size, page_token)
 
     def _expression_ids(self, parsed: Expression) -> set[int] | None:
         ids: set[int] | None = None
@@ -607,6 +599,11 @@ class Registry:
             if len(agents) < 500:
                 return found
             offset += len(agents)
+
+
+def check_page_size(page_size: int) -> None:
+    if not 1 <= page_size <= 100:
+        raise InvalidArgument(f"pageSize: must be between 1 and 100 (got {page_size})")
 
 
 def parse_order(order_by: str | None) -> list[tuple[str, bool]]:
