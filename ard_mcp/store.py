@@ -22,6 +22,7 @@ import numpy as np
 from ard_mcp.filters import Filter
 
 SCHEMA_VERSION = "1"
+_IN_CHUNK = 900  # ids per IN list: under SQLite's limit on the parameters of one statement
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -168,6 +169,16 @@ class Store:
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
 
+    def _rows_in(self, sql: str, ids: Iterable[Any], *params: Any) -> list[sqlite3.Row]:
+        """Rows of `sql` for any number of ids (or other values): `{ids}` in it becomes an IN list, run in
+        chunks because SQLite caps the parameters of one statement. `params` come before the ids."""
+        ids = list(ids)
+        rows: list[sqlite3.Row] = []
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            rows += self._query(sql.format(ids=",".join("?" * len(chunk))), (*params, *chunk))
+        return rows
+
     # -- meta -----------------------------------------------------------------------------------
     def meta(self, key: str) -> str | None:
         rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
@@ -183,13 +194,7 @@ class Store:
         return _agent(rows[0]) if rows else None
 
     def agents_by_id(self, ids: Iterable[int]) -> dict[int, StoredAgent]:
-        ids = list(ids)
-        found: dict[int, StoredAgent] = {}
-        for start in range(0, len(ids), 900):
-            chunk = ids[start : start + 900]
-            for row in self._query(f"SELECT * FROM agents WHERE id IN ({','.join('?' * len(chunk))})", chunk):
-                found[row["id"]] = _agent(row)
-        return found
+        return {row["id"]: _agent(row) for row in self._rows_in("SELECT * FROM agents WHERE id IN ({ids})", ids)}
 
     def count(self) -> int:
         return int(self._query("SELECT count(*) AS n FROM agents")[0]["n"])
@@ -275,24 +280,14 @@ class Store:
 
     # -- examples -------------------------------------------------------------------------------
     def examples_of(self, agent_ids: Iterable[int]) -> list[ExampleRow]:
-        ids = list(agent_ids)
-        rows: list[ExampleRow] = []
-        for start in range(0, len(ids), 900):
-            chunk = ids[start : start + 900]
-            for r in self._query(f"SELECT * FROM examples WHERE agent_id IN ({','.join('?' * len(chunk))})", chunk):
-                rows.append(ExampleRow(r["id"], r["agent_id"], r["kind"], r["label"], r["text"], _vector(r["vector"])))
-        return rows
+        rows = self._rows_in("SELECT * FROM examples WHERE agent_id IN ({ids})", agent_ids)
+        return [ExampleRow(r["id"], r["agent_id"], r["kind"], r["label"], r["text"], _vector(r["vector"])) for r in rows]
 
     def candidate_examples(self, agent_ids: Sequence[int]) -> CandidateExamples:
-        """All examples of the given agents, ordered by agent then example, vectors decoded in one go."""
-        rows: list[sqlite3.Row] = []
-        for start in range(0, len(agent_ids), 900):
-            chunk = list(agent_ids[start : start + 900])
-            rows += self._query(
-                f"SELECT id, agent_id, kind = 'description' AS d, vector FROM examples WHERE agent_id IN ({','.join('?' * len(chunk))})"
-                " ORDER BY agent_id, id",
-                chunk,
-            )
+        """All examples of the given agents (ascending ids), ordered by agent then example, vectors decoded in one go."""
+        rows = self._rows_in(
+            "SELECT id, agent_id, kind = 'description' AS d, vector FROM examples WHERE agent_id IN ({ids}) ORDER BY agent_id, id", agent_ids
+        )
         if not rows:
             return CandidateExamples(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool), np.zeros((0, 0), np.float32))
         vectors = np.frombuffer(b"".join(r["vector"] for r in rows), dtype=np.float16).reshape(len(rows), -1).astype(np.float32)
@@ -321,9 +316,7 @@ class Store:
             return None
         matched: set[int] | None = None
         for field, values in flt.items():
-            rows = self._query(
-                f"SELECT agent_id FROM agent_values WHERE field = ? AND value IN ({','.join('?' * len(values))})", (field, *values)
-            )
+            rows = self._rows_in("SELECT agent_id FROM agent_values WHERE field = ? AND value IN ({ids})", values, field)
             ids = {r["agent_id"] for r in rows}
             matched = ids if matched is None else matched & ids
             if not matched:
@@ -338,14 +331,8 @@ class Store:
             )
             return [(r["value"], r["n"]) for r in rows]
         counts: dict[str, int] = {}
-        ids = list(agent_ids)
-        for start in range(0, len(ids), 900):
-            chunk = ids[start : start + 900]
-            for r in self._query(
-                f"SELECT value, count(*) AS n FROM agent_values WHERE field = ? AND agent_id IN ({','.join('?' * len(chunk))}) GROUP BY value",
-                (field, *chunk),
-            ):
-                counts[r["value"]] = counts.get(r["value"], 0) + r["n"]
+        for r in self._rows_in("SELECT value, count(*) AS n FROM agent_values WHERE field = ? AND agent_id IN ({ids}) GROUP BY value", agent_ids, field):
+            counts[r["value"]] = counts.get(r["value"], 0) + r["n"]
         return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
     def list_page(self, agent_ids: set[int] | None, order: list[tuple[str, bool]], offset: int, limit: int) -> tuple[list[StoredAgent], int]:
@@ -384,12 +371,10 @@ class Store:
     def agent_terms(self, agent_ids: Sequence[int]) -> dict[int, tuple[set[str], list[set[str]]]]:
         """Each agent's lexical terms, and the terms of each of its tags and capabilities."""
         found: dict[int, tuple[set[str], list[set[str]]]] = {}
-        for start in range(0, len(agent_ids), 900):
-            chunk = list(agent_ids[start : start + 900])
-            for r in self._query(f"SELECT id, terms, keyword_terms FROM agents WHERE id IN ({','.join('?' * len(chunk))})", chunk):
-                keywords = r["keyword_terms"]  # one group per tag / capability, in the entry's order
-                groups = [set(g.split()) for g in keywords.split("|")] if keywords else []
-                found[r["id"]] = (set(r["terms"].split()), groups)
+        for r in self._rows_in("SELECT id, terms, keyword_terms FROM agents WHERE id IN ({ids})", agent_ids):
+            keywords = r["keyword_terms"]  # one group per tag / capability, in the entry's order
+            groups = [set(g.split()) for g in keywords.split("|")] if keywords else []
+            found[r["id"]] = (set(r["terms"].split()), groups)
         return found
 
     def lexical(self, match: str, limit: int, weights: tuple[float, float, float, float]) -> list[tuple[int, float]]:

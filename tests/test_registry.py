@@ -114,6 +114,8 @@ def test_filters_follow_ard_semantics(loaded: Registry) -> None:
     from ard_mcp.filters import parse_filter as loaded_filter
 
     assert ids({"tags": "documents"}) == {PDF["identifier"], SKILL["identifier"]}  # any element of an array
+    many = ["documents", *(f"tag-{i}" for i in range(40_000))]  # more values than SQLite takes in one statement
+    assert ids({"tags": many}) == {PDF["identifier"], SKILL["identifier"]}
     assert ids({"type": ["application/ai-skill", "application/mcp-server+json"]}) == {SKILL["identifier"], PDF["identifier"], WEATHER["identifier"]}
     assert ids({"tags": ["documents"], "type": ["application/ai-skill"]}) == {SKILL["identifier"]}  # AND across keys
     assert ids({"publisher": "EXAMPLE.com"}) == {WEATHER["identifier"]}
