@@ -42,8 +42,8 @@ class Tuning:
     exact_below: int = 400  # a filter matching fewer agents: score them all exactly; more: widen the HNSW query
 
     field_weights: tuple[float, float, float, float] = (4.0, 3.0, 1.5, 1.0)  # BM25: name, keywords, description, examples
-    weights: tuple[float, ...] = (3.753, 5.649, 4.75, 4.502, 6.34, 1.883)  # in SIGNALS order
-    bias: float = -5.38
+    weights: tuple[float, ...] = (3.521, 5.454, 4.533, 4.151, 6.028, 1.753)  # in SIGNALS order
+    bias: float = -5.375
     cutoff: int = 50  # even odds under the calibration; README "Search quality" shows the trade-off
     evidence_examples: int = 3
 

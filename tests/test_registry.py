@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -143,7 +144,7 @@ def _model_copy(tmp_path: Path, **changes: Any) -> Path:
 def test_an_index_built_with_another_model_is_refused(loaded: Registry, data_dir: Path, tmp_path: Path) -> None:
     loaded.close()
     other = _model_copy(tmp_path, id="someone/other-model")
-    with pytest.raises(ModelMismatch, match="built with model 'sentence-transformers/all-MiniLM-L6-v2@onnx-int8'.*reindex"):
+    with pytest.raises(ModelMismatch, match=rf"built with model '{re.escape(loaded.model_spec.id)}'.*reindex"):
         Registry(Config(data_dir, model_dir=other))
     rebuilt = Registry(Config(data_dir, model_dir=other), rebuilding=True)
     try:
@@ -159,10 +160,11 @@ def test_an_index_built_with_another_model_is_refused(loaded: Registry, data_dir
 
 
 def test_model_files_are_checked_against_their_sha256(tmp_path: Path) -> None:
-    from ard_mcp.embedding import Embedder, ModelSpec
+    from ard_mcp.embedding import Embedder, ModelSpec, bundled_model_dir
 
+    real = ModelSpec.load(bundled_model_dir()).sha256["model.onnx"]
     bad = _model_copy(tmp_path, files={"model.onnx": "0" * 64, "tokenizer.json": "0" * 64})
-    with pytest.raises(ModelMismatch, match="has sha256 8199be6f"):
+    with pytest.raises(ModelMismatch, match=f"model.onnx has sha256 {real}, but model.json names 0{{64}}"):
         Embedder(ModelSpec.load(bad))
 
 
