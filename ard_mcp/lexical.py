@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping, Sized
 
 from ard_mcp.catalog import CatalogEntry
 from ard_mcp.examples import Example, humanize
@@ -76,7 +76,7 @@ def idf(document_frequency: int, documents: int) -> float:
     return math.log(1.0 + (documents - document_frequency + 0.5) / (document_frequency + 0.5))
 
 
-def coverage(query: Iterable[str], agent_terms: set[str], weights: Mapping[str, float]) -> float:
+def coverage(query: Iterable[str], agent_terms: Container[str], weights: Mapping[str, float]) -> float:
     """IDF-weighted share of the query's terms present in the agent's text (0-1, comparable across queries)."""
     total = matched = 0.0
     for term in query:
@@ -87,10 +87,10 @@ def coverage(query: Iterable[str], agent_terms: set[str], weights: Mapping[str, 
     return matched / total if total > 0 else 0.0
 
 
-def named_keywords(query: set[str], keywords: list[set[str]]) -> float:
+def named_keywords(named: Sized) -> float:
     """How many tags or capabilities the query names, as a share of three: an agent several of whose
     tools a task mentions is likelier to serve it than one with a single chance match."""
-    return min(1.0, sum(1 for k in keywords if k & query) / 3)
+    return min(1.0, len(named) / 3)
 
 
 def _joined(texts: Iterable[str]) -> str:

@@ -20,7 +20,7 @@ import numpy as np
 
 from ard_mcp.embedding import Embedder
 from ard_mcp.lexical import coverage, idf, match_expression, named_keywords, query_terms, terms
-from ard_mcp.store import CandidateExamples, Store
+from ard_mcp.store import AgentTerms, CandidateExamples, Store
 from ard_mcp.vectors import VectorIndex
 
 SIGNALS = ("example", "secondExample", "context", "allExamples", "lexical", "tag")
@@ -110,7 +110,7 @@ class Candidates:
     starts: np.ndarray  # (n,) where each agent's examples begin in `examples`
     query: list[str]  # the query's terms
     surface: dict[str, str]  # term -> the word the user typed
-    terms: dict[int, tuple[set[str], list[set[str]]]]  # agent -> its terms, and those of each tag / capability
+    terms: dict[int, AgentTerms]  # agent -> its terms, and those of each tag / capability
 
 
 @dataclass
@@ -165,8 +165,7 @@ class Ranker:
         end = found.starts[index + 1] if index + 1 < len(found.starts) else len(found.similarity)
         local = start + np.argsort(-found.similarity[start:end], kind="stable")[: self.tuning.evidence_examples]
         texts = self.store.example_texts([int(found.examples.ids[i]) for i in local])
-        own_terms, keyword_terms = found.terms[agent_id]
-        query = set(found.query)
+        terms = found.terms[agent_id]
         keywords = [*(entry.get("tags") or []), *(entry.get("capabilities") or [])]
         return Ranked(
             agent_id=agent_id,
@@ -176,8 +175,8 @@ class Ranker:
             matched_examples=[
                 MatchedExample(*texts[int(found.examples.ids[i])], round(float(found.similarity[i]), 4)) for i in local
             ],
-            matched_words=sorted({found.surface.get(t, t).lower() for t in found.query if t in own_terms}),
-            matched_tags=[k for k, k_terms in zip(keywords, keyword_terms, strict=False) if query & k_terms],
+            matched_words=sorted({found.surface.get(t, t).lower() for t in found.query if t in terms.vocabulary}),
+            matched_tags=[k for k, k_terms in zip(keywords, terms.keywords, strict=False) if k_terms.any_of(found.query)],
         )
 
     def candidates(self, text: str, allowed: set[int] | None) -> Candidates | None:
@@ -210,9 +209,8 @@ class Ranker:
         all_examples = centroids @ intents[0]
 
         agent_terms = self.store.agent_terms(agent_ids.tolist())
-        lexical = np.array([coverage(qterms, agent_terms[int(a)][0], weights) for a in agent_ids])
-        asked = set(qterms)
-        tag = np.array([named_keywords(asked, agent_terms[int(a)][1]) for a in agent_ids])
+        lexical = np.array([coverage(qterms, agent_terms[int(a)].vocabulary, weights) for a in agent_ids])
+        tag = np.array([named_keywords(agent_terms[int(a)].keywords_named(qterms)) for a in agent_ids])
 
         signals = np.column_stack([best, second, context, all_examples, lexical, tag])
         surface = {term: word for word in _WORD.findall(text) for term in terms(word)}

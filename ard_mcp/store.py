@@ -3,6 +3,11 @@ examples with their vectors, and an FTS5 index for the lexical signal.
 
 Chroma holds only a derived copy of the example vectors for approximate nearest-neighbour search; it can
 always be rebuilt from here (`ard-mcp reindex`) without running the model again.
+
+Layout 2 (new stores) is sized for 100,000 agents: entries are zlib-compressed JSON, vectors are int8
+with one float32 scale each (cosine 0.9999 to the model's), and the FTS index keeps no copy of its text
+(its four columns are kept compressed beside the entry, which FTS5 needs to delete a document). A store
+made with layout 1 (JSON text, float16 vectors, FTS with content) is read and written in its own layout.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,7 +27,8 @@ import numpy as np
 
 from ard_mcp.filters import Filter
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+_SEPARATOR = "\x1f"  # between the FTS columns in `agents.fts`: never produced by the lexical terms
 _IN_CHUNK = 900  # ids per IN list: under SQLite's limit on the parameters of one statement
 
 _SCHEMA = """
@@ -39,7 +46,8 @@ CREATE TABLE IF NOT EXISTS agents(
     indexed_at TEXT NOT NULL,
     vectors_pending INTEGER NOT NULL DEFAULT 1,
     terms TEXT NOT NULL DEFAULT '',
-    keyword_terms TEXT NOT NULL DEFAULT ''
+    keyword_terms TEXT NOT NULL DEFAULT '',
+    fts BLOB
 );
 CREATE TABLE IF NOT EXISTS agent_values(
     field TEXT NOT NULL, value TEXT NOT NULL, agent_id INTEGER NOT NULL,
@@ -56,7 +64,7 @@ CREATE TABLE IF NOT EXISTS examples(
 );
 CREATE INDEX IF NOT EXISTS examples_by_agent ON examples(agent_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS agents_fts USING fts5(
-    name, keywords, description, examples, tokenize = 'unicode61 remove_diacritics 2'
+    name, keywords, description, examples, content = '', tokenize = 'unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS agents_vocab USING fts5vocab(agents_fts, 'row');
 """
@@ -114,6 +122,45 @@ class FtsDocument:
         return self.keywords
 
 
+class TermText:
+    """A space-separated list of terms, asked `term in it` by substring search: ranking asks a dozen
+    query terms of a hundred candidates, and building a set of each one's thousand terms cost more."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self, terms: str) -> None:
+        self._text = f" {terms} "
+
+    def __contains__(self, term: object) -> bool:
+        return f" {term} " in self._text
+
+    def any_of(self, terms: Iterable[str]) -> bool:
+        return any(f" {t} " in self._text for t in terms)
+
+
+class AgentTerms:
+    """An agent's whole vocabulary, and the terms of each of its tags / capabilities (in the entry's order)."""
+
+    __slots__ = ("_groups", "_keyword_text", "_keywords", "vocabulary")
+
+    def __init__(self, vocabulary: str, keyword_groups: str) -> None:
+        self.vocabulary = TermText(vocabulary)
+        self._groups = keyword_groups
+        self._keyword_text = TermText(keyword_groups)
+        self._keywords: list[TermText] | None = None
+
+    @property
+    def keywords(self) -> list[TermText]:
+        if self._keywords is None:
+            self._keywords = [TermText(g.strip()) for g in self._groups.split("|")] if self._groups else []
+        return self._keywords
+
+    def keywords_named(self, query: Iterable[str]) -> list[TermText]:
+        """The keyword groups sharing a term with the query; most agents share none, found in one pass."""
+        terms = list(query)
+        return [k for k in self.keywords if k.any_of(terms)] if self._keyword_text.any_of(terms) else []
+
+
 @dataclass(frozen=True)
 class CandidateExamples:
     """The examples of a set of agents as arrays, grouped by agent (ascending), for scoring in one go."""
@@ -125,11 +172,34 @@ class CandidateExamples:
 
 
 def _agent(row: sqlite3.Row) -> StoredAgent:
-    return StoredAgent(row["id"], row["identifier"], json.loads(row["entry"]), row["content_hash"], row["updated_at"], row["created_at"], row["indexed_at"])
+    raw = row["entry"]
+    entry = json.loads(zlib.decompress(raw) if isinstance(raw, bytes) else raw)
+    return StoredAgent(row["id"], row["identifier"], entry, row["content_hash"], row["updated_at"], row["created_at"], row["indexed_at"])
 
 
-def _vector(blob: bytes) -> np.ndarray:
-    return np.frombuffer(blob, dtype=np.float16).astype(np.float32)
+class _VectorCodec:
+    """Layout 2: int8 components after one float32 scale (max |component| / 127). Layout 1: float16."""
+
+    def __init__(self, compact: bool) -> None:
+        self.compact = compact
+
+    def encode(self, vector: np.ndarray) -> bytes:
+        if not self.compact:
+            return vector.astype(np.float16).tobytes()
+        scale = np.float32(max(float(np.abs(vector).max()), 1e-12) / 127.0)
+        return scale.tobytes() + np.round(vector / scale).astype(np.int8).tobytes()
+
+    def decode_many(self, blobs: Sequence[bytes]) -> np.ndarray:
+        """(n, dimension) float32 from n blobs, in one pass over their joined bytes."""
+        joined = b"".join(blobs)
+        if not self.compact:
+            return np.frombuffer(joined, dtype=np.float16).reshape(len(blobs), -1).astype(np.float32)
+        raw = np.frombuffer(joined, dtype=np.uint8).reshape(len(blobs), -1)
+        scales = np.ascontiguousarray(raw[:, :4]).view(np.float32)
+        return raw[:, 4:].view(np.int8).astype(np.float32) * scales
+
+    def decode(self, blob: bytes) -> np.ndarray:
+        return self.decode_many([blob])[0]
 
 
 class Store:
@@ -145,9 +215,11 @@ class Store:
             self._conn.execute("PRAGMA busy_timeout=10000")  # processes sharing the store wait their turn to write
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
+            self._conn.executescript(_SCHEMA)  # IF NOT EXISTS throughout: a layout 1 store keeps its tables
             if self.meta("schema_version") is None:
                 self.set_meta("schema_version", SCHEMA_VERSION)
+        self._compact = self.meta("schema_version") != "1"
+        self._vectors = _VectorCodec(self._compact)
 
     def close(self) -> None:
         with self._lock:
@@ -214,46 +286,51 @@ class Store:
         The agent is marked `vectors_pending` in the same transaction, so a crash before Chroma has the
         new vectors is repaired at the next start instead of leaving the two stores disagreeing."""
         stamp = now_iso()
+        columns = (fts.name, fts.keywords, fts.description, fts.examples)
+        document = json.dumps(entry)
+        stored_entry: str | bytes = zlib.compress(document.encode()) if self._compact else document
+        fields = {
+            "entry": stored_entry, "content_hash": content_hash, "display_name": entry["displayName"], "type": entry["type"],
+            "publisher": publisher, "updated_at": updated_at, "indexed_at": stamp, "vectors_pending": 1,
+            "terms": fts.vocabulary(), "keyword_terms": fts.keyword_vocabulary(),
+        }
+        if self._compact:
+            fields["fts"] = zlib.compress(_SEPARATOR.join(columns).encode())
         with self.transaction() as db:
             row = db.execute("SELECT id FROM agents WHERE identifier = ?", (entry["identifier"],)).fetchone()
             if row is None:
+                fields.update(identifier=entry["identifier"], created_at=stamp)
                 agent_id = db.execute(
-                    "INSERT INTO agents(identifier, entry, content_hash, display_name, type, publisher, updated_at, created_at, indexed_at,"
-                    " vectors_pending, terms, keyword_terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
-                    (entry["identifier"], json.dumps(entry), content_hash, entry["displayName"], entry["type"], publisher, updated_at,
-                     stamp, stamp, fts.vocabulary(), fts.keyword_vocabulary()),
+                    f"INSERT INTO agents({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))})", list(fields.values())
                 ).lastrowid
                 assert agent_id is not None
                 removed: list[int] = []
             else:
                 agent_id = row["id"]
-                db.execute(
-                    "UPDATE agents SET entry = ?, content_hash = ?, display_name = ?, type = ?, publisher = ?, updated_at = ?, indexed_at = ?,"
-                    " vectors_pending = 1, terms = ?, keyword_terms = ? WHERE id = ?",
-                    (json.dumps(entry), content_hash, entry["displayName"], entry["type"], publisher, updated_at, stamp,
-                     fts.vocabulary(), fts.keyword_vocabulary(), agent_id),
-                )
                 removed = [r["id"] for r in db.execute("SELECT id FROM examples WHERE agent_id = ?", (agent_id,))]
-                self._delete_rows(db, agent_id)
+                self._delete_rows(db, agent_id)  # first: a contentless FTS index is told the old text to remove
+                db.execute(f"UPDATE agents SET {', '.join(f'{k} = ?' for k in fields)} WHERE id = ?", [*fields.values(), agent_id])
             db.executemany("INSERT INTO agent_values(field, value, agent_id) VALUES (?, ?, ?)", [(f, v, agent_id) for f, v in values])
-            db.execute(
-                "INSERT INTO agents_fts(rowid, name, keywords, description, examples) VALUES (?, ?, ?, ?, ?)",
-                (agent_id, fts.name, fts.keywords, fts.description, fts.examples),
-            )
+            db.execute("INSERT INTO agents_fts(rowid, name, keywords, description, examples) VALUES (?, ?, ?, ?, ?)", (agent_id, *columns))
             added = []
             for example in examples:
                 cursor = db.execute(
                     "INSERT INTO examples(agent_id, kind, label, text, vector) VALUES (?, ?, ?, ?, ?)",
-                    (agent_id, example.kind, example.label, example.text, example.vector.astype(np.float16).tobytes()),
+                    (agent_id, example.kind, example.label, example.text, self._vectors.encode(example.vector)),
                 )
                 assert cursor.lastrowid is not None
                 added.append(cursor.lastrowid)
         return agent_id, removed, added
 
-    @staticmethod
-    def _delete_rows(db: sqlite3.Connection, agent_id: int) -> None:
+    def _delete_rows(self, db: sqlite3.Connection, agent_id: int) -> None:
         db.execute("DELETE FROM agent_values WHERE agent_id = ?", (agent_id,))
-        db.execute("DELETE FROM agents_fts WHERE rowid = ?", (agent_id,))
+        if self._compact:
+            stored = db.execute("SELECT fts FROM agents WHERE id = ?", (agent_id,)).fetchone()["fts"]
+            columns = zlib.decompress(stored).decode().split(_SEPARATOR)
+            db.execute("INSERT INTO agents_fts(agents_fts, rowid, name, keywords, description, examples) VALUES ('delete', ?, ?, ?, ?, ?)",
+                       (agent_id, *columns))
+        else:
+            db.execute("DELETE FROM agents_fts WHERE rowid = ?", (agent_id,))
         db.execute("DELETE FROM examples WHERE agent_id = ?", (agent_id,))
 
     def delete(self, identifier: str) -> tuple[int, list[int]] | None:
@@ -281,7 +358,8 @@ class Store:
     # -- examples -------------------------------------------------------------------------------
     def examples_of(self, agent_ids: Iterable[int]) -> list[ExampleRow]:
         rows = self._rows_in("SELECT * FROM examples WHERE agent_id IN ({ids})", agent_ids)
-        return [ExampleRow(r["id"], r["agent_id"], r["kind"], r["label"], r["text"], _vector(r["vector"])) for r in rows]
+        vectors = self._vectors.decode_many([r["vector"] for r in rows]) if rows else []
+        return [ExampleRow(r["id"], r["agent_id"], r["kind"], r["label"], r["text"], v) for r, v in zip(rows, vectors, strict=True)]
 
     def candidate_examples(self, agent_ids: Sequence[int]) -> CandidateExamples:
         """All examples of the given agents (ascending ids), ordered by agent then example, vectors decoded in one go."""
@@ -290,7 +368,7 @@ class Store:
         )
         if not rows:
             return CandidateExamples(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool), np.zeros((0, 0), np.float32))
-        vectors = np.frombuffer(b"".join(r["vector"] for r in rows), dtype=np.float16).reshape(len(rows), -1).astype(np.float32)
+        vectors = self._vectors.decode_many([r["vector"] for r in rows])
         return CandidateExamples(
             ids=np.fromiter((r["id"] for r in rows), np.int64, len(rows)),
             agent_ids=np.fromiter((r["agent_id"] for r in rows), np.int64, len(rows)),
@@ -307,7 +385,7 @@ class Store:
 
     def vectors_by_text(self, agent_id: int) -> dict[str, np.ndarray]:
         """An agent's current vectors by text, so re-registering re-embeds only the texts that changed."""
-        return {r["text"]: _vector(r["vector"]) for r in self._query("SELECT text, vector FROM examples WHERE agent_id = ?", (agent_id,))}
+        return {r["text"]: self._vectors.decode(r["vector"]) for r in self._query("SELECT text, vector FROM examples WHERE agent_id = ?", (agent_id,))}
 
     # -- filters, facets, listing ---------------------------------------------------------------
     def filter_agents(self, flt: Filter) -> set[int] | None:
@@ -358,7 +436,7 @@ class Store:
             rows = self._query("SELECT id, agent_id, vector FROM examples WHERE id > ? ORDER BY id LIMIT ?", (last, batch))
             if not rows:
                 return
-            yield [(r["id"], r["agent_id"], _vector(r["vector"])) for r in rows]
+            yield [(r["id"], r["agent_id"], v) for r, v in zip(rows, self._vectors.decode_many([r["vector"] for r in rows]), strict=True)]
             last = rows[-1]["id"]
 
     # -- lexical --------------------------------------------------------------------------------
@@ -368,14 +446,10 @@ class Store:
         rows = self._query(f"SELECT term, doc FROM agents_vocab WHERE term IN ({','.join('?' * len(terms))})", list(terms))
         return {r["term"]: int(r["doc"]) for r in rows}
 
-    def agent_terms(self, agent_ids: Sequence[int]) -> dict[int, tuple[set[str], list[set[str]]]]:
+    def agent_terms(self, agent_ids: Sequence[int]) -> dict[int, AgentTerms]:
         """Each agent's lexical terms, and the terms of each of its tags and capabilities."""
-        found: dict[int, tuple[set[str], list[set[str]]]] = {}
-        for r in self._rows_in("SELECT id, terms, keyword_terms FROM agents WHERE id IN ({ids})", agent_ids):
-            keywords = r["keyword_terms"]  # one group per tag / capability, in the entry's order
-            groups = [set(g.split()) for g in keywords.split("|")] if keywords else []
-            found[r["id"]] = (set(r["terms"].split()), groups)
-        return found
+        return {r["id"]: AgentTerms(r["terms"], r["keyword_terms"])
+                for r in self._rows_in("SELECT id, terms, keyword_terms FROM agents WHERE id IN ({ids})", agent_ids)}
 
     def lexical(self, match: str, limit: int, weights: tuple[float, float, float, float]) -> list[tuple[int, float]]:
         """FTS5 BM25 over the four fields; returns (agent id, score) with higher meaning better."""
