@@ -22,6 +22,8 @@ from ard_mcp.errors import ModelMismatch
 log = logging.getLogger(__name__)
 
 _BATCH = 64
+_SPREAD = 1.3  # a batch's longest text is at most this many times its shortest (+ _SLACK tokens)
+_SLACK = 4
 
 
 def bundled_model_dir() -> Path:
@@ -98,7 +100,8 @@ class Embedder:
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(spec.directory / "tokenizer.json"))
         self._tokenizer.enable_truncation(max_length=spec.max_length)
-        self._tokenizer.enable_padding(pad_id=self._tokenizer.token_to_id("[PAD]") or 0, pad_token="[PAD]")
+        self._tokenizer.no_padding()  # batches are padded in `_run`, each to its own longest text
+        self._pad_id = self._tokenizer.token_to_id("[PAD]") or 0
         self._lock = threading.Lock()
         log.info("loaded embedding model %s from %s", spec.id, spec.directory)
 
@@ -107,18 +110,25 @@ class Embedder:
         return self.spec.dimension
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed in length-sorted batches (less padding, so ingest runs near the model's raw speed)."""
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        """Embed in batches of similar token length: the model's cost is batch size x longest text, so a
+        registration's six texts of 12 to 128 tokens run as two or three small batches, not one padded to 128."""
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        for start in range(0, len(order), _BATCH):
-            idx = order[start : start + _BATCH]
-            out[idx] = self._embed_batch([texts[i] for i in idx])
+        if not texts:
+            return out
+        with self._lock:
+            encodings = self._tokenizer.encode_batch(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        batch: list[int] = []
+        for i in order:
+            if batch and (len(batch) == _BATCH or len(encodings[i].ids) > _SPREAD * len(encodings[batch[0]].ids) + _SLACK):
+                out[batch] = self._run([encodings[j] for j in batch])[1]
+                batch = []
+            batch.append(i)
+        out[batch] = self._run([encodings[j] for j in batch])[1]
         return out
 
     def embed_one(self, text: str) -> np.ndarray:
-        return self._embed_batch([text])[0]
+        return self.embed([text])[0]
 
     def embed_with_parts(self, text: str, parts: list[str]) -> np.ndarray:
         """The text's vector, then one per part (a substring of it), from a single pass of the model.
@@ -145,19 +155,18 @@ class Embedder:
                 missing.append(len(rows))
                 rows.append(pooled[0])
         if missing:
-            for index, vector in zip(missing, self._embed_batch([parts[i - 1] for i in missing]), strict=True):
+            for index, vector in zip(missing, self.embed([parts[i - 1] for i in missing]), strict=True):
                 rows[index] = vector
         return np.stack(rows).astype(np.float32)
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        with self._lock:
-            encodings = self._tokenizer.encode_batch(texts)
-        return self._run(encodings)[1]
-
     def _run(self, encodings: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-        """(token vectors, pooled and normalised text vectors) for a batch of encodings."""
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        """(token vectors, pooled and normalised text vectors) for a batch of encodings, padded here."""
+        width = max(len(e.ids) for e in encodings)
+        ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
