@@ -4,8 +4,11 @@ Candidates come from two retrievers: the nearest examples in Chroma (one batched
 and each sub-intent of a multi-step task) and BM25 over the store's FTS5 index. Every candidate is then
 rescored exactly against all of its own examples in one matrix product, so the similarities reported as
 evidence are the ones that produced the score. The signals are fused into an absolute relevance (a
-logistic of a weighted sum, not a per-query normalisation), so a query that fits nothing scores low and
-falls under the cutoff. Evidence texts are fetched only for the page that is returned.
+logistic of a weighted sum, not a per-query normalisation). Two thresholds apply to it: a query is
+answered only if its best candidate reaches the cutoff (a query that fits nothing scores low everywhere and
+gets no results), and an answered query lists every candidate down to the floor (the servers for the
+secondary steps of a task score lower than the main one but are still wanted). Evidence texts are fetched
+only for the page that is returned.
 """
 
 from __future__ import annotations
@@ -38,13 +41,15 @@ class Tuning:
 
     examples_per_intent: int = 100  # nearest examples per query vector (200 measured no better on the dev queries)
     lexical_candidates: int = 100  # BM25 candidates
-    bm25_terms: int = 12  # the rarest query terms BM25 retrieves with
+    bm25_terms: int = 12  # the rarest query terms BM25 retrieves with ...
+    bm25_postings: int = 20000  # ... while their document frequencies add up to at most this (the rarest always)
     exact_below: int = 400  # a filter matching fewer agents: score them all exactly; more: widen the HNSW query
 
     field_weights: tuple[float, float, float, float] = (4.0, 3.0, 1.5, 1.0)  # BM25: name, keywords, description, examples
-    weights: tuple[float, ...] = (3.521, 5.454, 4.533, 4.151, 6.028, 1.753)  # in SIGNALS order
-    bias: float = -5.375
-    cutoff: int = 50  # even odds under the calibration; README "Search quality" shows the trade-off
+    weights: tuple[float, ...] = (3.476, 5.464, 4.587, 4.198, 6.021, 1.755)  # in SIGNALS order
+    bias: float = -5.39
+    cutoff: int = 55  # the best candidate's score a query needs to be answered at all
+    floor: int = 20  # an answered query lists candidates down to this score; README "Search quality" has the trade-off
     evidence_examples: int = 3
 
 
@@ -148,12 +153,16 @@ class Ranker:
         return 1.0 / (1.0 + np.exp(-(signals @ self._weights + self.tuning.bias)))
 
     def rank(self, text: str, allowed: set[int] | None) -> Ranking:
-        """Agents whose score reaches the cutoff, best first (ties by id, so pages are stable)."""
+        """Agents scoring at least the floor, best first (ties by id, so pages are stable), if the best
+        reaches the cutoff; else none."""
         found = self.candidates(text, allowed)
         if found is None:
             return Ranking([], None, self)
         relevance = self.relevance(found.signals)
-        keep = np.flatnonzero(np.round(relevance * 100) >= self.tuning.cutoff)
+        scores = np.round(relevance * 100)
+        if scores.max() < self.tuning.cutoff:
+            return Ranking([], None, self)
+        keep = np.flatnonzero(scores >= self.tuning.floor)
         order = keep[np.lexsort((found.agent_ids[keep], -relevance[keep]))]
         return Ranking([Hit(int(found.agent_ids[i]), float(relevance[i])) for i in order], found, self)
 
@@ -228,7 +237,13 @@ class Ranker:
         """BM25 candidates from the query's rarest terms: common words add little to BM25 and would make
         FTS5 score most of a large index (every term still counts in the lexical coverage signal)."""
         present = sorted((t for t in qterms if frequencies.get(t)), key=lambda t: frequencies[t])
-        expression = match_expression(present[: self.tuning.bm25_terms])
+        chosen, postings = [], 0
+        for term in present[: self.tuning.bm25_terms]:
+            postings += frequencies[term]
+            if chosen and postings > self.tuning.bm25_postings:
+                break  # FTS5 scores every document of every term: bounded work on a large index
+            chosen.append(term)
+        expression = match_expression(chosen)
         if expression is None:
             return set()
         limit = self.tuning.lexical_candidates * (1 if allowed is None else 10)

@@ -505,7 +505,7 @@ class Registry:
 
     def select(self, text: Any, filter: Any = None, criteria: Criteria | None = None, now: datetime | None = None) -> Sequence[Candidate]:
         """Every relevant entry that meets the criteria, best first; preferred tags add up to
-        `PREFERRED_BOOST` relevance (the cutoff is applied before, so a boost never admits an unrelated entry)."""
+        `PREFERRED_BOOST` relevance (cutoff and floor are applied before, so a boost never admits an unrelated entry)."""
         criteria = criteria or Criteria()
         query = self._query_text(text)
         narrowed = self._narrowed(parse_filter(filter), criteria)

@@ -117,8 +117,8 @@ def build_server(
         ] = None,
     ) -> SearchResponse:
         """Find agents, MCP servers and skills for a task. Returns ARD catalog entries ranked by relevance, each with a
-        0-100 score and the evidence (matched examples, tags, words and score components). Entries below the relevance
-        cutoff are not returned, so an empty list means nothing registered fits. At detail minimal or summary an inline
+        0-100 score and the evidence (matched examples, tags, words and score components). A task nothing registered
+        fits gets an empty list; otherwise entries down to a score of 20 are listed. At detail minimal or summary an inline
         entry's url is its ard://agents/{identifier} resource."""
         registry = _registry(ctx)
         criteria = Criteria.of(required_tags=required_tags, excluded_tags=excluded_tags, preferred_tags=preferred_tags)

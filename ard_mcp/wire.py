@@ -79,7 +79,7 @@ class SearchResult(CatalogEntry):
 class SearchResponse(WireModel):
     results: list[SearchResult]
     pageToken: str | None = Field(default=None, description="Pass back to get the next page; absent on the last page.")
-    totalResults: int = Field(description="How many entries are above the relevance cutoff.")
+    totalResults: int = Field(description="How many entries are relevant enough to list (none when nothing fits the query).")
 
 
 class FacetRequest(WireModel):
