@@ -211,6 +211,8 @@ class Store:
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._conn.row_factory = sqlite3.Row
         self._lock = threading.RLock()
+        self._writes = 0  # commits through this connection (data_version counts only other connections')
+        self._count: tuple[tuple[int, int], int] | None = None
         with self._lock:
             self._conn.execute("PRAGMA busy_timeout=10000")  # processes sharing the store wait their turn to write
             self._conn.execute("PRAGMA journal_mode=WAL")
@@ -236,6 +238,7 @@ class Store:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+            self._writes += 1
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
@@ -269,7 +272,13 @@ class Store:
         return {row["id"]: _agent(row) for row in self._rows_in("SELECT * FROM agents WHERE id IN ({ids})", ids)}
 
     def count(self) -> int:
-        return int(self._query("SELECT count(*) AS n FROM agents")[0]["n"])
+        """The number of agents; every search needs it (IDF), and counting 100,000 rows costs milliseconds,
+        so it is kept until this process or another one commits a change."""
+        with self._lock:
+            version = (self._conn.execute("PRAGMA data_version").fetchone()[0], self._writes)
+            if self._count is None or self._count[0] != version:
+                self._count = (version, int(self._conn.execute("SELECT count(*) FROM agents").fetchone()[0]))
+            return self._count[1]
 
     def write(
         self,

@@ -103,3 +103,18 @@ def test_a_layout_1_store_stays_in_its_layout(tmp_path: Path) -> None:
         assert store.meta("schema_version") == "1"
     finally:
         store.close()
+
+
+def test_the_agent_count_follows_writes_from_any_connection(tmp_path: Path) -> None:
+    one, two = Store(tmp_path / "catalog.sqlite3"), Store(tmp_path / "catalog.sqlite3")
+    try:
+        assert one.count() == two.count() == 0
+        _write(one, "alpha", "weather", _vectors(1, 1))
+        assert one.count() == 1 and two.count() == 1
+        _write(two, "beta", "invoices", _vectors(1, 2))
+        two.delete("urn:ai:example.com:alpha")
+        assert one.count() == 1 and two.count() == 1
+        assert [a.identifier for a in one.agents_by_id(range(10)).values()] == ["urn:ai:example.com:beta"]
+    finally:
+        one.close()
+        two.close()
