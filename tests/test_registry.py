@@ -206,3 +206,20 @@ def test_filtered_search_by_widened_vector_query_agrees_with_exact_scoring(loade
     loaded.ranker.tuning = replace(loaded.ranker.tuning, exact_below=0)
     widened = [hit.agent_id for hit in loaded.ranker.rank("combine pdf documents", allowed)]
     assert widened == exact and set(widened) <= allowed and widened
+
+
+def test_a_query_is_answered_if_its_best_reaches_the_cutoff_and_lists_down_to_the_floor(loaded: Registry) -> None:
+    from dataclasses import replace
+
+    from ard_mcp.ranking import DEFAULT_TUNING, Ranker
+
+    def scores(cutoff: int, floor: int) -> list[int]:
+        ranker = Ranker(loaded.store, loaded.vectors, loaded.embedder, replace(DEFAULT_TUNING, cutoff=cutoff, floor=floor))
+        return [hit.score for hit in ranker.rank("weather forecast for Oslo tomorrow", None).hits]
+
+    everything = scores(0, 0)
+    assert len(everything) >= 3 and everything == sorted(everything, reverse=True)
+    best, middle = everything[0], everything[len(everything) // 2]
+    assert scores(best + 1, 0) == []  # nothing reaches the cutoff: no answer at all
+    assert scores(best, middle) == [s for s in everything if s >= middle]  # answered: listed down to the floor
+    assert scores(best, best) == [s for s in everything if s >= best]
