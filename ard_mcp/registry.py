@@ -57,6 +57,7 @@ log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 4000
 Progress = Callable[[int, int], None]
+INGEST_CHUNK = 2000  # agents planned, embedded and written together: memory stays flat, and each chunk is durable
 _UNKNOWN: Any = object()  # the next expiry has not been looked up since the registry opened
 
 
@@ -212,9 +213,27 @@ class Registry:
         return RegisterResult(status="updated" if plan.stored else "created", entry=entry)
 
     def register_many(self, items: Iterable[tuple[str, Any]], progress: Progress | None = None) -> IngestReport:
-        """Ingest many entries: invalid or stale ones are reported, the rest written in large batches."""
+        """Ingest many entries: invalid or stale ones are reported, the rest written in chunks of
+        `INGEST_CHUNK` agents, so a catalog of any size needs the memory of one chunk and an interrupted
+        ingest keeps every chunk written before it (re-running it skips them as unchanged)."""
         report = IngestReport()
         plans: dict[str, _Plan] = {}
+        embedded = [0, 0]  # texts embedded and planned by earlier chunks, so progress counts the whole ingest
+
+        def write_chunk() -> None:
+            todo = list(plans.values())
+            base_done, base_total = embedded
+
+            def chunk_progress(done: int, total: int) -> None:
+                embedded[0], embedded[1] = base_done + done, base_total + total
+                if progress:
+                    progress(*embedded)
+
+            self._apply(todo, chunk_progress)
+            report.added += sum(1 for p in todo if p.stored is None)
+            report.updated += sum(1 for p in todo if p.stored is not None)
+            plans.clear()
+
         with self._write_lock:
             for where, raw in items:
                 try:
@@ -222,19 +241,20 @@ class Registry:
                         raise raw
                     entry = parse_entry(raw, where)
                     if entry.identifier in plans:
-                        del plans[entry.identifier]  # a later copy in the same batch supersedes an earlier one
+                        del plans[entry.identifier]  # a later copy in the same chunk supersedes an earlier one
                     plan = self._plan(entry)
                 except ArdError as exc:
                     report.rejected.append(exc.message if exc.message.startswith(where) else f"{where}: {exc.message}")
                     continue
                 if plan is None:
                     report.unchanged += 1
-                else:
-                    plans[entry.identifier] = plan
-            todo = list(plans.values())
-            self._apply(todo, progress)
-        report.added = sum(1 for p in todo if p.stored is None)
-        report.updated = len(todo) - report.added
+                    continue
+                plans[entry.identifier] = plan
+                if len(plans) >= INGEST_CHUNK:
+                    write_chunk()
+            write_chunk()
+        if progress and not embedded[1]:
+            progress(0, 0)
         return report
 
     def _plan(self, entry: CatalogEntry) -> _Plan | None:
@@ -308,8 +328,6 @@ class Registry:
             out.update(zip(chunk, self.embedder.embed(chunk), strict=True))
             if progress:
                 progress(min(start + step, len(texts)), len(texts))
-        if progress and not texts:
-            progress(0, 0)
         return out
 
     def deregister(self, identifier: str) -> DeregisterResult:

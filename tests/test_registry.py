@@ -223,3 +223,27 @@ def test_a_query_is_answered_if_its_best_reaches_the_cutoff_and_lists_down_to_th
     assert scores(best + 1, 0) == []  # nothing reaches the cutoff: no answer at all
     assert scores(best, middle) == [s for s in everything if s >= middle]  # answered: listed down to the floor
     assert scores(best, best) == [s for s in everything if s >= best]
+
+
+def test_ingest_writes_chunk_by_chunk_and_an_interrupted_one_keeps_what_it_wrote(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ard_mcp.registry as registry_module
+
+    monkeypatch.setattr(registry_module, "INGEST_CHUNK", 2)
+    seen: list[tuple[int, int]] = []
+
+    def items() -> Any:
+        for i, e in enumerate(SAMPLE[:3]):
+            yield f"entries[{i}]", e
+        raise KeyboardInterrupt  # the operator stops the ingest after the third entry
+
+    with pytest.raises(KeyboardInterrupt):
+        registry.register_many(items(), lambda done, total: seen.append((done, total)))
+    assert counts(registry)["agents"] == 2  # the first chunk is written; the third entry's chunk never was
+    assert seen and seen[-1][0] == seen[-1][1] and all(b >= a for a, b in zip([d for d, _ in seen], [d for d, _ in seen][1:], strict=False))
+
+    report = registry.register_many((f"entries[{i}]", e) for i, e in enumerate(SAMPLE))
+    assert (report.unchanged, report.added, report.updated) == (2, len(SAMPLE) - 2, 0)
+    assert counts(registry)["agents"] == len(SAMPLE) == counts(registry)["agents_fts"]
+    assert counts(registry)["chroma"] == counts(registry)["examples"]
