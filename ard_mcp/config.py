@@ -10,6 +10,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from ard_mcp.auth import TokenStore
@@ -38,7 +39,7 @@ class Config:
     source_url: str | None = None
     chroma_url: str | None = None  # a `chroma run` server shared by several processes; None = embedded Chroma
 
-    @property
+    @cached_property
     def source(self) -> str:
         """The `source` of every result: the public URL when one is set, else this data directory."""
         return self.source_url or self.data_dir.resolve().as_uri()

@@ -9,6 +9,7 @@ lexical score absolute: the IDF-weighted share of the query's terms that an entr
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Container, Iterable, Mapping, Sized
@@ -34,8 +35,10 @@ STOPWORDS = frozenset(
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ers", "er", "es", "ed", "ly", "s")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
-    """A light, predictable suffix stemmer: plurals, -ing, -ed, -er, -ly, -ation (converts → convert)."""
+    """A light, predictable suffix stemmer: plurals, -ing, -ed, -er, -ly, -ation (converts → convert).
+    Cached: a catalog's words repeat (Zipf), and ingest stems every word of every entry."""
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             base = word[: -len(suffix)]

@@ -218,8 +218,9 @@ class Ranker:
         all_examples = centroids @ intents[0]
 
         agent_terms = self.store.agent_terms(agent_ids.tolist())
-        lexical = np.array([coverage(qterms, agent_terms[int(a)].vocabulary, weights) for a in agent_ids])
-        tag = np.array([named_keywords(agent_terms[int(a)].keywords_named(qterms)) for a in agent_ids])
+        shared = [[t for t in qterms if t in agent_terms[int(a)].vocabulary] for a in agent_ids]  # tags are in the vocabulary too
+        lexical = np.array([coverage(qterms, found, weights) for found in shared])
+        tag = np.array([named_keywords(agent_terms[int(a)].keywords_named(found)) if found else 0.0 for a, found in zip(agent_ids, shared, strict=True)])
 
         signals = np.column_stack([best, second, context, all_examples, lexical, tag])
         surface = {term: word for word in _WORD.findall(text) for term in terms(word)}
@@ -247,5 +248,5 @@ class Ranker:
         if expression is None:
             return set()
         limit = self.tuning.lexical_candidates * (1 if allowed is None else 10)
-        hits = self.store.lexical(expression, limit, self.tuning.field_weights)
-        return {a for a, _ in hits if allowed is None or a in allowed}
+        hits = [a for a, _ in self.store.lexical(expression, limit, self.tuning.field_weights) if allowed is None or a in allowed]
+        return set(hits[: self.tuning.lexical_candidates])  # as many as unfiltered, so a filter costs no extra rescoring
