@@ -151,21 +151,23 @@ def split_queries(queries: list[str], per_case: int) -> tuple[dict[str, list[str
 
 
 # -- the measurements ------------------------------------------------------------------------------------
-def exact_top_k(store: Any, queries: np.ndarray, k: int) -> np.ndarray:
-    """Exact top-k example ids by dot product (vectors are L2-normalised, so cosine), streaming the store."""
+def exact_top_k(registry: Any, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-k example ids by dot product over the vectors the index itself holds (float32, as Chroma
+    stores them; the store's copy is int8, whose rounding would reorder near-ties), streamed in batches."""
     best_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
     best_ids = np.full((len(queries), k), -1, dtype=np.int64)
-    for batch in store.iter_examples(20000):
-        # rows are (example id, ..., vector): the id first and the vector last, whatever sits between
-        ids = np.fromiter((row[0] for row in batch), dtype=np.int64, count=len(batch))
-        matrix = np.stack([row[-1] for row in batch]).astype(np.float32, copy=False)
+    collection = registry.vectors._collection  # noqa: SLF001 - the benchmark reads the index's own vectors
+    for batch in registry.store.iter_examples(20000):
+        got = collection.get(ids=[f"{row[0]}@{row[1]}" for row in batch], include=["embeddings"])
+        ids = np.fromiter((int(i.split("@")[0]) for i in got["ids"]), dtype=np.int64, count=len(got["ids"]))
+        matrix = np.asarray(got["embeddings"], dtype=np.float32)
         scores = queries @ matrix.T  # (queries, batch)
         all_scores = np.concatenate([best_scores, scores], axis=1)
         all_ids = np.concatenate([best_ids, np.broadcast_to(ids, scores.shape)], axis=1)
         top = np.argpartition(-all_scores, k - 1, axis=1)[:, :k]
         best_scores = np.take_along_axis(all_scores, top, axis=1)
         best_ids = np.take_along_axis(all_ids, top, axis=1)
-    return best_ids
+    return best_ids, np.sort(best_scores, axis=1)[:, ::-1]
 
 
 def stdio_params(data_dir: Path, chroma_url: str | None) -> Any:
@@ -467,19 +469,22 @@ def run_size(size: int, args: argparse.Namespace, data_dir: Path) -> dict[str, A
                           "no_text_p50_ms": percentile(explore_all, 50)}
         log(f"{size}: explore_facets p50 {res['explore']['p50_ms']:.1f} ms with text, {res['explore']['no_text_p50_ms']:.1f} ms without")
 
-        # Recall@10 of the vector index against exact search over the same stored vectors.
+        # Recall@10 of the vector index against exact search over the same vectors, as ann-benchmarks counts it:
+        # a returned neighbour is right if it is no farther than the true 10th (+1e-3), so exact ties, which the
+        # recombined catalog has, do not count as misses; the strict id overlap is reported beside it.
         vectors = registry.embedder.embed(cases["none"])
         approx_ms, approx = [], []
         for v in vectors:
             ms, hits = timed_ms(lambda v=v: registry.vectors.query(v, 10))
             approx_ms.append(ms)
-            approx.append([hit[0] for hit in hits])
+            approx.append(hits)
         start = time.perf_counter()
-        exact = exact_top_k(registry.store, vectors, 10)
-        recalls = [len(set(a) & set(e.tolist())) / 10 for a, e in zip(approx, exact, strict=True)]
-        res["recall"] = {"at_10": float(np.mean(recalls)), "min": float(np.min(recalls)), "queries": len(recalls),
-                         "vector_query_p50_ms": percentile(approx_ms, 50), "exact_scan_s": time.perf_counter() - start}
-        log(f"{size}: recall@10 {res['recall']['at_10']:.4f} (vector query p50 {res['recall']['vector_query_p50_ms']:.1f} ms)")
+        exact_ids, exact_scores = exact_top_k(registry, vectors, 10)
+        recalls = [sum(sim >= kth - 1e-3 for _, sim in hits) / 10 for hits, kth in zip(approx, exact_scores[:, -1], strict=True)]
+        strict = [len({i for i, _ in hits} & set(e.tolist())) / 10 for hits, e in zip(approx, exact_ids, strict=True)]
+        res["recall"] = {"at_10": float(np.mean(recalls)), "min": float(np.min(recalls)), "strict_at_10": float(np.mean(strict)),
+                         "queries": len(recalls), "vector_query_p50_ms": percentile(approx_ms, 50), "exact_scan_s": time.perf_counter() - start}
+        log(f"{size}: recall@10 {res['recall']['at_10']:.4f}, strict {res['recall']['strict_at_10']:.4f} (vector query p50 {res['recall']['vector_query_p50_ms']:.1f} ms)")
 
         # Single register_agent calls: new agents from the same stream, and changes to stored ones.
         rng = random.Random(args.seed + size)
