@@ -24,7 +24,7 @@ def _key(example_id: int, agent_id: int) -> str:
     return f"{example_id}@{agent_id}"
 
 COLLECTION = "ard_examples"
-HNSW = {"space": "cosine", "ef_construction": 200, "ef_search": 160, "max_neighbors": 32}
+HNSW = {"space": "cosine", "ef_construction": 200, "ef_search": 400, "max_neighbors": 32}  # ef 160 gave recall@10 0.96 at 590k vectors
 _WRITE_BATCH = 4000
 
 
