@@ -6,8 +6,12 @@ always be rebuilt from here (`ard-mcp reindex`) without running the model again.
 
 Layout 2 (new stores) is sized for 100,000 agents: entries are zlib-compressed JSON, vectors are int8
 with one float32 scale each (cosine 0.9999 to the model's), and the FTS index keeps no copy of its text
-(its four columns are kept compressed beside the entry, which FTS5 needs to delete a document). A store
-made with layout 1 (JSON text, float16 vectors, FTS with content) is read and written in its own layout.
+(its four columns are kept compressed beside the entry, which FTS5 needs to delete a document, and which
+ranking reads as the agent's terms). A store made with layout 1 (JSON text, float16 vectors, FTS with
+content, terms in plain columns) is read and written in its own layout.
+
+Document frequencies live in `term_agents`, kept in step with every write: FTS5's own vocabulary table
+counts them by reading each term's whole posting list, which cost 6-8 ms a query at 100,000 agents.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import json
 import sqlite3
 import threading
 import zlib
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,6 +35,7 @@ from ard_mcp.filters import Filter
 SCHEMA_VERSION = "2"
 _SEPARATOR = "\x1f"  # between the FTS columns in `agents.fts`: never produced by the lexical terms
 _IN_CHUNK = 900  # ids per IN list: under SQLite's limit on the parameters of one statement
+_FILTERS_KEPT = 32
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -66,7 +72,7 @@ CREATE INDEX IF NOT EXISTS examples_by_agent ON examples(agent_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS agents_fts USING fts5(
     name, keywords, description, examples, content = '', tokenize = 'unicode61 remove_diacritics 2'
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS agents_vocab USING fts5vocab(agents_fts, 'row');
+CREATE TABLE IF NOT EXISTS term_agents(term TEXT PRIMARY KEY, agents INTEGER NOT NULL) WITHOUT ROWID;
 """
 
 ORDERABLE = {"displayName": "display_name COLLATE NOCASE", "identifier": "identifier", "updatedAt": "updated_at", "createdAt": "created_at", "type": "type", "publisher": "publisher"}
@@ -114,17 +120,28 @@ class FtsDocument:
     description: str
     examples: str
 
-    def vocabulary(self) -> str:
-        return " ".join(sorted(set(f"{self.name} {self.keywords} {self.description} {self.examples}".split()) - {"|"}))
+    def columns(self) -> tuple[str, str, str, str]:
+        return (self.name, self.keywords, self.description, self.examples)
 
-    def keyword_vocabulary(self) -> str:
-        """One group of terms per tag or capability, `|`-separated: the tag signal counts groups."""
-        return self.keywords
+    def vocabulary(self) -> set[str]:
+        return set(" ".join(self.columns()).split()) - {"|"}
+
+    def terms(self) -> AgentTerms:
+        """The keywords column holds one group of terms per tag or capability, `|`-separated."""
+        return AgentTerms(" ".join(self.columns()), self.keywords)
+
+    @classmethod
+    def packed(cls, blob: bytes) -> FtsDocument:
+        """Layout 2 keeps the four columns zlib-compressed in `agents.fts`."""
+        return cls(*zlib.decompress(blob).decode().split(_SEPARATOR))
+
+    def pack(self) -> bytes:
+        return zlib.compress(_SEPARATOR.join(self.columns()).encode())
 
 
 class TermText:
-    """A space-separated list of terms, asked `term in it` by substring search: ranking asks a dozen
-    query terms of a hundred candidates, and building a set of each one's thousand terms cost more."""
+    """A space-separated list of terms (repeats allowed), asked `term in it` by substring search: ranking
+    asks a dozen query terms of a hundred candidates, and building a set of each one's terms cost more."""
 
     __slots__ = ("_text",)
 
@@ -208,6 +225,7 @@ class Store:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._filters: dict[str, tuple[tuple[int, int], frozenset[int]]] = {}
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._conn.row_factory = sqlite3.Row
         self._lock = threading.RLock()
@@ -222,6 +240,18 @@ class Store:
                 self.set_meta("schema_version", SCHEMA_VERSION)
         self._compact = self.meta("schema_version") != "1"
         self._vectors = _VectorCodec(self._compact)
+        if self.meta("term_agents") is None:
+            self._count_terms()
+
+    def _count_terms(self) -> None:
+        """Fill `term_agents` for a store made before it existed (once; seconds at 100,000 agents)."""
+        counts: Counter[str] = Counter()
+        with self.transaction() as db:
+            for (agent_id,) in db.execute("SELECT id FROM agents"):
+                counts.update(self._terms_of(db, agent_id))
+            db.execute("DELETE FROM term_agents")
+            db.executemany("INSERT INTO term_agents(term, agents) VALUES (?, ?)", counts.items())
+            db.execute("INSERT INTO meta(key, value) VALUES ('term_agents', '1')")
 
     def close(self) -> None:
         with self._lock:
@@ -244,15 +274,28 @@ class Store:
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
 
-    def _rows_in(self, sql: str, ids: Iterable[Any], *params: Any) -> list[sqlite3.Row]:
+    def _tuples(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Rows as plain tuples: on the search path, building `sqlite3.Row`s cost more than SQLite's work."""
+        with self._lock:
+            cursor = self._conn.cursor()
+            cursor.row_factory = None
+            return cursor.execute(sql, params).fetchall()
+
+    def _rows_in(self, sql: str, ids: Iterable[Any], *params: Any, plain: bool = False) -> list[Any]:
         """Rows of `sql` for any number of ids (or other values): `{ids}` in it becomes an IN list, run in
         chunks because SQLite caps the parameters of one statement. `params` come before the ids."""
         ids = list(ids)
-        rows: list[sqlite3.Row] = []
+        run = self._tuples if plain else self._query
+        rows: list[Any] = []
         for start in range(0, len(ids), _IN_CHUNK):
             chunk = ids[start : start + _IN_CHUNK]
-            rows += self._query(sql.format(ids=",".join("?" * len(chunk))), (*params, *chunk))
+            rows += run(sql.format(ids=",".join("?" * len(chunk))), (*params, *chunk))
         return rows
+
+    def _version(self) -> tuple[int, int]:
+        """Changes whenever this process or another one commits, so derived answers can be kept until then."""
+        with self._lock:
+            return (self._conn.execute("PRAGMA data_version").fetchone()[0], self._writes)
 
     # -- meta -----------------------------------------------------------------------------------
     def meta(self, key: str) -> str | None:
@@ -275,7 +318,7 @@ class Store:
         """The number of agents; every search needs it (IDF), and counting 100,000 rows costs milliseconds,
         so it is kept until this process or another one commits a change."""
         with self._lock:
-            version = (self._conn.execute("PRAGMA data_version").fetchone()[0], self._writes)
+            version = self._version()
             if self._count is None or self._count[0] != version:
                 self._count = (version, int(self._conn.execute("SELECT count(*) FROM agents").fetchone()[0]))
             return self._count[1]
@@ -295,16 +338,17 @@ class Store:
         The agent is marked `vectors_pending` in the same transaction, so a crash before Chroma has the
         new vectors is repaired at the next start instead of leaving the two stores disagreeing."""
         stamp = now_iso()
-        columns = (fts.name, fts.keywords, fts.description, fts.examples)
+        columns = fts.columns()
         document = json.dumps(entry)
         stored_entry: str | bytes = zlib.compress(document.encode()) if self._compact else document
-        fields = {
+        fields: dict[str, Any] = {
             "entry": stored_entry, "content_hash": content_hash, "display_name": entry["displayName"], "type": entry["type"],
             "publisher": publisher, "updated_at": updated_at, "indexed_at": stamp, "vectors_pending": 1,
-            "terms": fts.vocabulary(), "keyword_terms": fts.keyword_vocabulary(),
         }
         if self._compact:
-            fields["fts"] = zlib.compress(_SEPARATOR.join(columns).encode())
+            fields["fts"] = fts.pack()
+        else:
+            fields.update(terms=" ".join(sorted(fts.vocabulary())), keyword_terms=fts.keywords)
         with self.transaction() as db:
             row = db.execute("SELECT id FROM agents WHERE identifier = ?", (entry["identifier"],)).fetchone()
             if row is None:
@@ -321,6 +365,7 @@ class Store:
                 db.execute(f"UPDATE agents SET {', '.join(f'{k} = ?' for k in fields)} WHERE id = ?", [*fields.values(), agent_id])
             db.executemany("INSERT INTO agent_values(field, value, agent_id) VALUES (?, ?, ?)", [(f, v, agent_id) for f, v in values])
             db.execute("INSERT INTO agents_fts(rowid, name, keywords, description, examples) VALUES (?, ?, ?, ?, ?)", (agent_id, *columns))
+            self._count_change(db, fts.vocabulary(), +1)
             added = []
             for example in examples:
                 cursor = db.execute(
@@ -333,14 +378,28 @@ class Store:
 
     def _delete_rows(self, db: sqlite3.Connection, agent_id: int) -> None:
         db.execute("DELETE FROM agent_values WHERE agent_id = ?", (agent_id,))
+        self._count_change(db, self._terms_of(db, agent_id), -1)
         if self._compact:
             stored = db.execute("SELECT fts FROM agents WHERE id = ?", (agent_id,)).fetchone()["fts"]
-            columns = zlib.decompress(stored).decode().split(_SEPARATOR)
             db.execute("INSERT INTO agents_fts(agents_fts, rowid, name, keywords, description, examples) VALUES ('delete', ?, ?, ?, ?, ?)",
-                       (agent_id, *columns))
+                       (agent_id, *FtsDocument.packed(stored).columns()))
         else:
             db.execute("DELETE FROM agents_fts WHERE rowid = ?", (agent_id,))
         db.execute("DELETE FROM examples WHERE agent_id = ?", (agent_id,))
+
+    def _terms_of(self, db: sqlite3.Connection, agent_id: int) -> set[str]:
+        """The distinct terms an agent is indexed under, from whichever column its layout keeps them in."""
+        row = db.execute(f"SELECT {'fts' if self._compact else 'terms'} FROM agents WHERE id = ?", (agent_id,)).fetchone()
+        return FtsDocument.packed(row[0]).vocabulary() if self._compact else set(row[0].split())
+
+    @staticmethod
+    def _count_change(db: sqlite3.Connection, terms: set[str], delta: int) -> None:
+        db.executemany(
+            "INSERT INTO term_agents(term, agents) VALUES (?, ?) ON CONFLICT(term) DO UPDATE SET agents = agents + excluded.agents",
+            [(t, delta) for t in terms],
+        )
+        if delta < 0:
+            db.executemany("DELETE FROM term_agents WHERE term = ? AND agents <= 0", [(t,) for t in terms])
 
     def delete(self, identifier: str) -> tuple[int, list[int]] | None:
         """Remove every trace of an agent; returns its id and example ids (for Chroma), or None if unknown."""
@@ -371,18 +430,18 @@ class Store:
         return [ExampleRow(r["id"], r["agent_id"], r["kind"], r["label"], r["text"], v) for r, v in zip(rows, vectors, strict=True)]
 
     def candidate_examples(self, agent_ids: Sequence[int]) -> CandidateExamples:
-        """All examples of the given agents (ascending ids), ordered by agent then example, vectors decoded in one go."""
-        rows = self._rows_in(
-            "SELECT id, agent_id, kind = 'description' AS d, vector FROM examples WHERE agent_id IN ({ids}) ORDER BY agent_id, id", agent_ids
-        )
+        """All examples of the given agents, ordered by agent then example, vectors decoded in one go
+        (ordered in numpy: an ORDER BY and `sqlite3.Row`s tripled the cost of this, the search's largest read)."""
+        rows = self._rows_in("SELECT id, agent_id, kind = 'description', vector FROM examples WHERE agent_id IN ({ids})", agent_ids, plain=True)
         if not rows:
             return CandidateExamples(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool), np.zeros((0, 0), np.float32))
-        vectors = self._vectors.decode_many([r["vector"] for r in rows])
+        ids, agents, descriptions, blobs = zip(*rows, strict=True)
+        order = np.lexsort((np.array(ids, np.int64), np.array(agents, np.int64)))
         return CandidateExamples(
-            ids=np.fromiter((r["id"] for r in rows), np.int64, len(rows)),
-            agent_ids=np.fromiter((r["agent_id"] for r in rows), np.int64, len(rows)),
-            is_description=np.fromiter((r["d"] for r in rows), bool, len(rows)),
-            vectors=vectors,
+            ids=np.array(ids, np.int64)[order],
+            agent_ids=np.array(agents, np.int64)[order],
+            is_description=np.array(descriptions, bool)[order],
+            vectors=self._vectors.decode_many([blobs[i] for i in order]),
         )
 
     def example_texts(self, example_ids: Sequence[int]) -> dict[int, tuple[str, str, str]]:
@@ -397,18 +456,31 @@ class Store:
         return {r["text"]: self._vectors.decode(r["vector"]) for r in self._query("SELECT text, vector FROM examples WHERE agent_id = ?", (agent_id,))}
 
     # -- filters, facets, listing ---------------------------------------------------------------
-    def filter_agents(self, flt: Filter) -> set[int] | None:
-        """Agents matching every key (OR within a key); None means no filter, i.e. everyone."""
+    def filter_agents(self, flt: Filter) -> frozenset[int] | None:
+        """Agents matching every key (OR within a key); None means no filter, i.e. everyone.
+
+        A broad filter matches tens of thousands of agents at 100,000, and clients repeat the same few
+        filters, so each answer is kept (for the last `_FILTERS_KEPT` filters) until the store changes."""
         if not flt:
             return None
-        matched: set[int] | None = None
+        key = json.dumps(flt, sort_keys=True)
+        version = self._version()
+        kept = self._filters.pop(key, None)
+        if kept is None or kept[0] != version:
+            kept = (version, self._filtered(flt))
+        self._filters[key] = kept  # most recently used last
+        while len(self._filters) > _FILTERS_KEPT:
+            del self._filters[next(iter(self._filters))]
+        return kept[1]
+
+    def _filtered(self, flt: Filter) -> frozenset[int]:
+        matched: frozenset[int] | None = None
         for field, values in flt.items():
-            rows = self._rows_in("SELECT agent_id FROM agent_values WHERE field = ? AND value IN ({ids})", values, field)
-            ids = {r["agent_id"] for r in rows}
+            ids = frozenset(r[0] for r in self._rows_in("SELECT agent_id FROM agent_values WHERE field = ? AND value IN ({ids})", values, field, plain=True))
             matched = ids if matched is None else matched & ids
             if not matched:
-                return set()
-        return matched
+                return frozenset()
+        return matched or frozenset()
 
     def facet(self, field: str, agent_ids: set[int] | None) -> list[tuple[str, int]]:
         """Value counts of one field, over everyone or over the given agents, largest first."""
@@ -450,15 +522,13 @@ class Store:
 
     # -- lexical --------------------------------------------------------------------------------
     def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
-        if not terms:
-            return {}
-        rows = self._query(f"SELECT term, doc FROM agents_vocab WHERE term IN ({','.join('?' * len(terms))})", list(terms))
-        return {r["term"]: int(r["doc"]) for r in rows}
+        return dict(self._rows_in("SELECT term, agents FROM term_agents WHERE term IN ({ids})", terms, plain=True))
 
     def agent_terms(self, agent_ids: Sequence[int]) -> dict[int, AgentTerms]:
         """Each agent's lexical terms, and the terms of each of its tags and capabilities."""
-        return {r["id"]: AgentTerms(r["terms"], r["keyword_terms"])
-                for r in self._rows_in("SELECT id, terms, keyword_terms FROM agents WHERE id IN ({ids})", agent_ids)}
+        if self._compact:
+            return {i: FtsDocument.packed(blob).terms() for i, blob in self._rows_in("SELECT id, fts FROM agents WHERE id IN ({ids})", agent_ids, plain=True)}
+        return {i: AgentTerms(t, k) for i, t, k in self._rows_in("SELECT id, terms, keyword_terms FROM agents WHERE id IN ({ids})", agent_ids, plain=True)}
 
     def lexical(self, match: str, limit: int, weights: tuple[float, float, float, float]) -> list[tuple[int, float]]:
         """FTS5 BM25 over the four fields; returns (agent id, score) with higher meaning better."""

@@ -7,6 +7,8 @@ keeps inserts near Chroma's raw vector speed and keeps filters off Chroma's slow
 from __future__ import annotations
 
 import logging
+import shutil
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,14 @@ log = logging.getLogger(__name__)
 
 def _key(example_id: int, agent_id: int) -> str:
     return f"{example_id}@{agent_id}"
+
+def _is_uuid(name: str) -> bool:
+    try:
+        uuid.UUID(name)
+    except ValueError:
+        return False
+    return True
+
 
 COLLECTION = "ard_examples"
 HNSW = {"space": "cosine", "ef_construction": 200, "ef_search": 400, "max_neighbors": 32}  # ef 160 gave recall@10 0.96 at 590k vectors
@@ -49,6 +59,7 @@ def _client(path: Path, url: str | None) -> Any:
 class VectorIndex:
     def __init__(self, path: Path, embedder: Embedder, *, url: str | None = None, fresh: bool = False) -> None:
         self._embedder = embedder
+        self._path = path if url is None else None
         self._client = _client(path, url)
         self._function = chroma_embedding_function()(str(embedder.spec.directory))
         if fresh:
@@ -105,6 +116,15 @@ class VectorIndex:
         return {int(i.split("@")[1]) for row in ids for i in row}
 
     def _drop(self) -> None:
-        """Forget every vector (reindex, or a switch of model): the store can rebuild them."""
+        """Forget every vector (reindex, or a switch of model): the store can rebuild them.
+
+        Embedded Chroma 1.x deletes a collection's records but leaves its HNSW segment directory on disk
+        (chroma-core/chroma#5259), so every reindex at 100,000 agents would leak 1.1 GB. The directory
+        holds only this one collection, so once it is deleted every segment directory is garbage."""
         if COLLECTION in {c.name if hasattr(c, "name") else c for c in self._client.list_collections()}:
             self._client.delete_collection(COLLECTION)
+        if self._path is not None:
+            for child in self._path.iterdir():
+                if child.is_dir() and _is_uuid(child.name):
+                    log.info("removing the segment directory %s of the deleted vector index", child.name)
+                    shutil.rmtree(child)

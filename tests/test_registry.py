@@ -183,6 +183,25 @@ def test_interrupted_vector_writes_are_repaired_on_open(loaded: Registry, data_d
         reopened.close()
 
 
+def _segment_dirs(data_dir: Path) -> list[Path]:
+    return [d for d in (data_dir / "chroma").iterdir() if d.is_dir()]
+
+
+def test_reindex_leaves_one_vector_index_on_disk(loaded: Registry, data_dir: Path) -> None:
+    """Chroma keeps a deleted collection's segment files; reindexing twice must not keep three copies."""
+    assert len(_segment_dirs(data_dir)) == 1
+    expected = counts(loaded)["examples"]
+    assert loaded.reindex() == expected and loaded.reindex() == expected
+    assert len(_segment_dirs(data_dir)) == 1
+    loaded.close()
+    reopened = Registry(Config(data_dir))
+    try:
+        assert reopened.vectors.count() == expected
+        assert reopened.search("merge two pdf files").results[0].identifier == PDF["identifier"]
+    finally:
+        reopened.close()
+
+
 def test_reindex_rebuilds_a_lost_vector_index(loaded: Registry, data_dir: Path) -> None:
     loaded.close()
     shutil.rmtree(data_dir / "chroma")

@@ -118,3 +118,33 @@ def test_the_agent_count_follows_writes_from_any_connection(tmp_path: Path) -> N
     finally:
         one.close()
         two.close()
+
+
+def test_term_counts_are_rebuilt_for_a_store_made_before_them(store: Store) -> None:
+    _write(store, "alpha", "weather forecast", _vectors(1, 1))
+    _write(store, "beta", "weather invoices", _vectors(1, 2))
+    expected = store.document_frequencies(["weather", "forecast", "invoices", "tagalpha"])
+    assert expected == {"weather": 2, "forecast": 1, "invoices": 1, "tagalpha": 1}
+    store._conn.execute("DROP TABLE term_agents")  # noqa: SLF001 - as a store from before the table existed
+    store._conn.execute("DELETE FROM meta WHERE key = 'term_agents'")  # noqa: SLF001
+    reopened = Store(store.path)
+    try:
+        assert reopened.document_frequencies(["weather", "forecast", "invoices", "tagalpha"]) == expected
+    finally:
+        reopened.close()
+
+
+def test_a_kept_filter_answer_follows_writes_from_any_connection(tmp_path: Path) -> None:
+    one, two = Store(tmp_path / "catalog.sqlite3"), Store(tmp_path / "catalog.sqlite3")
+    flt = {"type": ["application/a2a-agent-card+json"]}
+    try:
+        first = _write(one, "alpha", "weather", _vectors(1, 1))
+        assert one.filter_agents(flt) == {first}
+        second = _write(two, "beta", "invoices", _vectors(1, 2))
+        assert one.filter_agents(flt) == {first, second}
+        one.delete("urn:ai:example.com:alpha")
+        assert one.filter_agents(flt) == two.filter_agents(flt) == {second}
+        assert one.filter_agents({"type": ["application/mcp-server+json"]}) == set()
+    finally:
+        one.close()
+        two.close()
