@@ -45,6 +45,7 @@ class Tuning:
     lexical_candidates: int = 40
     bm25_terms: int = 12  # the rarest query terms BM25 retrieves with ...
     bm25_postings: int = 4000  # ... while their document frequencies add up to at most this (the rarest always; FTS5 scores ~1 µs a posting)
+    searched_intents: int = 4  # query vectors searched in Chroma (the task and its first 3 parts; all parts score exactly)
     exact_below: int = 400  # a filter matching fewer agents: score them all exactly; more: widen the HNSW query
 
     field_weights: tuple[float, float, float, float] = (4.0, 3.0, 1.5, 1.0)  # BM25: name, keywords, description, examples
@@ -233,7 +234,7 @@ class Ranker:
         if allowed is not None and len(allowed) <= t.exact_below:
             return set(allowed)  # few enough to score every one of them exactly
         widen = 1 if allowed is None else min(16, math.ceil(total / max(1, len(allowed))))
-        agents = self.vectors.nearest_agents(intents, t.examples_per_intent * widen)
+        agents = self.vectors.nearest_agents(intents[: t.searched_intents], t.examples_per_intent * widen)
         return agents if allowed is None else agents & allowed
 
     def _bm25(self, qterms: list[str], frequencies: Mapping[str, int], allowed: set[int] | None) -> set[int]:

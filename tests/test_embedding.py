@@ -40,3 +40,15 @@ def test_a_part_cut_off_by_truncation_is_embedded_on_its_own() -> None:
     part = "translate the abstract into Japanese"
     rows = embedder.embed_with_parts(long_text, [part])
     assert np.allclose(rows[1], embedder.embed_one(part), atol=1e-5)
+
+
+def test_the_bulk_session_is_the_same_model() -> None:
+    """Ingest batches run on a second ONNX session (one whose threads spin): same model, same vectors."""
+    embedder = load_embedder()
+    texts = [f"tool number {i}: converts {i} files into report {i % 7}" for i in range(70)]
+    bulk = embedder.embed(texts)
+    assert "_bulk_session" in embedder.__dict__ and bulk.shape == (70, 384)
+    encodings = embedder._tokenizer.encode_batch(texts[:8])  # noqa: SLF001 - one batch through each session
+    quiet = embedder._run(encodings, embedder._session)[1]  # noqa: SLF001
+    spinning = embedder._run(encodings, embedder._bulk_session)[1]  # noqa: SLF001
+    assert np.allclose(quiet, spinning, atol=1e-6)

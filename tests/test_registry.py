@@ -202,6 +202,19 @@ def test_reindex_leaves_one_vector_index_on_disk(loaded: Registry, data_dir: Pat
         reopened.close()
 
 
+def test_an_older_index_gets_the_current_search_breadth(loaded: Registry, data_dir: Path) -> None:
+    from ard_mcp.vectors import HNSW
+
+    loaded.vectors._collection.modify(configuration={"hnsw": {"ef_search": 100}})  # noqa: SLF001 - as an earlier version made it
+    loaded.close()
+    reopened = Registry(Config(data_dir))
+    try:
+        assert reopened.vectors._collection.configuration["hnsw"]["ef_search"] == HNSW["ef_search"]  # noqa: SLF001
+        assert reopened.search("merge two pdf files").results[0].identifier == PDF["identifier"]
+    finally:
+        reopened.close()
+
+
 def test_reindex_rebuilds_a_lost_vector_index(loaded: Registry, data_dir: Path) -> None:
     loaded.close()
     shutil.rmtree(data_dir / "chroma")
