@@ -384,12 +384,13 @@ class Store:
 
     def _delete_rows(self, db: sqlite3.Connection, agent_id: int) -> None:
         db.execute("DELETE FROM agent_values WHERE agent_id = ?", (agent_id,))
-        self._count_change(db, self._terms_of(db, agent_id), -1)
         if self._compact:
-            stored = db.execute("SELECT fts FROM agents WHERE id = ?", (agent_id,)).fetchone()["fts"]
+            old = FtsDocument.packed(db.execute("SELECT fts FROM agents WHERE id = ?", (agent_id,)).fetchone()["fts"])
+            self._count_change(db, old.vocabulary(), -1)
             db.execute("INSERT INTO agents_fts(agents_fts, rowid, name, keywords, description, examples) VALUES ('delete', ?, ?, ?, ?, ?)",
-                       (agent_id, *FtsDocument.packed(stored).columns()))
+                       (agent_id, *old.columns()))
         else:
+            self._count_change(db, self._terms_of(db, agent_id), -1)
             db.execute("DELETE FROM agents_fts WHERE rowid = ?", (agent_id,))
         db.execute("DELETE FROM examples WHERE agent_id = ?", (agent_id,))
 

@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 def _key(example_id: int, agent_id: int) -> str:
     return f"{example_id}@{agent_id}"
 
+
 def _is_uuid(name: str) -> bool:
     try:
         uuid.UUID(name)
