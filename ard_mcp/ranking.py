@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,7 +156,7 @@ class Ranker:
         """Probability-like relevance in (0, 1) for each row of signals; comparable across queries."""
         return 1.0 / (1.0 + np.exp(-(signals @ self._weights + self.tuning.bias)))
 
-    def rank(self, text: str, allowed: set[int] | None) -> Ranking:
+    def rank(self, text: str, allowed: AbstractSet[int] | None) -> Ranking:
         """Agents scoring at least the floor, best first (ties by id, so pages are stable), if the best
         reaches the cutoff; else none."""
         found = self.candidates(text, allowed)
@@ -191,7 +192,7 @@ class Ranker:
             matched_tags=[k for k, k_terms in zip(keywords, terms.keywords, strict=False) if k_terms.any_of(found.query)],
         )
 
-    def candidates(self, text: str, allowed: set[int] | None) -> Candidates | None:
+    def candidates(self, text: str, allowed: AbstractSet[int] | None) -> Candidates | None:
         """All candidate agents of a query and their signals, computed exactly against all of their examples."""
         if allowed is not None and not allowed:
             return None
@@ -229,7 +230,7 @@ class Ranker:
         surface = {term: word for word in _WORD.findall(text) for term in terms(word)}
         return Candidates(agent_ids, signals, examples, sims, starts, qterms, surface, agent_terms)
 
-    def _dense_candidates(self, intents: np.ndarray, allowed: set[int] | None, total: int) -> set[int]:
+    def _dense_candidates(self, intents: np.ndarray, allowed: AbstractSet[int] | None, total: int) -> set[int]:
         t = self.tuning
         if allowed is not None and len(allowed) <= t.exact_below:
             return set(allowed)  # few enough to score every one of them exactly
@@ -237,7 +238,7 @@ class Ranker:
         agents = self.vectors.nearest_agents(intents[: t.searched_intents], t.examples_per_intent * widen)
         return agents if allowed is None else agents & allowed
 
-    def _bm25(self, qterms: list[str], frequencies: Mapping[str, int], allowed: set[int] | None) -> set[int]:
+    def _bm25(self, qterms: list[str], frequencies: Mapping[str, int], allowed: AbstractSet[int] | None) -> set[int]:
         """BM25 candidates from the query's rarest terms: common words add little to BM25 and would make
         FTS5 score most of a large index (every term still counts in the lexical coverage signal)."""
         present = sorted((t for t in qterms if frequencies.get(t)), key=lambda t: frequencies[t])

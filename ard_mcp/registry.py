@@ -16,6 +16,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -446,7 +447,7 @@ class Registry:
         order = parse_order(order_by)
         return self._listing(self.store.filter_agents(flt), order, ["list", flt, order], page_size, page_token)
 
-    def _listing(self, ids: set[int] | None, order: list[tuple[str, bool]], key: Any, page_size: int, page_token: str | None) -> ListResponse:
+    def _listing(self, ids: AbstractSet[int] | None, order: list[tuple[str, bool]], key: Any, page_size: int, page_token: str | None) -> ListResponse:
         """One page of a deterministic listing; `key` binds the page token to the request."""
         offset = _Tokens.decode(page_token, key)
         agents, total = self.store.list_page(ids, order, offset, page_size)
@@ -587,9 +588,9 @@ class Registry:
         order = parse_order(normalize_order(order_by))
         return self._listing(self._expression_ids(parsed), order, ["browse", parsed.key(), order], page_size, page_token)
 
-    def _expression_ids(self, parsed: Expression) -> set[int] | None:
-        ids: set[int] | None = None
-        picks: list[set[int]] = []
+    def _expression_ids(self, parsed: Expression) -> AbstractSet[int] | None:
+        ids: AbstractSet[int] | None = None
+        picks: list[AbstractSet[int]] = []
         for key, values in parsed.equals:
             picks.append(self.store.filter_agents(parse_filter({key: values})) or set())
         for patterns in parsed.names:

@@ -23,6 +23,7 @@ import threading
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -489,7 +490,7 @@ class Store:
                 return frozenset()
         return matched or frozenset()
 
-    def facet(self, field: str, agent_ids: set[int] | None) -> list[tuple[str, int]]:
+    def facet(self, field: str, agent_ids: AbstractSet[int] | None) -> list[tuple[str, int]]:
         """Value counts of one field, over everyone or over the given agents, largest first."""
         if agent_ids is None:
             rows = self._query(
@@ -501,7 +502,7 @@ class Store:
             counts[r["value"]] = counts.get(r["value"], 0) + r["n"]
         return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
-    def list_page(self, agent_ids: set[int] | None, order: list[tuple[str, bool]], offset: int, limit: int) -> tuple[list[StoredAgent], int]:
+    def list_page(self, agent_ids: AbstractSet[int] | None, order: list[tuple[str, bool]], offset: int, limit: int) -> tuple[list[StoredAgent], int]:
         """One page in a total order (the identifier breaks ties), and the number of matches."""
         clauses = [f"{ORDERABLE[f]} {'DESC' if desc else 'ASC'}" for f, desc in order] + ["identifier ASC"]
         if agent_ids is None:
