@@ -222,11 +222,12 @@ def chroma_embedding_function() -> type:
         Chroma's default function (which downloads a model and fails offline)."""
 
         def __init__(self, model_dir: str | None = None) -> None:
+            """`None` is the bundled model. Nothing loads here: Chroma builds this from the stored config
+            on every open, and the index must still open after its model directory moved."""
             self._model_dir = model_dir
-            self._embedder = load_embedder(Path(model_dir) if model_dir else None)
 
         def __call__(self, input: Documents) -> Embeddings:
-            return list(self._embedder.embed(list(input)))
+            return list(load_embedder(Path(self._model_dir) if self._model_dir else None).embed(list(input)))
 
         @staticmethod
         def name() -> str:

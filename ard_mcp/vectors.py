@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from ard_mcp.embedding import Embedder, chroma_embedding_function
+from ard_mcp.embedding import Embedder, bundled_model_dir, chroma_embedding_function
 from ard_mcp.errors import InvalidArgument, ModelMismatch, VectorIndexUnavailable
 
 log = logging.getLogger(__name__)
@@ -59,12 +59,22 @@ def _client(path: Path, url: str | None) -> Any:
         raise VectorIndexUnavailable(f"cannot reach the Chroma server at {url}: {exc}") from None
 
 
+def _recorded_model_dir(embedder: Embedder) -> str | None:
+    """What the collection's stored config names as its model: nothing for the bundled model, so a
+    reinstalled or moved package still opens the index it built."""
+    directory = embedder.spec.directory.resolve()
+    try:
+        return None if directory == bundled_model_dir().resolve() else str(directory)
+    except ModelMismatch:  # a custom model in an install without the bundled one
+        return str(directory)
+
+
 class VectorIndex:
     def __init__(self, path: Path, embedder: Embedder, *, url: str | None = None, fresh: bool = False) -> None:
         self._embedder = embedder
         self._path = path if url is None else None
         self._client = _client(path, url)
-        self._function = chroma_embedding_function()(str(embedder.spec.directory))
+        self._function = chroma_embedding_function()(_recorded_model_dir(embedder))
         if fresh:
             self._drop()
         self._collection = self._open()

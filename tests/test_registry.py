@@ -279,3 +279,29 @@ def test_ingest_writes_chunk_by_chunk_and_an_interrupted_one_keeps_what_it_wrote
     assert (report.unchanged, report.added, report.updated) == (2, len(SAMPLE) - 2, 0)
     assert counts(registry)["agents"] == len(SAMPLE) == counts(registry)["agents_fts"]
     assert counts(registry)["chroma"] == counts(registry)["examples"]
+
+
+def test_the_index_opens_after_the_model_directory_it_was_built_with_moved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chroma rebuilds the collection's embedding function from its stored config on every open; a
+    path recorded there must not make the index unreadable once that path is gone."""
+    from ard_mcp import embedding
+
+    moved = tmp_path / "model-copy"
+    shutil.copytree(bundled_model_dir(), moved)
+    data_dir = tmp_path / "data"
+    first = Registry(Config(data_dir, model_dir=moved))
+    try:
+        first.register(PDF)
+    finally:
+        first.close()
+    shutil.rmtree(moved)
+    monkeypatch.setattr(embedding, "_embedders", {})  # as in a new process, which has loaded no model yet
+    reopened = Registry(Config(data_dir))
+    try:
+        assert reopened.search("merge two pdf files").results[0].identifier == PDF["identifier"]
+    finally:
+        reopened.close()
+
+
+def test_the_bundled_model_is_recorded_without_a_path(loaded: Registry) -> None:
+    assert loaded.vectors._collection.configuration["embedding_function"].get_config() == {"model_dir": None}  # noqa: SLF001
