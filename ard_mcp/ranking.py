@@ -24,7 +24,7 @@ import numpy as np
 
 from ard_mcp.embedding import Embedder
 from ard_mcp.lexical import coverage, idf, match_expression, named_keywords, query_terms, terms
-from ard_mcp.store import AgentTerms, CandidateExamples, Store
+from ard_mcp.store import AgentTerms, CandidateExamples, Store, term_finder
 from ard_mcp.vectors import VectorIndex
 
 SIGNALS = ("example", "secondExample", "context", "allExamples", "lexical", "tag")
@@ -222,7 +222,9 @@ class Ranker:
         all_examples = centroids @ intents[0]
 
         agent_terms = self.store.agent_terms(agent_ids.tolist())
-        shared = [[t for t in qterms if t in agent_terms[int(a)].vocabulary] for a in agent_ids]  # tags are in the vocabulary too
+        finder = term_finder(qterms)
+        present = [agent_terms[int(a)].vocabulary.present(finder) for a in agent_ids]
+        shared = [[t for t in qterms if t in found] for found in present]  # tags are in the vocabulary too
         lexical = np.array([coverage(qterms, found, weights) for found in shared])
         tag = np.array([named_keywords(agent_terms[int(a)].keywords_named(found)) if found else 0.0 for a, found in zip(agent_ids, shared, strict=True)])
 

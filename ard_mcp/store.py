@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sqlite3
 import threading
 import zlib
@@ -157,6 +158,18 @@ class TermText:
 
     def any_of(self, terms: Iterable[str]) -> bool:
         return any(f" {t} " in self._text for t in terms)
+
+    def present(self, finder: re.Pattern[str]) -> set[str]:
+        """The terms of a `finder` (see `term_finder`) that occur here: one scan for all of a query's
+        terms, where a substring search per term cost ~3 ms a query over a hundred candidates."""
+        return set(finder.findall(self._text))
+
+
+def term_finder(terms: Iterable[str]) -> re.Pattern[str]:
+    """Matches any of `terms` as a whole term of a `TermText` (the lookahead leaves the next term's space);
+    no terms match nothing."""
+    alternatives = sorted({re.escape(t) for t in terms}, key=len, reverse=True)
+    return re.compile(" (" + "|".join(alternatives) + ")(?= )" if alternatives else "(?!)")
 
 
 class AgentTerms:

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from ard_mcp.store import _SCHEMA, FtsDocument, NewExample, Store
+from ard_mcp.store import _SCHEMA, FtsDocument, NewExample, Store, TermText, term_finder
 
 WEIGHTS = (4.0, 3.0, 1.5, 1.0)
 
@@ -148,3 +150,13 @@ def test_a_kept_filter_answer_follows_writes_from_any_connection(tmp_path: Path)
     finally:
         one.close()
         two.close()
+
+
+_TERM = st.text(alphabet="ab.+#é", min_size=1, max_size=4)
+
+
+@given(st.lists(_TERM, max_size=12), st.lists(_TERM, max_size=6))
+def test_one_scan_finds_exactly_the_terms_a_per_term_search_finds(document: list[str], query: list[str]) -> None:
+    """Terms overlap as strings ("a", "a.a", "aa"), repeat, and carry regex characters."""
+    text = TermText(" ".join(document))
+    assert text.present(term_finder(query)) == {t for t in query if t in text}
