@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -144,9 +144,20 @@ class Ranking:
         return self.ranker.explain(self.found, hit, entry)
 
 
+class ExampleSource(Protocol):
+    """Where candidates' examples and terms are read: the store, or its in-memory copy (`ard_mcp.resident`)."""
+
+    def candidate_examples(self, agent_ids: Sequence[int]) -> CandidateExamples: ...
+
+    def agent_terms(self, agent_ids: Sequence[int]) -> dict[int, AgentTerms]: ...
+
+
 class Ranker:
-    def __init__(self, store: Store, vectors: VectorIndex, embedder: Embedder, tuning: Tuning = DEFAULT_TUNING) -> None:
+    def __init__(
+        self, store: Store, vectors: VectorIndex, embedder: Embedder, tuning: Tuning = DEFAULT_TUNING, examples: ExampleSource | None = None
+    ) -> None:
         self.store = store
+        self.examples: ExampleSource = examples or store
         self.vectors = vectors
         self.embedder = embedder
         self.tuning = tuning
@@ -204,7 +215,7 @@ class Ranker:
         pool = self._dense_candidates(intents, allowed, documents) | self._bm25(qterms, frequencies, allowed)
         if not pool:
             return None
-        examples = self.store.candidate_examples(sorted(pool))
+        examples = self.examples.candidate_examples(sorted(pool))
         sims = (examples.vectors @ intents.T).max(axis=1)  # each example's best over the task and its parts
         agents = examples.agent_ids
         starts = np.flatnonzero(np.r_[True, agents[1:] != agents[:-1]])
@@ -221,7 +232,7 @@ class Ranker:
         centroids /= np.clip(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-9, None)
         all_examples = centroids @ intents[0]
 
-        agent_terms = self.store.agent_terms(agent_ids.tolist())
+        agent_terms = self.examples.agent_terms(agent_ids.tolist())
         finder = term_finder(qterms)
         present = [agent_terms[int(a)].vocabulary.present(finder) for a in agent_ids]
         shared = [[t for t in qterms if t in found] for found in present]  # tags are in the vocabulary too

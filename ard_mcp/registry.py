@@ -36,6 +36,7 @@ from ard_mcp.facts import EXPIRES_KEY, SOURCE_ID_KEY, expiry_of
 from ard_mcp.filters import METADATA_PREFIX, Filter, check_field, entry_values, parse_filter
 from ard_mcp.lexical import fts_document
 from ard_mcp.ranking import Ranked, Ranker, Ranking
+from ard_mcp.resident import ResidentExamples
 from ard_mcp.store import ORDERABLE, NewExample, StoredAgent, Store
 from ard_mcp.vectors import VectorIndex
 from ard_mcp.wire import (
@@ -155,6 +156,8 @@ class Registry:
             if self._lock_file.closed:
                 return
             self._drop_vectors()
+            if "resident" in self.__dict__:
+                self.resident.close()
             self.store.close()
             fcntl.flock(self._lock_file, fcntl.LOCK_UN)
             self._lock_file.close()
@@ -171,8 +174,13 @@ class Registry:
         return index
 
     @cached_property
+    def resident(self) -> ResidentExamples:
+        """Outlives a reindex: only the vector index is rebuilt, the store's rows stay as they are."""
+        return ResidentExamples(self.store)
+
+    @cached_property
     def ranker(self) -> Ranker:
-        return Ranker(self.store, self.vectors, self.embedder)
+        return Ranker(self.store, self.vectors, self.embedder, examples=self.resident)
 
     def _drop_vectors(self) -> None:
         self.__dict__.pop("ranker", None)
@@ -189,9 +197,12 @@ class Registry:
         timer.start()
 
     def warm_up(self) -> None:
-        """Load the model and the vector index now (a server does this in the background at start)."""
+        """Load the model, the vector index and the search's in-memory copy of the store now (a server does
+        this in the background at start)."""
         with self._warm_lock:
             _ = self.ranker
+            if not self.resident.loaded:
+                self.resident.load()
 
     def _repair(self, index: VectorIndex) -> None:
         """Give Chroma the vectors of agents whose write was interrupted before it finished."""

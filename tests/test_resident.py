@@ -1,0 +1,153 @@
+"""The search's in-memory copy of the store: it answers exactly as the store does, before and after writes
+by this process or another one, and falls back to the store rather than answer from a stale copy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ard_mcp import resident as resident_module
+from ard_mcp import store as store_module
+from ard_mcp.ranking import Ranker
+from ard_mcp.registry import Registry
+from ard_mcp.resident import ResidentExamples
+from ard_mcp.store import Store
+from tests.test_store import _legacy_store, _vectors, _write
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "catalog.sqlite3"
+
+
+@pytest.fixture
+def store(path: Path) -> Iterator[Store]:
+    opened = Store(path)
+    for i in range(12):
+        _write(opened, f"agent{i}", f"topic{i % 4} words{i}", _vectors(1 + i % 5, i))
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def copy(store: Store) -> Iterator[ResidentExamples]:
+    made = ResidentExamples(store)
+    made.load()
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def other(path: Path, store: Store) -> Iterator[Store]:
+    """The same file opened again, as another ard-mcp process sharing the store would."""
+    opened = Store(path)
+    yield opened
+    opened.close()
+
+
+def assert_same(copy: ResidentExamples, store: Store, ids: Sequence[int]) -> None:
+    mine, theirs = copy.candidate_examples(ids), store.candidate_examples(ids)
+    for field in ("ids", "agent_ids", "is_description", "vectors"):
+        if len(theirs.ids):
+            np.testing.assert_array_equal(getattr(mine, field), getattr(theirs, field), err_msg=field)
+        else:  # the store leaves an empty answer without a dimension
+            assert getattr(mine, field).size == 0
+    mine_terms, their_terms = copy.agent_terms(ids), store.agent_terms(ids)
+    assert mine_terms.keys() == their_terms.keys()
+    for agent, terms in their_terms.items():
+        assert set(mine_terms[agent].vocabulary._text.split()) - {"|"} == set(terms.vocabulary._text.split()) - {"|"}  # noqa: SLF001
+        assert [k._text for k in mine_terms[agent].keywords] == [k._text for k in terms.keywords]  # noqa: SLF001
+
+
+def every_id(store: Store) -> list[int]:
+    return [row[0] for row in store._conn.execute("SELECT id FROM agents")]  # noqa: SLF001
+
+
+def test_the_copy_answers_as_the_store_does(copy: ResidentExamples, store: Store) -> None:
+    ids = every_id(store)
+    assert copy.loaded
+    assert_same(copy, store, ids)
+    assert_same(copy, store, [ids[7], ids[2], ids[2], 10_000])  # unordered, repeated, unknown
+    assert_same(copy, store, [])
+
+
+def test_it_follows_writes_and_deletes_of_this_process(copy: ResidentExamples, store: Store) -> None:
+    _write(store, "agent3", "rewritten entirely", _vectors(2, 99))
+    _write(store, "newcomer", "fresh words", _vectors(3, 98))
+    store.delete("urn:ai:example.com:agent5")
+    assert_same(copy, store, [*every_id(store), 6])  # 6 was agent5
+    assert copy.loaded, "a few changes are overlaid, not a reason to drop the copy"
+
+
+def test_it_follows_writes_and_deletes_of_another_process(copy: ResidentExamples, store: Store, other: Store) -> None:
+    assert_same(copy, store, every_id(store))
+    _write(other, "agent1", "changed elsewhere", _vectors(4, 97))
+    other.delete("urn:ai:example.com:agent9")
+    assert_same(copy, store, [*every_id(store), 10])
+    _write(other, "agent9", "back again", _vectors(1, 96))  # a new id: deleted agents' ids are not reused
+    assert_same(copy, store, every_id(store))
+    assert copy.loaded
+
+
+def test_a_copy_of_an_empty_store_follows_its_first_registrations(tmp_path: Path) -> None:
+    """What a server started on a fresh data directory loads."""
+    empty = Store(tmp_path / "catalog.sqlite3")
+    try:
+        copy = ResidentExamples(empty)
+        copy.load()
+        assert_same(copy, empty, [1])
+        first = _write(empty, "first", "very first words", _vectors(3, 1))
+        assert_same(copy, empty, [first])
+        assert copy.loaded
+    finally:
+        empty.close()
+
+
+def test_a_copy_the_feed_no_longer_reaches_is_reloaded_and_never_answers_stale(
+    copy: ResidentExamples, store: Store, other: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "_CHANGES_KEPT", 2)
+    monkeypatch.setattr(store_module, "_PRUNE_EVERY", 1)
+    for i in range(4):
+        _write(other, f"agent{i}", f"pruned away {i}", _vectors(2, 50 + i))
+    assert_same(copy, store, every_id(store))  # from the store, while the copy reloads
+    assert copy._loader is not None  # noqa: SLF001
+    copy._loader.join()  # noqa: SLF001
+    assert copy.loaded
+    assert_same(copy, store, every_id(store))
+
+
+def test_too_many_changes_reload_the_copy(copy: ResidentExamples, store: Store, other: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(resident_module, "_OVERLAY_MAX", 2)
+    for i in range(3):
+        _write(other, f"agent{i}", f"many changes {i}", _vectors(2, 60 + i))
+    assert_same(copy, store, every_id(store))
+    assert copy._loader is not None, "the copy is read again, not overlaid"  # noqa: SLF001
+    copy._loader.join()  # noqa: SLF001
+    assert copy.loaded
+    assert_same(copy, store, every_id(store))
+
+
+def test_a_first_layout_store_is_always_read_directly(tmp_path: Path) -> None:
+    legacy = _legacy_store(tmp_path / "catalog.sqlite3")
+    try:
+        agent = _write(legacy, "old", "layout one", _vectors(2, 1))
+        copy = ResidentExamples(legacy)
+        copy.load()
+        assert not copy.loaded
+        assert_same(copy, legacy, [agent])
+    finally:
+        legacy.close()
+
+
+def test_search_ranks_the_same_from_the_copy_and_from_the_store(loaded: Registry) -> None:
+    loaded.warm_up()
+    assert loaded.resident.loaded
+    direct = Ranker(loaded.store, loaded.vectors, loaded.embedder)
+    for query in ("merge two pdf files", "weather forecast for Oslo, then translate it to French", "send an invoice"):
+        mine = [(h.agent_id, h.relevance) for h in loaded.ranker.rank(query, None)]
+        theirs = [(h.agent_id, h.relevance) for h in direct.rank(query, None)]
+        assert mine == theirs and mine
