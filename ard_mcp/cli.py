@@ -126,9 +126,14 @@ def _config(args: argparse.Namespace) -> Config:
 
 def _serve(args: argparse.Namespace) -> int:
     if args.transport == "stdio":
+        from ard_mcp import datadir
         from ard_mcp.server import build_server
 
-        build_server(_config(args)).run()
+        config = _config(args)
+        # The server claims the directory as it starts; trying first makes a directory in use a clear error
+        # and exit status, not a traceback out of the server's task group.
+        datadir.release(datadir.claim(config.data_dir, shared=config.chroma_url is not None))
+        build_server(config).run()
         return 0
     return _serve_http(args)
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ard_mcp.catalog import parse_timestamp
 from ard_mcp.facts import capabilities_of, languages_of, protocols_of, regions_of, status_of, tags_of
-from ard_mcp.ranking import Ranked
-from ard_mcp.store import StoredAgent
+
+if TYPE_CHECKING:  # the wire formats import this module, and the stdio server them, before it may load numpy
+    from ard_mcp.ranking import Ranked
+    from ard_mcp.store import StoredAgent
 
 PREFERRED_BOOST = 0.1
 """Relevance added when an entry has every preferred tag (a share of it for some): enough to reorder close

@@ -47,7 +47,7 @@ from ard_mcp.errors import (
     UnsupportedMediaType,
 )
 from ard_mcp.registry import Registry
-from ard_mcp.server import build_server
+from ard_mcp.server import build_server, warm_up_soon
 from ard_mcp.wire import (
     AiCatalog,
     ArdSearchResponse,
@@ -498,7 +498,7 @@ def build_app(config: Config, settings: HttpSettings, *, registry: Registry | No
         opened: Registry = registry if registry is not None else await anyio.to_thread.run_sync(Registry, config)
         state.registry = opened
         if warm:
-            opened.warm_up_soon()
+            warm_up_soon(opened.warm_up)
         try:
             if settings.transport == "sse":
                 yield

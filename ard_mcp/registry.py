@@ -8,28 +8,26 @@ a server answers `tools/list` at once however large its index is.
 from __future__ import annotations
 
 import base64
-import fcntl
 import functools
 import hashlib
 import json
 import logging
-import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
-from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
+from ard_mcp import datadir
 from ard_mcp.catalog import CatalogEntry, normalize_identifier, parse_entry, parse_timestamp, publisher_of
 from ard_mcp.config import Config
 from ard_mcp.criteria import PREFERRED_BOOST, Candidate, Criteria
 from ard_mcp.embedding import Embedder, ModelSpec, bundled_model_dir, load_embedder
-from ard_mcp.errors import ArdError, DataDirInUse, InvalidArgument, ModelMismatch, NotFound, StaleEntry
+from ard_mcp.errors import ArdError, InvalidArgument, ModelMismatch, NotFound, StaleEntry
 from ard_mcp.examples import extract_examples
 from ard_mcp.expression import Expression, normalize_order, parse_expression
 from ard_mcp.facts import EXPIRES_KEY, SOURCE_ID_KEY, expiry_of
@@ -113,11 +111,11 @@ class _Tokens:
 
 
 class Registry:
-    def __init__(self, config: Config, *, rebuilding: bool = False) -> None:
-        """`rebuilding` opens an index built with another model, for `reindex` to convert it."""
+    def __init__(self, config: Config, *, rebuilding: bool = False, claimed: IO[str] | None = None) -> None:
+        """`rebuilding` opens an index built with another model, for `reindex` to convert it; `claimed` is
+        the data directory's lock (`datadir.claim`) when the caller took it already, else it is taken here."""
         self.config = config
-        config.data_dir.mkdir(parents=True, exist_ok=True)
-        self._lock_file = self._acquire(config.data_dir, shared=config.chroma_url is not None)
+        self._lock_file = claimed or datadir.claim(config.data_dir, shared=config.chroma_url is not None)
         self._write_lock = threading.RLock()
         self._warm_lock = threading.Lock()
         self._next_expiry: datetime | None = _UNKNOWN
@@ -130,26 +128,6 @@ class Registry:
                 f"run `ard-mcp reindex` with the new model to rebuild it"
             )
 
-    @staticmethod
-    def _acquire(data_dir: Path, *, shared: bool) -> IO[str]:
-        """Embedded Chroma: one process per data directory (two writers corrupt its files). With a Chroma
-        server, processes share the directory (SQLite in WAL mode takes turns) but exclude an embedded one."""
-        handle = open(data_dir / "ard-mcp.lock", "a+")  # noqa: SIM115 - held for the registry's lifetime
-        try:
-            fcntl.flock(handle, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-        except OSError:
-            handle.seek(0)
-            owner = handle.read().strip() or "unknown"
-            handle.close()
-            hint = "processes sharing it must all use the same --chroma-url" if shared else "stop it, or give this one its own --data-dir"
-            raise DataDirInUse(f"data directory {data_dir} is in use by another ard-mcp process (pid {owner}); {hint}") from None
-        if not shared:
-            handle.seek(0)
-            handle.truncate()
-        handle.write(f"{os.getpid()} ")
-        handle.flush()
-        return handle
-
     def close(self) -> None:
         """Release the data directory; safe to call more than once."""
         with self._warm_lock, self._write_lock:  # never close under a warm-up or a write
@@ -159,8 +137,7 @@ class Registry:
             if "resident" in self.__dict__:
                 self.resident.close()
             self.store.close()
-            fcntl.flock(self._lock_file, fcntl.LOCK_UN)
-            self._lock_file.close()
+            datadir.release(self._lock_file)
 
     # -- lazily loaded parts --------------------------------------------------------------------
     @cached_property
@@ -187,14 +164,6 @@ class Registry:
         index = self.__dict__.pop("vectors", None)
         if index is not None:
             index.close()
-
-    def warm_up_soon(self, delay: float = 1.0) -> None:
-        """Warm up in the background once the client's handshake is likely over: importing Chroma and
-        onnxruntime holds the GIL for about a second, which would otherwise delay the first `tools/list`
-        (measured 0.85 s -> 1.09 s). A search that comes first loads what it needs itself."""
-        timer = threading.Timer(delay, self.warm_up)
-        timer.daemon = True
-        timer.start()
 
     def warm_up(self) -> None:
         """Load the model, the vector index and the search's in-memory copy of the store now (a server does

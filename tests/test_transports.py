@@ -57,12 +57,22 @@ async def test_sse_subprocess(data_dir: Path) -> None:
     assert found["results"][0]["identifier"] == WEATHER["identifier"]
 
 
-def test_second_process_on_the_same_data_dir_gets_a_clear_error(data_dir: Path) -> None:
+@pytest.mark.parametrize("command", [["search", "weather"], ["serve"]])
+def test_second_process_on_the_same_data_dir_gets_a_clear_error(data_dir: Path, command: list[str]) -> None:
     with serving(data_dir, "--transport", "streamable-http"):
         result = subprocess.run(
-            [sys.executable, "-m", "ard_mcp", "search", "weather", "--data-dir", str(data_dir)],
-            env=quiet_env(), capture_output=True, text=True, timeout=60,
+            [sys.executable, "-m", "ard_mcp", *command, "--data-dir", str(data_dir)],
+            env=quiet_env(), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
         )
     assert result.returncode == 2
     assert "is in use by another ard-mcp process" in result.stderr
+    assert "Traceback" not in result.stderr
     assert result.stdout == ""
+
+
+def test_the_stdio_server_answers_tools_list_without_loading_the_index() -> None:
+    """What the server imports before the handshake bounds its start-up; numpy (with everything that
+    searches) waits for the first request or the warm-up a second later."""
+    probe = "import sys, ard_mcp.cli, ard_mcp.server; print(sorted(m for m in ('numpy', 'ard_mcp.registry', 'sqlite3') if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", probe], env=quiet_env(), capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "[]", result.stderr
