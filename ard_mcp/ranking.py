@@ -218,6 +218,8 @@ class Ranker:
         if not pool:
             return None
         examples = self.examples.candidate_examples(sorted(pool))
+        if not len(examples.ids):  # Chroma named agents the store does not have (e.g. a server index shared with another store)
+            return None
         sims = (examples.vectors @ intents.T).max(axis=1)  # each example's best over the task and its parts
         agents = examples.agent_ids
         starts = np.flatnonzero(np.r_[True, agents[1:] != agents[:-1]])

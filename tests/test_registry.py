@@ -305,3 +305,13 @@ def test_the_index_opens_after_the_model_directory_it_was_built_with_moved(tmp_p
 
 def test_the_bundled_model_is_recorded_without_a_path(loaded: Registry) -> None:
     assert loaded.vectors._collection.configuration["embedding_function"].get_config() == {"model_dir": None}  # noqa: SLF001
+
+
+def test_vectors_of_agents_the_store_does_not_have_are_ignored(loaded: Registry) -> None:
+    """A Chroma server keeps its vectors when a data directory is lost or another store points at it;
+    a search then finds agents in Chroma that the store cannot describe."""
+    loaded.warm_up()
+    for identifier in [PDF["identifier"], *(e["identifier"] for e in SAMPLE if e["identifier"] != PDF["identifier"])]:
+        loaded.store.delete(identifier)  # the store forgets them, Chroma still has their vectors
+    assert loaded.vectors.count() > 0
+    assert loaded.search("merge two pdf files").results == []
