@@ -507,9 +507,9 @@ class Store:
         return (rows[-1][0] if rows else seq), sorted({agent for _, agent in rows})
 
     def read_rows(self, agent_ids: Sequence[int] | None = None) -> AgentRows:
-        """The examples and packed terms of some agents (layout 2), or of all of them, read consistently
-        (one read transaction). Reading all of them (2.5 s at 100,000 agents) uses a connection of its own,
-        so requests are not held up by the lock meanwhile."""
+        """The examples and distinct terms of some agents (layout 2), or of all of them, read consistently
+        (one read transaction). Reading all of them (~10 s at 100,000 agents, most of it collecting each
+        agent's distinct terms) uses a connection of its own, so requests are not held up by the lock."""
         assert self._compact, "layout 1 keeps no packed terms"
         if agent_ids is not None:
             with self._lock:
