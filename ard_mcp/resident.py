@@ -105,7 +105,7 @@ class ResidentExamples:
     def _current(self) -> _Copy | None:
         """The copy, brought in step with the store first; None while only the store can answer."""
         copy = self._copy
-        if copy is None or not self.enabled:
+        if copy is None:  # not loaded yet, reloading, or a layout 1 store (never loaded)
             return None
         version = self._store.version()
         if version == copy.version:
