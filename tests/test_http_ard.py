@@ -54,7 +54,7 @@ async def test_search_returns_spec_results(api: Api) -> None:
 
 async def test_search_filters_pages_and_federation(api: Api) -> None:
     client, openapi = api
-    only = await client.post("/search", json={"query": {"text": "convert my document", "filter": {"type": "application/a2a-agent-card+json"}}})
+    only = await client.post("/search", json={"query": {"text": "translate my document into Spanish", "filter": {"type": "application/a2a-agent-card+json"}}})
     assert only.json()["results"] and all(r["type"] == "application/a2a-agent-card+json" for r in only.json()["results"])
     soc2 = await client.post("/search", json={"query": {"text": "send an invoice", "filter": {"trustManifest.attestations.type": ["SOC2-Type2"]}}})
     assert [r["identifier"] for r in soc2.json()["results"]] == [INVOICES["identifier"]]
