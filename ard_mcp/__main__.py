@@ -1,3 +1,3 @@
-from ard_mcp.cli import main
+from ard_mcp.surfaces.cli import main
 
 raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""Refit the ranking's fusion weights (`ard_mcp.ranking.Tuning.weights` and `.bias`) from labelled queries.
+"""Refit the ranking's fusion weights (`ard_mcp.search.ranking.Tuning.weights` and `.bias`) from labelled queries.
 
     python bench/fit_fusion.py                 # fresh index of the three catalogs, both dev query files
     python bench/fit_fusion.py --data-dir D    # reuse an index built by bench/quality.py --data-dir D
@@ -29,13 +29,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from quality import DATASETS, REPO, ingest  # noqa: E402
+from quality import DATASETS, REPO, ingest
 
-from ard_mcp.config import Config  # noqa: E402
-from ard_mcp.evaluation import Judgement, load_queries, ndcg_at, recall_at  # noqa: E402
-from ard_mcp.ranking import SIGNALS  # noqa: E402
-from ard_mcp.registry import Registry  # noqa: E402
-
+from ard_mcp.config import Config
+from ard_mcp.evaluation.judgements import Judgement, load_queries
+from ard_mcp.evaluation.metrics import ndcg_at, recall_at
+from ard_mcp.registry import Registry
+from ard_mcp.search.ranking import SIGNALS
 
 SHARE = {"livemcpbench": 0.25, "metatool": 0.75}
 HARD_NEGATIVES = 40
@@ -50,7 +50,9 @@ def fit_pairwise(queries: list[tuple[str, np.ndarray, np.ndarray]], rounds: int 
     return w
 
 
-def _pairwise_round(queries: list[tuple[str, np.ndarray, np.ndarray]], w: np.ndarray, steps: int = 3000, rate: float = 2.0, l2: float = 1e-3) -> np.ndarray:
+def _pairwise_round(
+    queries: list[tuple[str, np.ndarray, np.ndarray]], w: np.ndarray, steps: int = 3000, rate: float = 2.0, l2: float = 1e-3
+) -> np.ndarray:
     per_set = {d: sum(1 for q in queries if q[0] == d) for d in SHARE}
     diffs, weights = [], []
     for dataset, x, y in queries:

@@ -4,7 +4,7 @@
 
 Builds one index of the three catalogs in `<shared>/data` (740 entries) through the product's own ingest
 path, runs the dev queries of LiveMCPBench and MetaTool through `search_agents`' code path
-(`ard_mcp.evaluation.registry_search`), and in the same run scores three baselines over the *same*
+(`ard_mcp.evaluation.report.registry_search`), and in the same run scores three baselines over the *same*
 entries with the *same* scorer, so a change to ranking can be judged against fixed floors instead of
 remembered numbers:
 
@@ -34,12 +34,14 @@ from typing import Any
 
 import numpy as np
 
-from ard_mcp.catalog import normalize_identifier
 from ard_mcp.config import Config
-from ard_mcp.embedding import Embedder
-from ard_mcp.evaluation import EvalReport, Judgement, evaluate, format_table, load_queries, registry_search
-from ard_mcp.ingest import file_entries
-from ard_mcp.registry import IngestReport, Registry
+from ard_mcp.evaluation.judgements import Judgement, load_queries
+from ard_mcp.evaluation.report import EvalReport, evaluate, format_table, registry_search
+from ard_mcp.formats.identifiers import normalize_identifier
+from ard_mcp.formats.manifests import file_entries
+from ard_mcp.index.embedding import Embedder
+from ard_mcp.index.indexer import IngestReport
+from ard_mcp.registry import Registry
 
 REPO = Path(__file__).resolve().parent.parent
 #: Ingest order matters: 8 identifiers are in both the seed and LiveMCPBench, and the later copy wins.
@@ -152,7 +154,7 @@ def ingest(reg: Registry, data: Path) -> tuple[dict[str, IngestReport], float]:
     start = time.perf_counter()
     for name in CATALOGS:
         t0 = time.perf_counter()
-        reports[name] = report = reg.register_many(file_entries(data / name / "catalog.json"))
+        reports[name] = report = reg.indexer.register_many(file_entries(data / name / "catalog.json"))
         print(
             f"  {name:<18} added {report.added:>4}  updated {report.updated:>3}  unchanged {report.unchanged:>3}  "
             f"rejected {len(report.rejected):>3}  ({time.perf_counter() - t0:.1f} s)",
@@ -176,7 +178,11 @@ def indexed_entries(reg: Registry, data: Path) -> dict[str, dict[str, Any]]:
 
 def overlap_note(data: Path) -> str:
     def ids(name: str) -> set[str]:
-        return {normalize_identifier(e["identifier"]) for _, e in file_entries(data / name / "catalog.json") if isinstance(e, dict) and "identifier" in e}
+        return {
+            normalize_identifier(e["identifier"])
+            for _, e in file_entries(data / name / "catalog.json")
+            if isinstance(e, dict) and "identifier" in e
+        }
 
     both = ids("mcp-registry-seed") & ids("livemcpbench")
     return (
@@ -208,7 +214,7 @@ def main_table(results: dict[str, dict[str, EvalReport]]) -> str:
     top = [""] + [d for d in DATASETS for _ in METRICS] + ["ard-mcp latency (all queries)", ""]
     sub = ["method"] + [m for _ in DATASETS for m, _ in METRICS] + ["p50 ms", "p95 ms"]
     if has_no_answer:
-        top += [d for d in DATASETS]
+        top += list(DATASETS)
         sub += ["no-ans FP" for _ in DATASETS]
     latencies = np.array([r.latency_ms for d in DATASETS for r in results["ard-mcp"][d].results])
     rows = []
@@ -250,7 +256,12 @@ def reference_check(results: dict[str, dict[str, EvalReport]]) -> str:
 
 NO_ANSWER = Path(__file__).resolve().parent / "no_answer.jsonl"
 #: The issue's targets on the dev queries: (dataset, metric key, target).
-TARGETS = (("livemcpbench", "ndcg10", 0.58), ("livemcpbench", "recall10", 0.72), ("metatool", "ndcg10", 0.76), ("metatool", "recall5", 0.84))
+TARGETS = (
+    ("livemcpbench", "ndcg10", 0.58),
+    ("livemcpbench", "recall10", 0.72),
+    ("metatool", "ndcg10", 0.76),
+    ("metatool", "recall5", 0.84),
+)
 
 
 def target_check(results: dict[str, dict[str, EvalReport]]) -> str:
@@ -308,8 +319,10 @@ def run(data_dir: Path, shared: Path, json_out: Path | None) -> int:
         reg.close()
 
     print()
-    print(f"Retrieval quality, dev queries ({', '.join(f'{d}: {len(queries[d])}' for d in DATASETS)}), "
-          f"index of {len(ids)} entries, ingest {ingest_s:.1f} s")
+    print(
+        f"Retrieval quality, dev queries ({', '.join(f'{d}: {len(queries[d])}' for d in DATASETS)}), "
+        f"index of {len(ids)} entries, ingest {ingest_s:.1f} s"
+    )
     print(main_table(results))
     print()
     print(target_check(results))
@@ -342,8 +355,12 @@ def run(data_dir: Path, shared: Path, json_out: Path | None) -> int:
 def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, help="index directory to build into (default: a fresh temporary one, deleted afterwards)")
-    parser.add_argument("--shared", type=Path, default=REPO.parent / "shared", help="the shared folder holding data/ (default: %(default)s)")
-    parser.add_argument("--json", type=Path, dest="json_out", metavar="OUT", help="also write every figure (and ard-mcp's per-query results) to OUT")
+    parser.add_argument(
+        "--shared", type=Path, default=REPO.parent / "shared", help="the shared folder holding data/ (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--json", type=Path, dest="json_out", metavar="OUT", help="also write every figure (and ard-mcp's per-query results) to OUT"
+    )
     args = parser.parse_args(list(argv) if argv is not None else None)
     if not (args.shared / "data").is_dir():
         parser.error(f"{args.shared / 'data'} does not exist; pass --shared DIR")

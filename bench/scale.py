@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import compileall
+import contextlib
 import dataclasses
 import gc
 import json
@@ -60,9 +61,11 @@ GIB = 1024**3
 MIB = 1024**2
 FILTER_CASES = ("none", "type", "tags", "selective")
 BUSY_LOAD = 0.8  # a 1-min load average above this at the start of a size means something else was running
-CACHE_NOTE = ("ingest took the example vectors from --vector-cache (the same model's, computed beforehand): its time is "
-              "the measured ingest, less the time spent reading the cache, plus those texts' model time at the raw "
-              "throughput measured in the same run")
+CACHE_NOTE = (
+    "ingest took the example vectors from --vector-cache (the same model's, computed beforehand): its time is "
+    "the measured ingest, less the time spent reading the cache, plus those texts' model time at the raw "
+    "throughput measured in the same run"
+)
 
 
 def log(message: str) -> None:
@@ -157,11 +160,9 @@ def exact_top_k(registry: Any, queries: np.ndarray, k: int) -> tuple[np.ndarray,
     stores them; the store's copy is int8, whose rounding would reorder near-ties), streamed in batches."""
     best_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
     best_ids = np.full((len(queries), k), -1, dtype=np.int64)
-    collection = registry.vectors._collection  # noqa: SLF001 - the benchmark reads the index's own vectors
     for batch in registry.store.iter_examples(2000):  # small: Chroma returns embeddings as Python lists (~0.3 GB per 20,000)
-        got = collection.get(ids=[f"{row[0]}@{row[1]}" for row in batch], include=["embeddings"])
-        ids = np.fromiter((int(i.split("@")[0]) for i in got["ids"]), dtype=np.int64, count=len(got["ids"]))
-        matrix = np.asarray(got["embeddings"], dtype=np.float32)
+        found, matrix = registry.vectors.stored_vectors([(row[0], row[1]) for row in batch])
+        ids = np.array(found, dtype=np.int64)
         scores = queries @ matrix.T  # (queries, batch)
         all_scores = np.concatenate([best_scores, scores], axis=1)
         all_ids = np.concatenate([best_ids, np.broadcast_to(ids, scores.shape)], axis=1)
@@ -177,7 +178,9 @@ def stdio_params(data_dir: Path, chroma_url: str | None) -> Any:
     env = {**os.environ, "ARD_MCP_LOG_LEVEL": "WARNING"}
     if chroma_url:
         env["ARD_MCP_CHROMA_URL"] = chroma_url
-    return StdioServerParameters(command=sys.executable, args=["-m", "ard_mcp", "serve", "--data-dir", str(data_dir)], env=env, cwd=str(REPO))
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "ard_mcp", "serve", "--data-dir", str(data_dir)], env=env, cwd=str(REPO)
+    )
 
 
 def child_servers() -> list[int]:
@@ -222,7 +225,10 @@ async def _first_search(data_dir: Path, chroma_url: str | None, query: str) -> d
     async with Client(stdio_params(data_dir, chroma_url)) as client:
         await client.list_tools()
         result = await client.call_tool("search_agents", {"text": query})
-        out: dict[str, Any] = {"first_search_s": time.perf_counter() - start, "first_search_error": bool(getattr(result, "is_error", False))}
+        out: dict[str, Any] = {
+            "first_search_s": time.perf_counter() - start,
+            "first_search_error": bool(getattr(result, "is_error", False)),
+        }
         hwm = [h for pid in child_servers() if (h := vm_hwm(pid))]
         out["server_peak_rss_bytes"] = max(hwm) if hwm else None
         return out
@@ -242,16 +248,18 @@ async def stdio_startup(data_dir: Path, chroma_url: str | None, runs: int, query
             seconds, tools = await asyncio.wait_for(_first_tools_list(data_dir, chroma_url), timeout)
             times.append(seconds)
             log(f"stdio run {run + 1}/{runs}: tools/list answered after {seconds:.3f} s ({tools} tools)")
-        except Exception as exc:  # noqa: BLE001 - a failed start-up is a result to report, not a crash
+        except Exception as exc:
             errors.append(f"run {run + 1}: {type(exc).__name__}: {exc}")
             log(f"stdio run {run + 1}/{runs} failed: {errors[-1]}")
         await asyncio.sleep(0.3)  # let the previous server release the data directory
     out: dict[str, Any] = {"tools_list_runs_s": times, "tools_list_median_s": float(np.median(times)) if times else None, "errors": errors}
     try:
         out.update(await asyncio.wait_for(_first_search(data_dir, chroma_url, query), timeout))
-        log(f"stdio: first search_agents answered after {out['first_search_s']:.2f} s; server peak RSS "
-            f"{(out['server_peak_rss_bytes'] or 0) / MIB:.0f} MiB")
-    except Exception as exc:  # noqa: BLE001
+        log(
+            f"stdio: first search_agents answered after {out['first_search_s']:.2f} s; server peak RSS "
+            f"{(out['server_peak_rss_bytes'] or 0) / MIB:.0f} MiB"
+        )
+    except Exception as exc:
         out.update(first_search_s=None, server_peak_rss_bytes=None)
         errors.append(f"first search: {type(exc).__name__}: {exc}")
         log(f"stdio first search failed: {errors[-1]}")
@@ -266,8 +274,8 @@ def generate(size: int, args: argparse.Namespace) -> tuple[Any, list[dict[str, A
 
 def example_texts(entries: list[dict[str, Any]]) -> list[str]:
     """Every distinct example text of the catalog, sorted: what ingest embeds, in its order."""
-    from ard_mcp.catalog import parse_entry
-    from ard_mcp.examples import extract_examples
+    from ard_mcp.formats.catalog import parse_entry
+    from ard_mcp.index.example_texts import extract_examples
 
     return sorted({e.text for entry in entries for e in extract_examples(parse_entry(entry))})
 
@@ -278,7 +286,7 @@ def open_cache(args: argparse.Namespace, embedder: Any) -> vector_cache.VectorCa
 
 def warm_cache(args: argparse.Namespace) -> int:
     """Spend the model time for the largest size once, resumably: `--warm-cache` with `--vector-cache`."""
-    from ard_mcp.embedding import load_embedder
+    from ard_mcp.index.embedding import load_embedder
 
     size = max(int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip())
     log(f"vector cache {args.vector_cache}: generating {size:,} agents")
@@ -299,19 +307,19 @@ class CachedIngest(vector_cache.CachingEmbedder):
     """Serves ingest's `embed` calls from the cache by standing in for the process's loaded embedder."""
 
     def install(self) -> None:
-        from ard_mcp import embedding
+        from ard_mcp.index.embedding import use_embedder
 
-        embedding._embedders[self.real.spec.directory] = self  # noqa: SLF001 - the bench swaps the loaded model
+        use_embedder(self)
 
     def uninstall(self) -> None:
-        from ard_mcp import embedding
+        from ard_mcp.index.embedding import use_embedder
 
-        embedding._embedders[self.real.spec.directory] = self.real  # noqa: SLF001
+        use_embedder(self.real)
         self._cache.close()
 
 
 def cached_ingest(args: argparse.Namespace, size: int) -> CachedIngest | None:
-    from ard_mcp.embedding import load_embedder
+    from ard_mcp.index.embedding import load_embedder
 
     if not args.vector_cache or size < args.cache_from:
         return None
@@ -322,11 +330,12 @@ def cached_ingest(args: argparse.Namespace, size: int) -> CachedIngest | None:
 
 
 def run_size(size: int, args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
-    from ard_mcp.catalog import parse_entry
-    from ard_mcp.examples import extract_examples
-    from ard_mcp.ingest import manifest_entries
+    from ard_mcp.formats.catalog import parse_entry
+    from ard_mcp.formats.manifests import manifest_entries
+    from ard_mcp.formats.messages import FacetRequest
+    from ard_mcp.index.example_texts import extract_examples
     from ard_mcp.registry import Registry
-    from ard_mcp.wire import FacetRequest
+    from ard_mcp.search.query import SearchQuery
 
     res: dict[str, Any] = {"agents": size, "data_dir": str(data_dir), "load_average_at_start": os.getloadavg()}
     shared = Path(args.shared)
@@ -352,13 +361,17 @@ def run_size(size: int, args: argparse.Namespace, data_dir: Path) -> dict[str, A
         "selective": sum(synth.RARE_TAG in e["tags"] for e in entries) / size,
     }
     filters: dict[str, dict[str, list[str]] | None] = {
-        "none": None, "type": {"type": [synth.TYPE_FILTER]}, "tags": {"tags": [synth.TAG_FILTER]}, "selective": {"tags": [synth.RARE_TAG]},
+        "none": None,
+        "type": {"type": [synth.TYPE_FILTER]},
+        "tags": {"tags": [synth.TAG_FILTER]},
+        "selective": {"tags": [synth.RARE_TAG]},
     }
     res["filters"] = filters
     res["rss_after_generation_bytes"] = peak_rss()
-    log(f"{size}: {size} agents, {total_examples} examples ({total_examples / size:.2f}/agent), {res['unique_texts']} unique texts, "
-        f"generated in {res['generation_s']:.1f} s; filter shares "
-        + ", ".join(f"{k} {v:.1%}" for k, v in res["filter_share"].items()))
+    log(
+        f"{size}: {size} agents, {total_examples} examples ({total_examples / size:.2f}/agent), {res['unique_texts']} unique texts, "
+        f"generated in {res['generation_s']:.1f} s; filter shares " + ", ".join(f"{k} {v:.1%}" for k, v in res["filter_share"].items())
+    )
 
     config = make_config(data_dir, args.chroma_url)
     # 2. ingest, then the same catalog again; the model is loaded first so neither figure includes loading it
@@ -372,29 +385,42 @@ def run_size(size: int, args: argparse.Namespace, data_dir: Path) -> dict[str, A
         res["model_load_s"] = time.perf_counter() - start
         log(f"{size}: ingesting through register_many(manifest_entries(...))" + (" with vectors from the cache" if cached else ""))
         start = time.perf_counter()
-        report = registry.register_many(manifest_entries(manifest), Progress(f"{size}: ingest"))
+        report = registry.indexer.register_many(manifest_entries(manifest), Progress(f"{size}: ingest"))
         ingest_s = time.perf_counter() - start
         res["ingest"] = {
-            "seconds": ingest_s, "agents_per_s": size / ingest_s, "examples_per_s": total_examples / ingest_s,
+            "seconds": ingest_s,
+            "agents_per_s": size / ingest_s,
+            "examples_per_s": total_examples / ingest_s,
             "report": {**report.as_dict(), "rejected": report.rejected[:5], "rejected_count": len(report.rejected)},
         }
         if cached:
-            res["ingest"].update(measured_seconds=ingest_s, vectors_from_cache=cached.hits, vectors_from_model=cached.misses,
-                                 cache_seconds=cached.cache_seconds)
+            res["ingest"].update(
+                measured_seconds=ingest_s,
+                vectors_from_cache=cached.hits,
+                vectors_from_model=cached.misses,
+                cache_seconds=cached.cache_seconds,
+            )
             ingest_s -= cached.cache_seconds  # reading the cache is the benchmark's work, not ingest's
         res["peak_rss_after_ingest_bytes"] = peak_rss()
-        log(f"{size}: ingest {ingest_s:.1f} s = {size / ingest_s:.0f} agents/s, {total_examples / ingest_s:.0f} examples/s; "
-            f"added {report.added}, rejected {len(report.rejected)}; peak RSS so far {res['peak_rss_after_ingest_bytes'] / MIB:.0f} MiB")
+        log(
+            f"{size}: ingest {ingest_s:.1f} s = {size / ingest_s:.0f} agents/s, {total_examples / ingest_s:.0f} examples/s; "
+            f"added {report.added}, rejected {len(report.rejected)}; peak RSS so far {res['peak_rss_after_ingest_bytes'] / MIB:.0f} MiB"
+        )
         if report.added != size:
             log(f"{size}: WARNING: expected {size} added, got {report.as_dict() | {'rejected': report.rejected[:3]}}")
 
         start = time.perf_counter()
-        again = registry.register_many(manifest_entries(manifest))
+        again = registry.indexer.register_many(manifest_entries(manifest))
         reingest_s = time.perf_counter() - start
         if cached:
             cached.uninstall()
-        res["reingest"] = {"seconds": reingest_s, "speedup": ingest_s / reingest_s, "unchanged": again.unchanged,
-                           "added": again.added, "updated": again.updated}
+        res["reingest"] = {
+            "seconds": reingest_s,
+            "speedup": ingest_s / reingest_s,
+            "unchanged": again.unchanged,
+            "added": again.added,
+            "updated": again.updated,
+        }
         log(f"{size}: re-ingest {reingest_s:.2f} s ({ingest_s / reingest_s:.1f}x faster), unchanged {again.unchanged}")
 
         # 3. the model's raw throughput on the same texts, in the order ingest embeds them (sorted, chunks of 512).
@@ -438,13 +464,13 @@ def run_size(size: int, args: argparse.Namespace, data_dir: Path) -> dict[str, A
 
         cases, rest = split_queries(load_dev_queries(shared, args.seed), args.queries)
         for query in rest[:5]:
-            registry.search(query, None, 10)
+            registry.search(SearchQuery.of(query)).response()
         # The cases take turns query by query, so a change in machine load affects them alike.
         measured: dict[str, dict[str, list[Any]]] = {case: {"ms": [], "totals": [], "violations": []} for case in FILTER_CASES}
         for i in range(args.queries):
             for case in FILTER_CASES:
                 flt = filters[case]
-                ms, response = timed_ms(lambda q=cases[case][i], f=flt: registry.search(q, f, 10))
+                ms, response = timed_ms(lambda q=cases[case][i], f=flt: registry.search(SearchQuery.of(q, f)).response())
                 bad = 0
                 if case == "type":
                     bad = sum(r.type != synth.TYPE_FILTER for r in response.results)
@@ -459,20 +485,31 @@ def run_size(size: int, args: argparse.Namespace, data_dir: Path) -> dict[str, A
         for case in FILTER_CASES:
             latencies = measured[case]["ms"]
             search[case] = {
-                "filter": filters[case], "share": res["filter_share"].get(case, 1.0), "queries": len(latencies),
-                "p50_ms": percentile(latencies, 50), "p99_ms": percentile(latencies, 99), "mean_ms": float(np.mean(latencies)),
-                "max_ms": max(latencies), "mean_total_results": float(np.mean(measured[case]["totals"])),
+                "filter": filters[case],
+                "share": res["filter_share"].get(case, 1.0),
+                "queries": len(latencies),
+                "p50_ms": percentile(latencies, 50),
+                "p99_ms": percentile(latencies, 99),
+                "mean_ms": float(np.mean(latencies)),
+                "max_ms": max(latencies),
+                "mean_total_results": float(np.mean(measured[case]["totals"])),
                 "filter_violations": sum(measured[case]["violations"]),
             }
-            log(f"{size}: search [{case}] p50 {search[case]['p50_ms']:.1f} ms, p99 {search[case]['p99_ms']:.1f} ms, "
-                f"mean totalResults {search[case]['mean_total_results']:.1f}")
+            log(
+                f"{size}: search [{case}] p50 {search[case]['p50_ms']:.1f} ms, p99 {search[case]['p99_ms']:.1f} ms, "
+                f"mean totalResults {search[case]['mean_total_results']:.1f}"
+            )
         res["search"] = search
 
         facets = [FacetRequest(field="type"), FacetRequest(field="tags"), FacetRequest(field="publisher")]
         explore_text = [timed_ms(lambda q=q: registry.explore(q, None, facets))[0] for q in rest[5 : 5 + args.explore]]
         explore_all = [timed_ms(lambda: registry.explore(None, None, facets))[0] for _ in range(20)]
-        res["explore"] = {"p50_ms": percentile(explore_text, 50), "p99_ms": percentile(explore_text, 99), "queries": len(explore_text),
-                          "no_text_p50_ms": percentile(explore_all, 50)}
+        res["explore"] = {
+            "p50_ms": percentile(explore_text, 50),
+            "p99_ms": percentile(explore_text, 99),
+            "queries": len(explore_text),
+            "no_text_p50_ms": percentile(explore_all, 50),
+        }
         log(f"{size}: explore_facets p50 {res['explore']['p50_ms']:.1f} ms with text, {res['explore']['no_text_p50_ms']:.1f} ms without")
 
         # Recall@10 of the vector index against exact search over the same vectors, as ann-benchmarks counts it:
@@ -488,9 +525,18 @@ def run_size(size: int, args: argparse.Namespace, data_dir: Path) -> dict[str, A
         exact_ids, exact_scores = exact_top_k(registry, vectors, 10)
         recalls = [sum(sim >= kth - 1e-3 for _, sim in hits) / 10 for hits, kth in zip(approx, exact_scores[:, -1], strict=True)]
         strict = [len({i for i, _ in hits} & set(e.tolist())) / 10 for hits, e in zip(approx, exact_ids, strict=True)]
-        res["recall"] = {"at_10": float(np.mean(recalls)), "min": float(np.min(recalls)), "strict_at_10": float(np.mean(strict)),
-                         "queries": len(recalls), "vector_query_p50_ms": percentile(approx_ms, 50), "exact_scan_s": time.perf_counter() - start}
-        log(f"{size}: recall@10 {res['recall']['at_10']:.4f}, strict {res['recall']['strict_at_10']:.4f} (vector query p50 {res['recall']['vector_query_p50_ms']:.1f} ms)")
+        res["recall"] = {
+            "at_10": float(np.mean(recalls)),
+            "min": float(np.min(recalls)),
+            "strict_at_10": float(np.mean(strict)),
+            "queries": len(recalls),
+            "vector_query_p50_ms": percentile(approx_ms, 50),
+            "exact_scan_s": time.perf_counter() - start,
+        }
+        log(
+            f"{size}: recall@10 {res['recall']['at_10']:.4f}, strict {res['recall']['strict_at_10']:.4f} "
+            f"(vector query p50 {res['recall']['vector_query_p50_ms']:.1f} ms)"
+        )
 
         # Single register_agent calls: new agents from the same stream, and changes to stored ones.
         rng = random.Random(args.seed + size)
@@ -499,11 +545,16 @@ def run_size(size: int, args: argparse.Namespace, data_dir: Path) -> dict[str, A
         todo = [x for pair in zip(new, changed, strict=False) for x in pair] + new[len(changed) :] + changed[len(new) :]
         latencies, statuses = [], {}
         for entry in todo:
-            ms, result = timed_ms(lambda e=entry: registry.register(e))
+            ms, result = timed_ms(lambda e=entry: registry.indexer.register(e))
             latencies.append(ms)
             statuses[result.status] = statuses.get(result.status, 0) + 1
-        res["register"] = {"p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95), "max_ms": max(latencies),
-                           "calls": len(latencies), "statuses": statuses}
+        res["register"] = {
+            "p50_ms": percentile(latencies, 50),
+            "p95_ms": percentile(latencies, 95),
+            "max_ms": max(latencies),
+            "calls": len(latencies),
+            "statuses": statuses,
+        }
         log(f"{size}: register_agent p50 {res['register']['p50_ms']:.1f} ms over {len(latencies)} calls {statuses}")
     finally:
         registry.close()
@@ -540,28 +591,67 @@ def row_cells(res: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
     ratio = res["ingest_vs_raw"]
     out.append(("ingest / raw model throughput", "≥ 80%", f"{ratio:.0%}{star}", ratio >= 0.8))
     speedup = res["reingest"]["speedup"]
-    out.append(("re-ingest unchanged: speed-up", "≥ 20×", f"{speedup:.1f}× ({res['reingest']['seconds']:.2f} s)", speedup >= 20 and res["reingest"]["unchanged"] == res["agents"]))
+    out.append(
+        (
+            "re-ingest unchanged: speed-up",
+            "≥ 20×",
+            f"{speedup:.1f}× ({res['reingest']['seconds']:.2f} s)",
+            speedup >= 20 and res["reingest"]["unchanged"] == res["agents"],
+        )
+    )
     base = s["none"]
-    out.append(("search_agents p50 / p99 ms, no filter", "≤ 25 / 60", f"{fmt_ms(base['p50_ms'])} / {fmt_ms(base['p99_ms'])}",
-                base["p50_ms"] <= 25 and base["p99_ms"] <= 60))
+    out.append(
+        (
+            "search_agents p50 / p99 ms, no filter",
+            "≤ 25 / 60",
+            f"{fmt_ms(base['p50_ms'])} / {fmt_ms(base['p99_ms'])}",
+            base["p50_ms"] <= 25 and base["p99_ms"] <= 60,
+        )
+    )
     for case, label in (("type", "type"), ("tags", "tags"), ("selective", "selective")):
         c = s[case]
         ok = c["p50_ms"] <= 1.5 * base["p50_ms"] and c["p99_ms"] <= 1.5 * base["p99_ms"] and c["filter_violations"] == 0
-        out.append((f"  … {label} filter ({c['share']:.1%} of agents)", "≤ 1.5× unfiltered",
-                    f"{fmt_ms(c['p50_ms'])} / {fmt_ms(c['p99_ms'])} ({c['p50_ms'] / base['p50_ms']:.2f}×/{c['p99_ms'] / base['p99_ms']:.2f}×)", ok))
-    out.append(("explore_facets p50 ms (with / without text)", "", f"{fmt_ms(res['explore']['p50_ms'])} / {fmt_ms(res['explore']['no_text_p50_ms'])}", None))
+        out.append(
+            (
+                f"  … {label} filter ({c['share']:.1%} of agents)",
+                "≤ 1.5× unfiltered",
+                f"{fmt_ms(c['p50_ms'])} / {fmt_ms(c['p99_ms'])} ({c['p50_ms'] / base['p50_ms']:.2f}×/{c['p99_ms'] / base['p99_ms']:.2f}×)",
+                ok,
+            )
+        )
+    out.append(
+        (
+            "explore_facets p50 ms (with / without text)",
+            "",
+            f"{fmt_ms(res['explore']['p50_ms'])} / {fmt_ms(res['explore']['no_text_p50_ms'])}",
+            None,
+        )
+    )
     out.append(("register_agent p50 ms (single)", "≤ 50", f"{fmt_ms(res['register']['p50_ms'])}", res["register"]["p50_ms"] <= 50))
     rss = res["peak_rss_after_ingest_bytes"]
     out.append(("peak RSS, process through ingest", "≤ 2.5 GiB", f"{rss / GIB:.2f} GiB", rss <= 2.5 * GIB))
     server_rss = res["stdio"].get("server_peak_rss_bytes")
-    out.append(("peak RSS, server after 1st search", "≤ 2.5 GiB", f"{server_rss / GIB:.2f} GiB" if server_rss else "n/a",
-                server_rss <= 2.5 * GIB if server_rss else None))
+    out.append(
+        (
+            "peak RSS, server after 1st search",
+            "≤ 2.5 GiB",
+            f"{server_rss / GIB:.2f} GiB" if server_rss else "n/a",
+            server_rss <= 2.5 * GIB if server_rss else None,
+        )
+    )
     disk = res["disk_bytes"]
     out.append(("disk (data dir)", "≤ 2 GiB", f"{disk / GIB:.2f} GiB" if disk >= 0.1 * GIB else f"{disk / MIB:.0f} MiB", disk <= 2 * GIB))
     recall = res["recall"]["at_10"]
     out.append(("vector recall@10 vs exact", "≥ 0.98", f"{recall:.4f}", recall >= 0.98))
     first = res["stdio"]["tools_list_median_s"]
-    out.append(("first tools/list over stdio (median)", "≤ 1.0 s", f"{first:.2f} s" if first is not None else "failed", first is not None and first <= 1.0))
+    out.append(
+        (
+            "first tools/list over stdio (median)",
+            "≤ 1.0 s",
+            f"{first:.2f} s" if first is not None else "failed",
+            first is not None and first <= 1.0,
+        )
+    )
     search_s = res["stdio"]["first_search_s"]
     out.append(("first search_agents over stdio", "", f"{search_s:.2f} s" if search_s is not None else "failed", None))
     out.append(("index open after restart (in process)", "", f"{res['index_open_s']:.2f} s", None))
@@ -625,14 +715,18 @@ def machine() -> dict[str, Any]:
             return ""
 
     info: dict[str, Any] = {
-        "cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-        "ard_mcp": version("ard-mcp"), "chromadb": version("chromadb"), "onnxruntime": version("onnxruntime"), "mcp": version("mcp"),
-        "git_commit": git("rev-parse", "--short", "HEAD"), "git_dirty": bool(git("status", "--porcelain", "--", "ard_mcp")),
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "ard_mcp": version("ard-mcp"),
+        "chromadb": version("chromadb"),
+        "onnxruntime": version("onnxruntime"),
+        "mcp": version("mcp"),
+        "git_commit": git("rev-parse", "--short", "HEAD"),
+        "git_dirty": bool(git("status", "--porcelain", "--", "ard_mcp")),
     }
-    try:
+    with contextlib.suppress(ValueError, OSError):
         info["memory_gib"] = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / GIB, 1)
-    except (ValueError, OSError):
-        pass
     return info
 
 
@@ -641,7 +735,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated catalog sizes (default %(default)s)")
     parser.add_argument("--shared", type=Path, default=REPO.parent / "shared", help="the shared folder with data/ (default %(default)s)")
     parser.add_argument("--json", type=Path, default=HERE / "scale-results.json", help="where to write the results (default %(default)s)")
-    parser.add_argument("--chroma-url", default=os.environ.get("ARD_MCP_CHROMA_URL") or None, help="use a Chroma server (http://HOST:PORT) instead of the embedded index")
+    parser.add_argument(
+        "--chroma-url",
+        default=os.environ.get("ARD_MCP_CHROMA_URL") or None,
+        help="use a Chroma server (http://HOST:PORT) instead of the embedded index",
+    )
     parser.add_argument("--work-dir", type=Path, default=None, help="where the data directories go (default: a new temporary directory)")
     parser.add_argument("--keep-data", action="store_true", help="keep each size's data directory")
     parser.add_argument("--seed", type=int, default=4)
@@ -649,15 +747,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--explore", type=int, default=50, help="explore_facets calls with text (default %(default)s)")
     parser.add_argument("--registers", type=int, default=50, help="single register_agent calls (default %(default)s)")
     parser.add_argument("--stdio-runs", type=int, default=5, help="stdio start-ups to take the median of (default %(default)s)")
-    parser.add_argument("--raw-limit", type=int, default=60000,
-                        help="embed at most this many of the texts (a seeded uniform sample, same order) for the raw model figure; 0 = all (default %(default)s)")
+    parser.add_argument(
+        "--raw-limit",
+        type=int,
+        default=60000,
+        help="embed at most this many of the texts (a seeded uniform sample, same order) for the raw model figure; "
+        "0 = all (default %(default)s)",
+    )
     parser.add_argument("--markdown", action="store_true", help="also print the table as Markdown (for the README)")
-    parser.add_argument("--vector-cache", type=Path, default=None,
-                        help="SQLite file of the model's vectors for the catalog's example texts (bench/vector_cache.py)")
-    parser.add_argument("--cache-from", type=int, default=100000,
-                        help="sizes from this one up ingest with vectors from --vector-cache (default %(default)s)")
-    parser.add_argument("--warm-cache", action="store_true",
-                        help="only fill --vector-cache for the largest of --sizes (resumable), then exit")
+    parser.add_argument(
+        "--vector-cache",
+        type=Path,
+        default=None,
+        help="SQLite file of the model's vectors for the catalog's example texts (bench/vector_cache.py)",
+    )
+    parser.add_argument(
+        "--cache-from",
+        type=int,
+        default=100000,
+        help="sizes from this one up ingest with vectors from --vector-cache (default %(default)s)",
+    )
+    parser.add_argument(
+        "--warm-cache", action="store_true", help="only fill --vector-cache for the largest of --sizes (resumable), then exit"
+    )
     parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--worker-out", type=Path, default=None, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -680,9 +792,28 @@ def worker(args: argparse.Namespace) -> int:
 
 
 def worker_argv(args: argparse.Namespace, size: int, out: Path) -> list[str]:
-    argv = [sys.executable, str(Path(__file__).resolve()), "--worker", str(size), "--worker-out", str(out),
-            "--shared", str(args.shared), "--seed", str(args.seed), "--queries", str(args.queries), "--explore", str(args.explore),
-            "--registers", str(args.registers), "--stdio-runs", str(args.stdio_runs), "--raw-limit", str(args.raw_limit)]
+    argv = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--worker",
+        str(size),
+        "--worker-out",
+        str(out),
+        "--shared",
+        str(args.shared),
+        "--seed",
+        str(args.seed),
+        "--queries",
+        str(args.queries),
+        "--explore",
+        str(args.explore),
+        "--registers",
+        str(args.registers),
+        "--stdio-runs",
+        str(args.stdio_runs),
+        "--raw-limit",
+        str(args.raw_limit),
+    ]
     if args.chroma_url:
         argv += ["--chroma-url", args.chroma_url]
     if args.work_dir:
@@ -697,8 +828,11 @@ def worker_argv(args: argparse.Namespace, size: int, out: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.chroma_url and not chroma_url_supported():
-        print(f"scale.py: --chroma-url {args.chroma_url}: this ard-mcp has no Config.chroma_url, so it cannot use a Chroma server yet; "
-              "run without --chroma-url to measure the embedded index", file=sys.stderr)
+        print(
+            f"scale.py: --chroma-url {args.chroma_url}: this ard-mcp has no Config.chroma_url, so it cannot use a Chroma server yet; "
+            "run without --chroma-url to measure the embedded index",
+            file=sys.stderr,
+        )
         return 2
     if args.worker is not None:
         return worker(args)
@@ -708,7 +842,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return warm_cache(args)
     if os.getloadavg()[0] > BUSY_LOAD:
-        log(f"note: 1-min load average is {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; something else is running and will slow every figure")
+        log(
+            f"note: 1-min load average is {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
+            "something else is running and will slow every figure"
+        )
 
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     if not (args.shared / "data").is_dir():
@@ -725,7 +862,10 @@ def main(argv: list[str] | None = None) -> int:
             if code == 0 and out.exists():
                 results[str(size)] = json.loads(out.read_text())
             else:
-                results[str(size)] = {"agents": size, "error": f"worker exited with status {code} after {time.perf_counter() - started:.0f} s (see stderr)"}
+                results[str(size)] = {
+                    "agents": size,
+                    "error": f"worker exited with status {code} after {time.perf_counter() - started:.0f} s (see stderr)",
+                }
             log(f"=== {size:,} agents done in {time.perf_counter() - started:.0f} s ===")
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
@@ -736,8 +876,16 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "vector_backend": f"chroma server {args.chroma_url}" if args.chroma_url else "embedded chroma (PersistentClient)",
         "targets_at_100k": {
-            "search_p50_ms": 25, "search_p99_ms": 60, "filtered_vs_unfiltered": 1.5, "ingest_vs_raw": 0.8, "reingest_speedup": 20,
-            "register_p50_ms": 50, "peak_rss_gib": 2.5, "disk_gib": 2.0, "recall_at_10": 0.98, "first_tools_list_s": 1.0,
+            "search_p50_ms": 25,
+            "search_p99_ms": 60,
+            "filtered_vs_unfiltered": 1.5,
+            "ingest_vs_raw": 0.8,
+            "reingest_speedup": 20,
+            "register_p50_ms": 50,
+            "peak_rss_gib": 2.5,
+            "disk_gib": 2.0,
+            "recall_at_10": 0.98,
+            "first_tools_list_s": 1.0,
         },
         "notes": [
             "Targets are stated for 100,000 agents; smaller sizes are checked against the same numbers.",
@@ -757,14 +905,19 @@ def main(argv: list[str] | None = None) -> int:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
 
-    print(f"ard-mcp scale benchmark — {document['vector_backend']}; {document['machine']['cpus']} CPUs; "
-          f"ard-mcp {document['machine']['ard_mcp']} @ {document['machine']['git_commit']}{' (modified)' if document['machine']['git_dirty'] else ''}")
+    print(
+        f"ard-mcp scale benchmark — {document['vector_backend']}; {document['machine']['cpus']} CPUs; "
+        f"ard-mcp {document['machine']['ard_mcp']} @ {document['machine']['git_commit']}"
+        f"{' (modified)' if document['machine']['git_dirty'] else ''}"
+    )
     print(format_table(results))
     busy = {s: r["load_average_at_start"][0] for s, r in results.items() if r.get("load_average_at_start", [0])[0] > BUSY_LOAD}
     if busy:
-        print("WARNING: the machine was busy when these sizes started (1-min load average "
-              + ", ".join(f"{int(s):,}: {load:.1f}" for s, load in busy.items())
-              + f" on {os.cpu_count()} CPUs): other processes shared the cores, so the timings are pessimistic")
+        print(
+            "WARNING: the machine was busy when these sizes started (1-min load average "
+            + ", ".join(f"{int(s):,}: {load:.1f}" for s, load in busy.items())
+            + f" on {os.cpu_count()} CPUs): other processes shared the cores, so the timings are pessimistic"
+        )
     print("targets are the issue's, for 100,000 agents; ✓/✗ compare each size with them")
     if any(r.get("ingest", {}).get("vectors_from_cache") for r in results.values()):
         print(f"* {CACHE_NOTE}")

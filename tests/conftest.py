@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from ard_mcp.config import Config
+from ard_mcp.formats.messages import SearchResult
 from ard_mcp.registry import Registry
+from ard_mcp.search.query import SearchQuery
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,7 +69,17 @@ TRANSLATE: dict[str, Any] = {
     "type": "application/a2a-agent-card+json",
     "description": "Translates text and documents between 40 languages.",
     "tags": ["language"],
-    "data": {"name": "Lingua", "skills": [{"id": "translate", "name": "translate_text", "description": "Translate a passage into another language.", "examples": ["say this in Japanese"]}]},
+    "data": {
+        "name": "Lingua",
+        "skills": [
+            {
+                "id": "translate",
+                "name": "translate_text",
+                "description": "Translate a passage into another language.",
+                "examples": ["say this in Japanese"],
+            }
+        ],
+    },
 }
 
 SKILL: dict[str, Any] = {
@@ -93,6 +105,11 @@ def entry(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
     return out
 
 
+def results(registry: Registry, text: str) -> list[SearchResult]:
+    """The first page of ARD results for a task, as `search_agents` returns them."""
+    return registry.search(SearchQuery.of(text)).response().results
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -112,6 +129,6 @@ def registry(data_dir: Path) -> Iterator[Registry]:
 
 @pytest.fixture
 def loaded(registry: Registry) -> Registry:
-    report = registry.register_many((f"entries[{i}]", e) for i, e in enumerate(SAMPLE))
+    report = registry.indexer.register_many((f"entries[{i}]", e) for i, e in enumerate(SAMPLE))
     assert report.added == len(SAMPLE) and not report.rejected
     return registry

@@ -19,15 +19,18 @@ from referencing import Registry as SchemaRegistry
 from referencing import Resource
 from referencing.jsonschema import DRAFT202012
 
-from ard_mcp.config import Config, HttpSettings
-from ard_mcp.http import build_app
+from ard_mcp.config import Config
+from ard_mcp.surfaces.rest.app import build_app
+from ard_mcp.surfaces.rest.settings import HttpSettings
 from tests.conftest import entry as doc  # noqa: F401 - the HTTP tests import it from here
 from tests.test_packaging import FORMATS
 
 SPECS = Path(__file__).resolve().parents[2] / "shared" / "specs"
 ARD_SCHEMAS = SPECS / "ard-v0.5-schemas"
 BASE_URL = "http://127.0.0.1:8000"
-needs_ard_schemas = pytest.mark.skipif(not ARD_SCHEMAS.is_dir(), reason=f"ARD schemas not found at {ARD_SCHEMAS} (expected beside the repository)")
+needs_ard_schemas = pytest.mark.skipif(
+    not ARD_SCHEMAS.is_dir(), reason=f"ARD schemas not found at {ARD_SCHEMAS} (expected beside the repository)"
+)
 
 # The draft's own examples (Xu §4.9 and §13.1, AIDIP §3.3).
 XU_HR: dict[str, Any] = {
@@ -40,7 +43,12 @@ XU_HR: dict[str, Any] = {
         {"id": "ex-2", "text": "Check an employee record for missing payroll fields.", "tags": ["employee-record", "validation"]},
     ],
     "bindings": [
-        {"protocol": "https", "endpoint": "https://agents.example.net/hr-core/invoke", "media_types": ["application/json"], "interaction_model": "request-response"}
+        {
+            "protocol": "https",
+            "endpoint": "https://agents.example.net/hr-core/invoke",
+            "media_types": ["application/json"],
+            "interaction_model": "request-response",
+        }
     ],
     "auth": {"type": "oauth2", "token_url": "https://agents.example.net/token"},
     "constraints": {"region": "apac"},
@@ -81,7 +89,12 @@ AIDIP_TRANSLATOR: dict[str, Any] = {
                 "required": ["text", "source_language", "target_language"],
             },
             "outputs": {"type": "object", "properties": {"translated_text": {"type": "string"}}},
-            "examples": [{"input": {"text": "你好世界", "source_language": "zh", "target_language": "en"}, "output": {"translated_text": "Hello World"}}],
+            "examples": [
+                {
+                    "input": {"text": "你好世界", "source_language": "zh", "target_language": "en"},
+                    "output": {"translated_text": "Hello World"},
+                }
+            ],
         }
     ],
 }
@@ -94,9 +107,11 @@ AIDIP_URN = "urn:ai:api.example.com:agent-12345"
 async def running(data_dir: Path, settings: HttpSettings | None = None, source_url: str | None = None) -> AsyncIterator[httpx.AsyncClient]:
     """The whole app (lifespan included: registry, MCP session manager) under an httpx client."""
     app = build_app(Config(data_dir, source_url=source_url), settings or HttpSettings(), warm=False)
-    async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL, timeout=60) as client:
-            yield client
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL, timeout=60) as client,
+    ):
+        yield client
 
 
 Api = tuple[httpx.AsyncClient, dict[str, Any]]
@@ -169,7 +184,9 @@ def response_schema(openapi: dict[str, Any], path: str, method: str, status: int
 def assert_ours(openapi: dict[str, Any], path: str, method: str, response: httpx.Response) -> None:
     """The response's status is documented for the operation and its body is valid against that schema."""
     schema = response_schema(openapi, path, method, response.status_code)
-    assert schema is not None, f"{method} {path} answered {response.status_code}, which /openapi.json does not document: {response.text[:300]}"
+    assert schema is not None, (
+        f"{method} {path} answered {response.status_code}, which /openapi.json does not document: {response.text[:300]}"
+    )
     validator = jsonschema.Draft202012Validator({"components": openapi["components"], "allOf": [schema]}, format_checker=FORMATS)
     errors = [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in validator.iter_errors(response.json())]
     assert not errors, f"{method} {path} {response.status_code} does not match /openapi.json: {errors[:5]}"

@@ -45,7 +45,10 @@ def serving(data_dir: Path, *args: str) -> Iterator[str]:
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "ard_mcp", "serve", "--port", str(port), "--data-dir", str(data_dir), *args],
-        env=quiet_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=quiet_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     base = f"http://127.0.0.1:{port}"
     try:

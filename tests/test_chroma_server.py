@@ -16,7 +16,7 @@ from tests.conftest import INVOICES, PDF, WEATHER
 from tests.processes import free_port, quiet_env, serving, wait_for
 from tests.test_transports import register_and_search
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 
 @contextmanager
@@ -25,7 +25,9 @@ def chroma_server(path: Path) -> Iterator[str]:
     port = free_port()
     process = subprocess.Popen(
         [chroma, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -59,6 +61,9 @@ async def test_two_processes_share_a_chroma_server(tmp_path: Path) -> None:
         with serving(data_dir, *args):
             refused = subprocess.run(
                 [sys.executable, "-m", "ard_mcp", "search", "weather", "--data-dir", str(data_dir)],
-                env=quiet_env(), capture_output=True, text=True, timeout=60,
+                env=quiet_env(),
+                capture_output=True,
+                text=True,
+                timeout=60,
             )
         assert refused.returncode == 2 and "in use by another ard-mcp process" in refused.stderr

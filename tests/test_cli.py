@@ -8,13 +8,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import PDF, SAMPLE, WEATHER, entry
+
+pytestmark = pytest.mark.slow  # the model, Chroma or a server
 
 
 def ard(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "ard_mcp", *args, "--data-dir", str(data_dir)],
-        env={**os.environ, "ARD_MCP_LOG_LEVEL": "WARNING"}, capture_output=True, text=True, timeout=180,
+        env={**os.environ, "ARD_MCP_LOG_LEVEL": "WARNING"},
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
 
 
@@ -44,8 +51,10 @@ def test_ingest_search_and_eval(tmp_path: Path) -> None:
 
     queries = tmp_path / "queries.jsonl"
     queries.write_text(
-        json.dumps({"id": "a", "query": "combine two PDF documents", "relevant": [PDF["identifier"]], "category": "docs"}) + "\n"
-        + json.dumps({"id": "b", "query": "sky conditions in Rome right now", "relevant": {WEATHER["identifier"]: 2}}) + "\n"
+        json.dumps({"id": "a", "query": "combine two PDF documents", "relevant": [PDF["identifier"]], "category": "docs"})
+        + "\n"
+        + json.dumps({"id": "b", "query": "sky conditions in Rome right now", "relevant": {WEATHER["identifier"]: 2}})
+        + "\n"
     )
     report = ard("eval", "--queries", str(queries), "--json", data_dir=data_dir)
     assert report.returncode == 0, report.stderr

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from ard_mcp.embedding import load_embedder
-from ard_mcp.ranking import split_intents
+from ard_mcp.index.embedding import load_embedder
+from ard_mcp.search.ranking import split_intents
+
+pytestmark = pytest.mark.slow  # the model, Chroma or a server
 
 TASK = "geocode the office address, find parking nearby, then convert the trip report to a PDF"
 

@@ -13,23 +13,22 @@ from pathlib import Path
 
 import pytest
 
-from ard_mcp.evaluation import (
-    Judgement,
-    evaluate,
-    format_table,
-    load_queries,
-    ndcg_at,
-    recall_at,
-    reciprocal_rank,
-)
+from ard_mcp.evaluation.judgements import Judgement, load_queries
+from ard_mcp.evaluation.metrics import ndcg_at, recall_at, reciprocal_rank
+from ard_mcp.evaluation.report import evaluate, format_table
 
 L3 = math.log2(3)  # discount at rank 2
 L4 = 2.0  # discount at rank 3
 
 
 def j(relevant: object = (), any_of: object = (), **extra: object) -> Judgement:
-    raw = {"id": "q", "query": "find something", "relevant": list(relevant) if isinstance(relevant, tuple) else relevant,
-           "relevant_any_of": [list(g) for g in any_of], **extra}  # type: ignore[union-attr]
+    raw = {
+        "id": "q",
+        "query": "find something",
+        "relevant": list(relevant) if isinstance(relevant, tuple) else relevant,
+        "relevant_any_of": [list(g) for g in any_of],
+        **extra,
+    }  # type: ignore[union-attr]
     return Judgement.from_json(raw, 1)
 
 
@@ -151,12 +150,15 @@ def write(tmp_path: Path, lines: list[str]) -> Path:
 
 
 def test_load_queries_reads_all_forms(tmp_path: Path) -> None:
-    path = write(tmp_path, [
-        json.dumps({"id": "1", "query": "a", "relevant": ["x"], "category": "Office"}),
-        "",
-        json.dumps({"id": "2", "query": "b", "relevant": {"x": 2, "y": 1}, "relevant_any_of": [["p", "q"]], "kind": "multi"}),
-        json.dumps({"id": "3", "query": "c", "relevant": []}),
-    ])
+    path = write(
+        tmp_path,
+        [
+            json.dumps({"id": "1", "query": "a", "relevant": ["x"], "category": "Office"}),
+            "",
+            json.dumps({"id": "2", "query": "b", "relevant": {"x": 2, "y": 1}, "relevant_any_of": [["p", "q"]], "kind": "multi"}),
+            json.dumps({"id": "3", "query": "c", "relevant": []}),
+        ],
+    )
     qs = load_queries(path)
     assert [q.id for q in qs] == ["1", "2", "3"]
     assert qs[0].category == "Office" and qs[1].kind == "multi"

@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # the model, Chroma or a server
+
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "examples" / "search_client.py"
 CATALOG = REPO / "examples" / "ai-catalog.json"

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import PDF, SAMPLE, SKILL, WEATHER
-from tests.http_support import Api, AIDIP_TRANSLATOR, AIDIP_URN, XU_HR, assert_ard, assert_ours, doc, needs_ard_schemas, seeded
+from tests.http_support import AIDIP_TRANSLATOR, AIDIP_URN, XU_HR, Api, assert_ard, assert_ours, doc, needs_ard_schemas, seeded
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,20 @@ async def test_one_document_is_both_an_ard_entry_and_aidip_metadata(api: Api) ->
     await client.post("/agents", json=doc(AIDIP_TRANSLATOR, id="agent-both"))
     body = (await client.get("/agents/agent-both")).json()
     assert_ard(body, "catalog:catalogEntry")
-    for field in ("id", "name", "description", "version", "publisher", "capabilities", "tags", "endpoint", "supported_languages", "authentication", "status", "operations"):
+    for field in (
+        "id",
+        "name",
+        "description",
+        "version",
+        "publisher",
+        "capabilities",
+        "tags",
+        "endpoint",
+        "supported_languages",
+        "authentication",
+        "status",
+        "operations",
+    ):
         assert field in body, field
     native = (await client.get(f"/agents/{SKILL['identifier']}")).json()
     assert native["endpoint"] == SKILL["url"] and native["publisher"] == "github.com" and native["name"] == SKILL["displayName"]
@@ -122,7 +135,9 @@ async def search(api: Api, **body: Any) -> list[dict[str, Any]]:
 async def test_search_filters_and_query(api: Api) -> None:
     client, _ = api
     await client.post("/agents", json=AIDIP_TRANSLATOR)
-    by_capability = await search(api, filters={"capabilities": ["translation"], "supported_languages": ["en", "zh"], "tags": ["nlp"]}, top=10)
+    by_capability = await search(
+        api, filters={"capabilities": ["translation"], "supported_languages": ["en", "zh"], "tags": ["nlp"]}, top=10
+    )
     assert [s["id"] for s in by_capability] == ["agent-12345"]
     assert by_capability[0]["endpoint"] == AIDIP_TRANSLATOR["endpoint"] and "score" not in by_capability[0]
     assert await search(api, filters={"tags": ["nlp", "weather"]}) == []
@@ -133,7 +148,9 @@ async def test_search_filters_and_query(api: Api) -> None:
     assert len(await search(api, filters={"tags": ["documents"]}, top=1)) == 1
     ranked = await search(api, query="translate chinese text into english", top=3)
     assert ranked[0]["id"] == "agent-12345" and 0 < ranked[0]["score"] <= 1
-    semantic = await search(api, query="I need an agent that can translate a chinese sentence", filters={"capabilities": ["translation"]}, top=5)
+    semantic = await search(
+        api, query="I need an agent that can translate a chinese sentence", filters={"capabilities": ["translation"]}, top=5
+    )
     assert [s["id"] for s in semantic] == ["agent-12345"]
 
 
@@ -166,7 +183,11 @@ async def test_search_refuses_bad_requests(api: Api, body: dict[str, Any], expec
 @pytest.mark.parametrize(
     ("body", "params", "expected"),
     [
-        (doc(AIDIP_TRANSLATOR, endpoint=None, operations=None, supported_languages=None, authentication=None), {}, "agent.endpoint: is required"),
+        (
+            doc(AIDIP_TRANSLATOR, endpoint=None, operations=None, supported_languages=None, authentication=None),
+            {},
+            "agent.endpoint: is required",
+        ),
         (doc(AIDIP_TRANSLATOR, name=None), {}, "agent.name: is required"),
         (doc(AIDIP_TRANSLATOR, endpoint="api.example.com/translate"), {}, "agent.endpoint: must be an absolute URL"),
         (doc(AIDIP_TRANSLATOR, capabilities="translation", tags=7), {}, "agent.capabilities"),

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import INVOICES, PDF, SAMPLE, SKILL, TRANSLATE, WEATHER
 from tests.http_support import Api, assert_ard, assert_ours, needs_ard_schemas, seeded
 
-pytestmark = [pytest.mark.anyio, needs_ard_schemas]
+pytestmark = [pytest.mark.slow, pytest.mark.anyio, needs_ard_schemas]
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +54,13 @@ async def test_search_returns_spec_results(api: Api) -> None:
 
 async def test_search_filters_pages_and_federation(api: Api) -> None:
     client, openapi = api
-    only = await client.post("/search", json={"query": {"text": "translate my document into Spanish", "filter": {"type": "application/a2a-agent-card+json"}}})
+    only = await client.post(
+        "/search", json={"query": {"text": "translate my document into Spanish", "filter": {"type": "application/a2a-agent-card+json"}}}
+    )
     assert only.json()["results"] and all(r["type"] == "application/a2a-agent-card+json" for r in only.json()["results"])
-    soc2 = await client.post("/search", json={"query": {"text": "send an invoice", "filter": {"trustManifest.attestations.type": ["SOC2-Type2"]}}})
+    soc2 = await client.post(
+        "/search", json={"query": {"text": "send an invoice", "filter": {"trustManifest.attestations.type": ["SOC2-Type2"]}}}
+    )
     assert [r["identifier"] for r in soc2.json()["results"]] == [INVOICES["identifier"]]
     request = {"query": {"text": "make a document or a presentation"}, "pageSize": 1}
     first = (await client.post("/search", json=request)).json()
@@ -124,11 +128,16 @@ async def test_explore_whole_registry_and_narrowed(api: Api) -> None:
     assert body["facets"]["tags"]["buckets"] == [{"value": "documents", "count": 2}] and body["facets"]["tags"]["otherCount"] == 6
     narrowed = await client.post(
         "/explore",
-        json={"query": {"text": "create slides or documents", "filter": {"type": ["application/ai-skill"]}}, "resultType": {"facets": [{"field": "publisher", "minCount": 1}]}},
+        json={
+            "query": {"text": "create slides or documents", "filter": {"type": ["application/ai-skill"]}},
+            "resultType": {"facets": [{"field": "publisher", "minCount": 1}]},
+        },
     )
     assert narrowed.json()["facets"]["publisher"]["buckets"] == [{"value": "github.com", "count": 1}]
     assert_ard(narrowed.json(), "openapi:ExploreResponse")
-    filtered = await client.post("/explore", json={"query": {"filter": {"tags": "documents"}}, "resultType": {"facets": [{"field": "type", "minCount": 2}]}})
+    filtered = await client.post(
+        "/explore", json={"query": {"filter": {"tags": "documents"}}, "resultType": {"facets": [{"field": "type", "minCount": 2}]}}
+    )
     assert filtered.json()["facets"]["type"]["buckets"] == []
 
 

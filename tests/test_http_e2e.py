@@ -16,7 +16,7 @@ from tests.conftest import INVOICES, WEATHER
 from tests.http_support import XU_HR, XU_HR_URN
 from tests.processes import serving
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 TOKEN = "e2e-token-0123456789abcdef"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -30,9 +30,10 @@ async def test_mcp_and_rest_on_one_port_share_the_registry(tmp_path: Path) -> No
             assert (await rest.post("/agents", json=XU_HR)).status_code == 401
             assert (await rest.post("/agents", json=XU_HR, headers=BEARER)).status_code == 201
 
-            async with httpx2.AsyncClient(headers=BEARER, timeout=60) as authorised, Client(
-                streamable_http_client(f"{base}/mcp", http_client=authorised)
-            ) as mcp:
+            async with (
+                httpx2.AsyncClient(headers=BEARER, timeout=60) as authorised,
+                Client(streamable_http_client(f"{base}/mcp", http_client=authorised)) as mcp,
+            ):
                 found = await mcp.call_tool("search_agents", {"text": "prepare the onboarding workflow for a new employee"})
                 assert not found.is_error and found.structured_content
                 assert found.structured_content["results"][0]["identifier"] == XU_HR_URN  # registered over REST

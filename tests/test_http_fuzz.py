@@ -19,17 +19,33 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ard_mcp.http import OPERATIONS, Operation
+from ard_mcp.surfaces.rest.operations import OPERATIONS, Operation
 from tests.conftest import SAMPLE
 from tests.http_support import AIDIP_TRANSLATOR, XU_HR, assert_ours, running
+
+pytestmark = pytest.mark.slow  # the model, Chroma or a server
 
 Api = tuple[BlockingPortal, httpx.AsyncClient, dict[str, Any]]
 FUZZ = settings(max_examples=50, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
 scalars = st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20)
-any_json = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=12)
+any_json = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=12
+)
 words = st.sampled_from(
-    ["weather", "invoice", "translate", "hr", "nlp", "documents", "type", "tags", "urn:ai:example.com:weather:forecast", "https://api.example.com/a", ""]
+    [
+        "weather",
+        "invoice",
+        "translate",
+        "hr",
+        "nlp",
+        "documents",
+        "type",
+        "tags",
+        "urn:ai:example.com:weather:forecast",
+        "https://api.example.com/a",
+        "",
+    ]
 )
 texts = words | st.text(max_size=40)
 

@@ -11,15 +11,26 @@ import jsonschema
 import pytest
 from mcp import Client
 
-from ard_mcp import cli
-from ard_mcp.auth import TokenStore
-from ard_mcp.config import Config, HttpSettings
-from ard_mcp.http import OPERATIONS
-from ard_mcp.server import build_server
+from ard_mcp.config import Config
+from ard_mcp.surfaces import cli
+from ard_mcp.surfaces.auth import TokenStore
+from ard_mcp.surfaces.mcp_server import build_server
+from ard_mcp.surfaces.rest.operations import OPERATIONS
+from ard_mcp.surfaces.rest.settings import HttpSettings
 from tests.conftest import INVOICES, SAMPLE, TRANSLATE, WEATHER
-from tests.http_support import AIDIP_TRANSLATOR, AIDIP_URN, XU_HR, XU_HR_URN, XU_MINIMAL, XU_MINIMAL_URN, assert_ard, needs_ard_schemas, running
+from tests.http_support import (
+    AIDIP_TRANSLATOR,
+    AIDIP_URN,
+    XU_HR,
+    XU_HR_URN,
+    XU_MINIMAL,
+    XU_MINIMAL_URN,
+    assert_ard,
+    needs_ard_schemas,
+    running,
+)
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 TOKEN = "s3cret-token-for-tests-0001"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -149,8 +160,14 @@ async def test_mcp_tools_reach_every_capability(data_dir: Path) -> None:
         assert summary["results"][0]["url"] == INVOICES["url"] and "evidence" in summary["results"][0]
         assert "trustManifest" not in summary["results"][0] and summary["results"][0]["redacted"] is True
 
-        found = await call(client, "discover_agents", query="find a translation agent", protocols=["https"], include_evidence=True,
-                           constraints={"unsupported_private_filter": "x"})
+        found = await call(
+            client,
+            "discover_agents",
+            query="find a translation agent",
+            protocols=["https"],
+            include_evidence=True,
+            constraints={"unsupported_private_filter": "x"},
+        )
         assert found["candidates"][0]["identifier"] == AIDIP_URN and found["unsupported_filters"] == ["unsupported_private_filter"]
         assert {"tag", "context", "example", "protocol", "freshness", "policy"} <= set(found["candidates"][0]["score_components"])
 

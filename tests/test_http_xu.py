@@ -13,21 +13,21 @@ import pytest
 from tests.conftest import INVOICES, SAMPLE, TRANSLATE, WEATHER
 from tests.http_support import (
     AIDIP_TRANSLATOR,
-    Api,
-    seeded,
     AIDIP_URN,
     XU_HR,
     XU_HR_URN,
     XU_MINIMAL,
     XU_MINIMAL_URN,
+    Api,
     assert_ard,
     assert_ours,
     doc,
     needs_ard_schemas,
     running,
+    seeded,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 XU_SCORE_COMPONENTS = {"tag", "context", "example", "protocol", "freshness", "policy"}
 
 
@@ -88,10 +88,15 @@ async def test_discover_d1_vector_and_response_shape(api: Api) -> None:
 
 
 async def test_discover_d2_evidence_from_example_level_index(api: Api) -> None:
-    found = await discover(api, query="Find an agent for onboarding validation and API setup.", preferred_tags=["onboarding", "api-automation"], include_evidence=True)
+    found = await discover(
+        api,
+        query="Find an agent for onboarding validation and API setup.",
+        preferred_tags=["onboarding", "api-automation"],
+        include_evidence=True,
+    )
     top = found["candidates"][0]
     assert top["identifier"] == XU_HR_URN
-    assert XU_SCORE_COMPONENTS <= set(top["score_components"]) and all(0 <= v <= 1 for v in top["score_components"].values())
+    assert set(top["score_components"]) >= XU_SCORE_COMPONENTS and all(0 <= v <= 1 for v in top["score_components"].values())
     assert top["score_components"]["tag"] == 1.0 and {"onboarding", "api-automation"} <= set(top["matched_tags"])
     example = (await discover(api, query="prepare the onboarding workflow for a new employee", include_evidence=True))["candidates"][0]
     assert example["identifier"] == XU_HR_URN and example["matched_examples"][0]["id"] == "ex-1"
@@ -111,13 +116,18 @@ async def test_hard_filters_are_exact(api: Api) -> None:
 
 async def test_preferred_tags_raise_the_score(api: Api) -> None:
     plain = {c["identifier"]: c["score"] for c in (await discover(api, query="translate some text into english"))["candidates"]}
-    boosted = {c["identifier"]: c["score"] for c in (await discover(api, query="translate some text into english", preferred_tags=["nlp"]))["candidates"]}
+    boosted = {
+        c["identifier"]: c["score"]
+        for c in (await discover(api, query="translate some text into english", preferred_tags=["nlp"]))["candidates"]
+    }
     assert boosted[AIDIP_URN] == pytest.approx(min(1.0, plain[AIDIP_URN] + 0.1), abs=0.011)
     assert boosted[TRANSLATE["identifier"]] == plain[TRANSLATE["identifier"]]
 
 
 async def test_unsupported_hard_filter_is_reported(api: Api) -> None:
-    found = await discover(api, query="find a translation agent", required_tags=["translation"], constraints={"unsupported_private_filter": "example"})
+    found = await discover(
+        api, query="find a translation agent", required_tags=["translation"], constraints={"unsupported_private_filter": "example"}
+    )
     assert found["unsupported_filters"] == ["unsupported_private_filter"]
     assert any("unsupported_private_filter" in w for w in found["warnings"])
     odd = await discover(api, query="find a translation agent", cost_ceiling=3)
@@ -218,9 +228,13 @@ async def test_status_is_filterable_and_reported(tmp_path: Path) -> None:
         assert (await client.post("/agents", json=deprecated)).status_code == 201
         found = (await client.post("/discover", json={"query": "answer a short factual question"})).json()
         assert [c["status"] for c in found["candidates"]] == ["deprecated"]
-        only_active = (await client.post("/discover", json={"query": "answer a short factual question", "constraints": {"status": "active"}})).json()
+        only_active = (
+            await client.post("/discover", json={"query": "answer a short factual question", "constraints": {"status": "active"}})
+        ).json()
         assert only_active["candidates"] == []
-        search = await client.post("/search", json={"query": {"text": "answer a short factual question", "filter": {"metadata.status": ["deprecated"]}}})
+        search = await client.post(
+            "/search", json={"query": {"text": "answer a short factual question", "filter": {"metadata.status": ["deprecated"]}}}
+        )
         assert [r["identifier"] for r in search.json()["results"]] == [XU_MINIMAL_URN]
         facets = await client.post("/explore", json={"resultType": {"facets": [{"field": "metadata.status"}]}})
         assert facets.json()["facets"]["metadata.status"]["buckets"] == [{"value": "deprecated", "count": 1}]

@@ -23,8 +23,8 @@ import jsonschema
 import pytest
 
 import ard_mcp
-from ard_mcp.catalog import parse_entry
 from ard_mcp.errors import InvalidArgument
+from ard_mcp.formats.catalog import parse_entry
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO.parent / "shared" / "specs"
@@ -184,13 +184,9 @@ def test_example_catalog_covers_the_documented_features() -> None:
     for e in entries:
         by_type.setdefault(e["type"], []).append(e)
     a2a = [e for e in by_type["application/a2a-agent-card+json"] if "data" in e]
-    assert len(a2a) >= 2 and all(
-        s.keys() >= {"id", "name", "description", "tags", "examples"} for e in a2a for s in e["data"]["skills"]
-    )
+    assert len(a2a) >= 2 and all(s.keys() >= {"id", "name", "description", "tags", "examples"} for e in a2a for s in e["data"]["skills"])
     mcp = [e for e in by_type["application/mcp-server+json"] if "data" in e]
-    assert len(mcp) >= 3 and all(
-        t.keys() >= {"name", "description", "inputSchema"} for e in mcp for t in e["data"]["tools"]
-    )
+    assert len(mcp) >= 3 and all(t.keys() >= {"name", "description", "inputSchema"} for e in mcp for t in e["data"]["tools"])
     assert all("url" in e for e in by_type["application/ai-skill"])
     assert any(2 <= len(e.get("representativeQueries", [])) <= 5 for e in entries)
     assert any(a["type"] == "SOC2-Type2" for e in entries for a in e.get("trustManifest", {}).get("attestations", []))
@@ -200,6 +196,7 @@ def test_example_catalog_covers_the_documented_features() -> None:
 # --- the wheel ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # builds a wheel
 def test_wheel_bundles_the_embedding_model(tmp_path: Path) -> None:
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path), str(REPO)],

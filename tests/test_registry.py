@@ -12,11 +12,13 @@ import numpy as np
 import pytest
 
 from ard_mcp.config import Config
-from ard_mcp.embedding import bundled_model_dir
 from ard_mcp.errors import DataDirInUse, InvalidArgument, ModelMismatch
-from ard_mcp.ingest import manifest_entries
+from ard_mcp.formats.manifests import manifest_entries
+from ard_mcp.index.embedding import bundled_model_dir
 from ard_mcp.registry import Registry
-from tests.conftest import INVOICES, PDF, SAMPLE, SKILL, TRANSLATE, WEATHER, entry
+from tests.conftest import INVOICES, PDF, SAMPLE, SKILL, TRANSLATE, WEATHER, entry, results
+
+pytestmark = pytest.mark.slow  # the model, Chroma or a server
 
 
 def counts(registry: Registry) -> dict[str, int]:
@@ -42,15 +44,17 @@ def embedded(registry: Registry, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_unchanged_entries_cost_no_embedding(loaded: Registry, embedded: list[str]) -> None:
-    report = loaded.register_many((str(i), e) for i, e in enumerate(SAMPLE))
+    report = loaded.indexer.register_many((str(i), e) for i, e in enumerate(SAMPLE))
     assert (report.added, report.updated, report.unchanged) == (0, 0, len(SAMPLE))
     assert embedded == []
 
 
 def test_update_reembeds_only_changed_texts_and_leaves_no_old_examples(loaded: Registry, embedded: list[str]) -> None:
     tools = [WEATHER["data"]["tools"][0], {"name": "get_alerts", "description": "Severe weather warnings issued for a region."}]
-    changed = entry(WEATHER, data={"name": "weather", "tools": tools}, capabilities=["get_forecast", "get_alerts"], updatedAt="2026-06-01T00:00:00Z")
-    assert loaded.register(changed).status == "updated"
+    changed = entry(
+        WEATHER, data={"name": "weather", "tools": tools}, capabilities=["get_forecast", "get_alerts"], updatedAt="2026-06-01T00:00:00Z"
+    )
+    assert loaded.indexer.register(changed).status == "updated"
     assert embedded == ["get alerts: Severe weather warnings issued for a region."]
     rows = loaded.store.examples_of([loaded.store.get(WEATHER["identifier"]).id])  # type: ignore[union-attr]
     texts = {r.text for r in rows}
@@ -62,20 +66,20 @@ def test_update_reembeds_only_changed_texts_and_leaves_no_old_examples(loaded: R
 def test_deregistration_removes_every_trace(loaded: Registry) -> None:
     before = counts(loaded)
     for item in SAMPLE:
-        loaded.deregister(item["identifier"])
+        loaded.indexer.deregister(item["identifier"])
     assert counts(loaded) == dict.fromkeys(before, 0)
     assert loaded.explore(None, None, [_facet("tags")]).facets["tags"].buckets == []
 
 
 def _facet(field: str) -> Any:
-    from ard_mcp.wire import FacetRequest
+    from ard_mcp.formats.messages import FacetRequest
 
     return FacetRequest(field=field)
 
 
 def test_unknown_fields_are_kept_exactly(registry: Registry) -> None:
     extended = entry(PDF, **{"x-pricing": {"plan": "free", "limits": [1, 2]}, "license": "MIT"})
-    registry.register(extended)
+    registry.indexer.register(extended)
     assert registry.get(PDF["identifier"]).wire() == extended
 
 
@@ -93,7 +97,7 @@ def test_nested_catalog_is_walked_and_rejections_name_field_and_rule(registry: R
             entry(INVOICES, data={"x": 1}),
         ],
     }
-    report = registry.register_many(manifest_entries(manifest))
+    report = registry.indexer.register_many(manifest_entries(manifest))
     assert report.added == 3
     assert report.rejected == [
         "entries[1].data.entries[1].identifier: must be urn:ai:<publisher-domain>:...:<name>",
@@ -112,18 +116,22 @@ def test_filters_follow_ard_semantics(loaded: Registry) -> None:
         allowed = loaded.store.filter_agents(loaded_filter(flt))
         return {a.identifier for a in loaded.store.agents_by_id(allowed or []).values()}
 
-    from ard_mcp.filters import parse_filter as loaded_filter
+    from ard_mcp.search.filters import parse_filter as loaded_filter
 
     assert ids({"tags": "documents"}) == {PDF["identifier"], SKILL["identifier"]}  # any element of an array
     many = ["documents", *(f"tag-{i}" for i in range(40_000))]  # more values than SQLite takes in one statement
     assert ids({"tags": many}) == {PDF["identifier"], SKILL["identifier"]}
-    assert ids({"type": ["application/ai-skill", "application/mcp-server+json"]}) == {SKILL["identifier"], PDF["identifier"], WEATHER["identifier"]}
+    assert ids({"type": ["application/ai-skill", "application/mcp-server+json"]}) == {
+        SKILL["identifier"],
+        PDF["identifier"],
+        WEATHER["identifier"],
+    }
     assert ids({"tags": ["documents"], "type": ["application/ai-skill"]}) == {SKILL["identifier"]}  # AND across keys
     assert ids({"publisher": "EXAMPLE.com"}) == {WEATHER["identifier"]}
     assert ids({"metadata.free": True}) == {WEATHER["identifier"]}
     assert ids({"trustManifest.attestations.type": "SOC2-Type2"}) == {INVOICES["identifier"]}
     assert ids({"capabilities": "translate_text"}) == set()
-    with pytest.raises(InvalidArgument, match="filter.tags: must list at least one value"):
+    with pytest.raises(InvalidArgument, match=r"filter\.tags: must list at least one value"):
         loaded_filter({"tags": []})
 
 
@@ -149,7 +157,7 @@ def test_an_index_built_with_another_model_is_refused(loaded: Registry, data_dir
     rebuilt = Registry(Config(data_dir, model_dir=other), rebuilding=True)
     try:
         assert rebuilt.reindex() == counts(rebuilt)["examples"] > 0
-        assert rebuilt.search("weather in Oslo tomorrow").results[0].identifier == WEATHER["identifier"]
+        assert results(rebuilt, "weather in Oslo tomorrow")[0].identifier == WEATHER["identifier"]
     finally:
         rebuilt.close()
     reopened = Registry(Config(data_dir, model_dir=other))  # the index now belongs to the new model
@@ -160,7 +168,7 @@ def test_an_index_built_with_another_model_is_refused(loaded: Registry, data_dir
 
 
 def test_model_files_are_checked_against_their_sha256(tmp_path: Path) -> None:
-    from ard_mcp.embedding import Embedder, ModelSpec, bundled_model_dir
+    from ard_mcp.index.embedding import Embedder, ModelSpec, bundled_model_dir
 
     real = ModelSpec.load(bundled_model_dir()).sha256["model.onnx"]
     bad = _model_copy(tmp_path, files={"model.onnx": "0" * 64, "tokenizer.json": "0" * 64})
@@ -177,7 +185,7 @@ def test_interrupted_vector_writes_are_repaired_on_open(loaded: Registry, data_d
     loaded.close()
     reopened = Registry(Config(data_dir))
     try:
-        assert reopened.search("say this sentence in Japanese").results[0].identifier == TRANSLATE["identifier"]
+        assert results(reopened, "say this sentence in Japanese")[0].identifier == TRANSLATE["identifier"]
         assert reopened.store.pending_agents() == []
     finally:
         reopened.close()
@@ -197,20 +205,20 @@ def test_reindex_leaves_one_vector_index_on_disk(loaded: Registry, data_dir: Pat
     reopened = Registry(Config(data_dir))
     try:
         assert reopened.vectors.count() == expected
-        assert reopened.search("merge two pdf files").results[0].identifier == PDF["identifier"]
+        assert results(reopened, "merge two pdf files")[0].identifier == PDF["identifier"]
     finally:
         reopened.close()
 
 
 def test_an_older_index_gets_the_current_search_breadth(loaded: Registry, data_dir: Path) -> None:
-    from ard_mcp.vectors import HNSW
+    from ard_mcp.index.vectors import HNSW
 
     loaded.vectors._collection.modify(configuration={"hnsw": {"ef_search": 100}})  # noqa: SLF001 - as an earlier version made it
     loaded.close()
     reopened = Registry(Config(data_dir))
     try:
         assert reopened.vectors._collection.configuration["hnsw"]["ef_search"] == HNSW["ef_search"]  # noqa: SLF001
-        assert reopened.search("merge two pdf files").results[0].identifier == PDF["identifier"]
+        assert results(reopened, "merge two pdf files")[0].identifier == PDF["identifier"]
     finally:
         reopened.close()
 
@@ -221,7 +229,7 @@ def test_reindex_rebuilds_a_lost_vector_index(loaded: Registry, data_dir: Path) 
     rebuilt = Registry(Config(data_dir), rebuilding=True)
     try:
         assert rebuilt.reindex() == counts(rebuilt)["examples"]
-        assert rebuilt.search("merge two pdf files").results[0].identifier == PDF["identifier"]
+        assert results(rebuilt, "merge two pdf files")[0].identifier == PDF["identifier"]
     finally:
         rebuilt.close()
 
@@ -230,7 +238,7 @@ def test_filtered_search_by_widened_vector_query_agrees_with_exact_scoring(loade
     """Large filtered sets go through a widened HNSW query instead of scoring every allowed agent."""
     from dataclasses import replace
 
-    from ard_mcp.filters import parse_filter
+    from ard_mcp.search.filters import parse_filter
 
     allowed = loaded.store.filter_agents(parse_filter({"type": "application/mcp-server+json"}))
     assert allowed
@@ -243,7 +251,7 @@ def test_filtered_search_by_widened_vector_query_agrees_with_exact_scoring(loade
 def test_a_query_is_answered_if_its_best_reaches_the_cutoff_and_lists_down_to_the_floor(loaded: Registry) -> None:
     from dataclasses import replace
 
-    from ard_mcp.ranking import DEFAULT_TUNING, Ranker
+    from ard_mcp.search.ranking import DEFAULT_TUNING, Ranker
 
     def scores(cutoff: int, floor: int) -> list[int]:
         ranker = Ranker(loaded.store, loaded.vectors, loaded.embedder, replace(DEFAULT_TUNING, cutoff=cutoff, floor=floor))
@@ -260,9 +268,9 @@ def test_a_query_is_answered_if_its_best_reaches_the_cutoff_and_lists_down_to_th
 def test_ingest_writes_chunk_by_chunk_and_an_interrupted_one_keeps_what_it_wrote(
     registry: Registry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ard_mcp.registry as registry_module
+    import ard_mcp.index.indexer as indexer_module
 
-    monkeypatch.setattr(registry_module, "INGEST_CHUNK", 2)
+    monkeypatch.setattr(indexer_module, "INGEST_CHUNK", 2)
     seen: list[tuple[int, int]] = []
 
     def items() -> Any:
@@ -271,11 +279,11 @@ def test_ingest_writes_chunk_by_chunk_and_an_interrupted_one_keeps_what_it_wrote
         raise KeyboardInterrupt  # the operator stops the ingest after the third entry
 
     with pytest.raises(KeyboardInterrupt):
-        registry.register_many(items(), lambda done, total: seen.append((done, total)))
+        registry.indexer.register_many(items(), lambda done, total: seen.append((done, total)))
     assert counts(registry)["agents"] == 2  # the first chunk is written; the third entry's chunk never was
     assert seen and seen[-1][0] == seen[-1][1] and all(b >= a for a, b in zip([d for d, _ in seen], [d for d, _ in seen][1:], strict=False))
 
-    report = registry.register_many((f"entries[{i}]", e) for i, e in enumerate(SAMPLE))
+    report = registry.indexer.register_many((f"entries[{i}]", e) for i, e in enumerate(SAMPLE))
     assert (report.unchanged, report.added, report.updated) == (2, len(SAMPLE) - 2, 0)
     assert counts(registry)["agents"] == len(SAMPLE) == counts(registry)["agents_fts"]
     assert counts(registry)["chroma"] == counts(registry)["examples"]
@@ -284,21 +292,21 @@ def test_ingest_writes_chunk_by_chunk_and_an_interrupted_one_keeps_what_it_wrote
 def test_the_index_opens_after_the_model_directory_it_was_built_with_moved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Chroma rebuilds the collection's embedding function from its stored config on every open; a
     path recorded there must not make the index unreadable once that path is gone."""
-    from ard_mcp import embedding
+    from ard_mcp.index import embedding
 
     moved = tmp_path / "model-copy"
     shutil.copytree(bundled_model_dir(), moved)
     data_dir = tmp_path / "data"
     first = Registry(Config(data_dir, model_dir=moved))
     try:
-        first.register(PDF)
+        first.indexer.register(PDF)
     finally:
         first.close()
     shutil.rmtree(moved)
     monkeypatch.setattr(embedding, "_embedders", {})  # as in a new process, which has loaded no model yet
     reopened = Registry(Config(data_dir))
     try:
-        assert reopened.search("merge two pdf files").results[0].identifier == PDF["identifier"]
+        assert results(reopened, "merge two pdf files")[0].identifier == PDF["identifier"]
     finally:
         reopened.close()
 
@@ -314,4 +322,4 @@ def test_vectors_of_agents_the_store_does_not_have_are_ignored(loaded: Registry)
     for identifier in [PDF["identifier"], *(e["identifier"] for e in SAMPLE if e["identifier"] != PDF["identifier"])]:
         loaded.store.delete(identifier)  # the store forgets them, Chroma still has their vectors
     assert loaded.vectors.count() > 0
-    assert loaded.search("merge two pdf files").results == []
+    assert results(loaded, "merge two pdf files") == []

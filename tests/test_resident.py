@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ard_mcp import resident as resident_module
-from ard_mcp import store as store_module
-from ard_mcp.ranking import Ranker
+from ard_mcp.index import resident as resident_module
+from ard_mcp.index.resident import ResidentExamples
+from ard_mcp.index.store import sqlite as store_module
+from ard_mcp.index.store.sqlite import Store
 from ard_mcp.registry import Registry
-from ard_mcp.resident import ResidentExamples
-from ard_mcp.store import Store
-from tests.test_store import _legacy_store, _vectors, _write
+from ard_mcp.search.ranking import Ranker
+from tests.test_store import _layout_1_store, _vectors, _write
 
 
 @pytest.fixture
@@ -109,8 +109,8 @@ def test_a_copy_of_an_empty_store_follows_its_first_registrations(tmp_path: Path
 def test_a_copy_the_feed_no_longer_reaches_is_reloaded_and_never_answers_stale(
     copy: ResidentExamples, store: Store, other: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "_CHANGES_KEPT", 2)
-    monkeypatch.setattr(store_module, "_PRUNE_EVERY", 1)
+    monkeypatch.setattr(store_module, "CHANGES_KEPT", 2)
+    monkeypatch.setattr(store_module, "PRUNE_EVERY", 1)
     for i in range(4):
         _write(other, f"agent{i}", f"pruned away {i}", _vectors(2, 50 + i))
     assert_same(copy, store, every_id(store))  # from the store, while the copy reloads
@@ -131,18 +131,21 @@ def test_too_many_changes_reload_the_copy(copy: ResidentExamples, store: Store, 
     assert_same(copy, store, every_id(store))
 
 
-def test_a_first_layout_store_is_always_read_directly(tmp_path: Path) -> None:
-    legacy = _legacy_store(tmp_path / "catalog.sqlite3")
+def test_a_copy_of_a_migrated_layout_1_store_answers_as_the_store_does(tmp_path: Path) -> None:
+    path = tmp_path / "catalog.sqlite3"
+    _layout_1_store(path, {"old": ("layout one", _vectors(2, 1)), "older": ("layout one too", _vectors(3, 2))})
+    migrated = Store(path)
     try:
-        agent = _write(legacy, "old", "layout one", _vectors(2, 1))
-        copy = ResidentExamples(legacy)
+        copy = ResidentExamples(migrated)
         copy.load()
-        assert not copy.loaded
-        assert_same(copy, legacy, [agent])
+        assert copy.loaded
+        assert_same(copy, migrated, every_id(migrated))
+        copy.close()
     finally:
-        legacy.close()
+        migrated.close()
 
 
+@pytest.mark.slow  # the model and Chroma
 def test_search_ranks_the_same_from_the_copy_and_from_the_store(loaded: Registry) -> None:
     loaded.warm_up()
     assert loaded.resident.loaded

@@ -1,8 +1,11 @@
-"""The store's two on-disk layouts: the compact one new stores get, and the first one, still read and written."""
+"""The SQLite store: what it keeps and gives back, its lexical index kept exact through writes, answers
+kept across connections, and older stores migrated to the current layout once, when they open."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ard_mcp.store import _SCHEMA, FtsDocument, NewExample, Store, TermText, term_finder
+from ard_mcp.index.records import FtsDocument, NewExample, TermText, term_finder
+from ard_mcp.index.store.schema import SCHEMA_VERSION
+from ard_mcp.index.store.sqlite import Store
 
 WEIGHTS = (4.0, 3.0, 1.5, 1.0)
 
@@ -22,28 +27,22 @@ def _vectors(n: int, seed: int) -> np.ndarray:
 
 
 def _write(store: Store, name: str, words: str, vectors: np.ndarray) -> int:
-    entry = {"identifier": f"urn:ai:example.com:{name}", "displayName": name, "type": "application/a2a-agent-card+json",
-             "url": "https://example.com", "extra": {"kept": [1, "two"]}}
+    entry = {
+        "identifier": f"urn:ai:example.com:{name}",
+        "displayName": name,
+        "type": "application/a2a-agent-card+json",
+        "url": "https://example.com",
+        "extra": {"kept": [1, "two"]},
+    }
     fts = FtsDocument(name=name, keywords=f"{words} | tag{name}", description=f"{words} description", examples=f"{words} example")
     examples = [NewExample("query", f"q{i}", f"{name} text {i}", v) for i, v in enumerate(vectors)]
     agent_id, _, _ = store.write(entry, f"hash-{words}", "example.com", None, {("type", entry["type"])}, fts, examples)
     return agent_id
 
 
-def _legacy_store(path: Path) -> Store:
-    """A store as layout 1 made it: FTS with its own content, no `fts` column, schema_version 1."""
-    schema = _SCHEMA.replace("content = '', ", "").replace(",\n    fts BLOB", "")
-    assert schema != _SCHEMA
-    with sqlite3.connect(path) as db:
-        db.executescript(schema)
-        db.execute("INSERT INTO meta(key, value) VALUES ('schema_version', '1')")
-    return Store(path)
-
-
-@pytest.fixture(params=["compact", "legacy"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
-    path = tmp_path / "catalog.sqlite3"
-    opened = Store(path) if request.param == "compact" else _legacy_store(path)
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = Store(tmp_path / "catalog.sqlite3")
     yield opened
     opened.close()
 
@@ -62,7 +61,7 @@ def test_entries_and_vectors_round_trip(store: Store) -> None:
     assert np.min(cosine) > 0.9999
     batch = store.candidate_examples([stored.id])
     assert np.allclose(batch.vectors, back)
-    assert [v for _, _, v in next(store.iter_examples())][0].shape == (384,)
+    assert next(v for _, _, v in next(store.iter_examples())).shape == (384,)
 
 
 def test_replacing_and_deleting_keep_the_lexical_index_exact(store: Store) -> None:
@@ -84,27 +83,124 @@ def test_replacing_and_deleting_keep_the_lexical_index_exact(store: Store) -> No
     assert store.get("urn:ai:example.com:beta") is None and store.examples_of([second]) == []
 
 
-def test_a_new_store_uses_the_compact_layout(tmp_path: Path) -> None:
-    store = Store(tmp_path / "catalog.sqlite3")
-    try:
-        _write(store, "alpha", "weather forecast", _vectors(1, 1))
-        row = store._conn.execute("SELECT entry, fts, (SELECT length(vector) FROM examples) AS size FROM agents").fetchone()  # noqa: SLF001
-        assert isinstance(row["entry"], bytes) and isinstance(row["fts"], bytes)
-        assert row["size"] == 4 + 384  # one float32 scale, then int8 components
-        assert store.meta("schema_version") == "2"
-    finally:
-        store.close()
+def test_a_new_store_uses_the_compact_layout(store: Store) -> None:
+    _write(store, "alpha", "weather forecast", _vectors(1, 1))
+    row = store._conn.execute("SELECT entry, fts, (SELECT length(vector) FROM examples) AS size FROM agents").fetchone()  # noqa: SLF001
+    assert isinstance(row["entry"], bytes) and isinstance(row["fts"], bytes)
+    assert row["size"] == 4 + 384  # one float32 scale, then int8 components
+    assert store.meta("schema_version") == SCHEMA_VERSION
 
 
-def test_a_layout_1_store_stays_in_its_layout(tmp_path: Path) -> None:
-    store = _legacy_store(tmp_path / "catalog.sqlite3")
+# Layout 1 as the first versions made it: JSON text entries, float16 vectors, an FTS index with its own
+# content, terms in plain columns; no term counts and no change feed yet.
+LAYOUT_1 = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE agents(
+    id INTEGER PRIMARY KEY, identifier TEXT NOT NULL UNIQUE, entry TEXT NOT NULL, content_hash TEXT NOT NULL,
+    display_name TEXT NOT NULL, type TEXT NOT NULL, publisher TEXT NOT NULL, updated_at TEXT, created_at TEXT NOT NULL,
+    indexed_at TEXT NOT NULL, vectors_pending INTEGER NOT NULL DEFAULT 1, terms TEXT NOT NULL DEFAULT '',
+    keyword_terms TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE agent_values(
+    field TEXT NOT NULL, value TEXT NOT NULL, agent_id INTEGER NOT NULL, PRIMARY KEY(field, value, agent_id)
+) WITHOUT ROWID;
+CREATE INDEX agent_values_by_agent ON agent_values(agent_id);
+CREATE TABLE examples(
+    id INTEGER PRIMARY KEY, agent_id INTEGER NOT NULL, kind TEXT NOT NULL, label TEXT NOT NULL, text TEXT NOT NULL, vector BLOB NOT NULL
+);
+CREATE INDEX examples_by_agent ON examples(agent_id);
+CREATE VIRTUAL TABLE agents_fts USING fts5(name, keywords, description, examples, tokenize = 'unicode61 remove_diacritics 2');
+INSERT INTO meta(key, value) VALUES ('schema_version', '1');
+"""
+
+
+def _layout_1_store(path: Path, agents: dict[str, tuple[str, np.ndarray]]) -> None:
+    """A layout 1 store holding `agents` (name -> (words, vectors)), written as layout 1 wrote them."""
+    with sqlite3.connect(path) as db:
+        db.executescript(LAYOUT_1)
+        for agent_id, (name, (words, vectors)) in enumerate(agents.items(), start=1):
+            entry = {
+                "identifier": f"urn:ai:example.com:{name}",
+                "displayName": name,
+                "type": "application/a2a-agent-card+json",
+                "url": "https://example.com",
+            }
+            fts = FtsDocument(name=name, keywords=f"{words} | tag{name}", description=f"{words} description", examples=f"{words} example")
+            stamp = "2026-01-01T00:00:00Z"
+            db.execute(
+                "INSERT INTO agents(id, identifier, entry, content_hash, display_name, type, publisher, created_at, indexed_at,"
+                " vectors_pending, terms, keyword_terms) VALUES (?, ?, ?, 'h', ?, ?, 'example.com', ?, ?, 0, ?, ?)",
+                (
+                    agent_id,
+                    entry["identifier"],
+                    json.dumps(entry),
+                    name,
+                    entry["type"],
+                    stamp,
+                    stamp,
+                    " ".join(sorted(fts.vocabulary())),
+                    fts.keywords,
+                ),
+            )
+            db.execute("INSERT INTO agent_values VALUES ('type', ?, ?)", (entry["type"], agent_id))
+            db.execute(
+                "INSERT INTO agents_fts(rowid, name, keywords, description, examples) VALUES (?, ?, ?, ?, ?)", (agent_id, *fts.columns())
+            )
+            for i, vector in enumerate(vectors):
+                db.execute(
+                    "INSERT INTO examples(agent_id, kind, label, text, vector) VALUES (?, 'query', ?, ?, ?)",
+                    (agent_id, f"q{i}", f"{name} text {i}", vector.astype(np.float16).tobytes()),
+                )
+
+
+def test_a_layout_1_store_is_migrated_once_without_its_model(tmp_path: Path) -> None:
+    path = tmp_path / "catalog.sqlite3"
+    alpha, beta = _vectors(3, 1), _vectors(2, 2)
+    _layout_1_store(path, {"alpha": ("weather forecast", alpha), "beta": ("weather invoices", beta)})
+    store = Store(path)
     try:
-        _write(store, "alpha", "weather forecast", _vectors(1, 1))
-        row = store._conn.execute("SELECT entry, (SELECT length(vector) FROM examples) AS size FROM agents").fetchone()  # noqa: SLF001
-        assert isinstance(row["entry"], str) and row["size"] == 2 * 384
-        assert store.meta("schema_version") == "1"
+        assert store.meta("schema_version") == SCHEMA_VERSION
+        columns = {row[1] for row in store._conn.execute("PRAGMA table_info(agents)")}  # noqa: SLF001
+        assert "terms" not in columns and "keyword_terms" not in columns
+        _integrity(store)
+        stored = store.get("urn:ai:example.com:alpha")
+        assert stored is not None and stored.entry["displayName"] == "alpha"
+        back = np.stack([row.vector for row in store.examples_of([stored.id])])
+        assert np.min(np.sum(back * alpha, axis=1) / np.linalg.norm(back, axis=1)) > 0.999
+        assert store.document_frequencies(["weather", "forecast", "invoices", "tagbeta"]) == {
+            "weather": 2,
+            "forecast": 1,
+            "invoices": 1,
+            "tagbeta": 1,
+        }
+        assert [agent for agent, _ in store.lexical("forecast", 10, WEIGHTS)] == [stored.id]
+        assert [k._text for k in store.agent_terms([stored.id])[stored.id].keywords] == [" weather forecast ", " tagalpha "]  # noqa: SLF001
+        assert store.read_rows().agent_ids.tolist() == [1, 2]
+
+        _write(store, "alpha", "currency exchange", _vectors(1, 3))  # a migrated agent is replaced and deleted like any other
+        store.delete("urn:ai:example.com:beta")
+        _integrity(store)
+        assert store.document_frequencies(["weather", "currency", "invoices"]) == {"currency": 1}
     finally:
         store.close()
+    Store(path).close()  # opening it again migrates nothing
+
+
+def test_layout_2_loses_the_plain_term_columns_only_layout_1_filled(tmp_path: Path) -> None:
+    path = tmp_path / "catalog.sqlite3"
+    store = Store(path)
+    _write(store, "alpha", "weather forecast", _vectors(1, 1))
+    store._conn.execute("ALTER TABLE agents ADD COLUMN terms TEXT NOT NULL DEFAULT ''")  # noqa: SLF001 - as layout 2 made it
+    store._conn.execute("ALTER TABLE agents ADD COLUMN keyword_terms TEXT NOT NULL DEFAULT ''")  # noqa: SLF001
+    store.set_meta("schema_version", "2")
+    store.close()
+    reopened = Store(path)
+    try:
+        assert reopened.meta("schema_version") == SCHEMA_VERSION
+        assert {"terms", "keyword_terms"}.isdisjoint(row[1] for row in reopened._conn.execute("PRAGMA table_info(agents)"))  # noqa: SLF001
+        assert reopened.get("urn:ai:example.com:alpha") is not None
+    finally:
+        reopened.close()
 
 
 def test_the_agent_count_follows_writes_from_any_connection(tmp_path: Path) -> None:

@@ -10,10 +10,10 @@ import pytest
 from mcp import Client
 
 from ard_mcp.config import Config
-from ard_mcp.server import build_server
+from ard_mcp.surfaces.mcp_server import build_server
 from tests.conftest import INVOICES, PDF, SAMPLE, WEATHER, entry
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 
 @pytest.fixture
@@ -79,7 +79,9 @@ async def test_nonsense_query_returns_nothing(server: Any) -> None:
 async def test_search_filters_and_paging(server: Any) -> None:
     async with Client(server) as client:
         await seed(client)
-        only_a2a = await call(client, "search_agents", text="translate my document into Spanish", filter={"type": "application/a2a-agent-card+json"})
+        only_a2a = await call(
+            client, "search_agents", text="translate my document into Spanish", filter={"type": "application/a2a-agent-card+json"}
+        )
         assert only_a2a["results"] and all(r["type"] == "application/a2a-agent-card+json" for r in only_a2a["results"])
         soc2 = await call(client, "search_agents", text="send an invoice", filter={"trustManifest.attestations.type": ["SOC2-Type2"]})
         assert [r["identifier"] for r in soc2["results"]] == [INVOICES["identifier"]]

@@ -14,7 +14,7 @@ from mcp.client.sse import sse_client
 from tests.conftest import INVOICES, WEATHER
 from tests.processes import quiet_env, serving
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 
 def stdio(data_dir: Path) -> StdioServerParameters:
@@ -62,7 +62,11 @@ def test_second_process_on_the_same_data_dir_gets_a_clear_error(data_dir: Path, 
     with serving(data_dir, "--transport", "streamable-http"):
         result = subprocess.run(
             [sys.executable, "-m", "ard_mcp", *command, "--data-dir", str(data_dir)],
-            env=quiet_env(), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+            env=quiet_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
         )
     assert result.returncode == 2
     assert "is in use by another ard-mcp process" in result.stderr
@@ -73,6 +77,9 @@ def test_second_process_on_the_same_data_dir_gets_a_clear_error(data_dir: Path, 
 def test_the_stdio_server_answers_tools_list_without_loading_the_index() -> None:
     """What the server imports before the handshake bounds its start-up; numpy (with everything that
     searches) waits for the first request or the warm-up a second later."""
-    probe = "import sys, ard_mcp.cli, ard_mcp.server; print(sorted(m for m in ('numpy', 'ard_mcp.registry', 'sqlite3') if m in sys.modules))"
+    probe = (
+        "import sys, ard_mcp.surfaces.cli, ard_mcp.surfaces.mcp_server; "
+        "print(sorted(m for m in ('numpy', 'ard_mcp.registry', 'sqlite3') if m in sys.modules))"
+    )
     result = subprocess.run([sys.executable, "-c", probe], env=quiet_env(), capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "[]", result.stderr

@@ -1,0 +1,198 @@
+"""ARD v0.5 catalog objects (spec §4-5, `ai-catalog.schema.json`): the one definition every surface uses.
+
+Entries keep fields this version does not know (`extra="allow"`) so a publisher's extensions come back
+unchanged; the nested trust objects follow the schema's `additionalProperties: false`. Input may use the
+later `urn:air:` identifiers (see `identifiers`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
+
+from ard_mcp.errors import InvalidArgument
+from ard_mcp.formats.identifiers import check_identifier, publisher_of
+
+M = TypeVar("M", bound=BaseModel)
+_URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:\S+$")
+
+
+def parse_timestamp(value: str) -> datetime:
+    """Parse an ISO 8601 date-time; a timestamp without an offset is ambiguous, so it is refused."""
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError("must be an ISO 8601 date-time, e.g. 2026-05-28T12:00:00Z") from None
+    if parsed.tzinfo is None:
+        raise ValueError("must be an ISO 8601 date-time with a time zone (Z or +HH:MM)")
+    return parsed.astimezone(UTC)
+
+
+def _check_uri(value: str) -> str:
+    if not _URI.match(value):
+        raise ValueError("must be an absolute URI such as https://example.com/agent.json")
+    return value
+
+
+class WireModel(BaseModel):
+    """Base of every wire object: absent optional fields are omitted, never sent as `null`."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_serializer(mode="wrap")
+    def _omit_none(self, handler: Any) -> Any:
+        data = handler(self)
+        return {k: v for k, v in data.items() if v is not None} if isinstance(data, dict) else data
+
+
+class Attestation(WireModel):
+    type: str = Field(description="Attestation type, e.g. SOC2-Type2.")
+    uri: str = Field(description="Where the attestation document is.")
+    mediaType: str = Field(description="Format of the document, e.g. application/pdf.")
+    digest: str | None = None
+
+    _uri = field_validator("uri")(_check_uri)
+
+
+class Provenance(WireModel):
+    relation: Literal["derivedFrom", "publishedFrom", "copiedFrom"]
+    sourceId: str
+    sourceDigest: str | None = None
+
+
+class TrustSchema(WireModel):
+    identifier: str
+    version: str
+    governanceUri: str | None = None
+    verificationMethods: list[str] | None = None
+
+
+class TrustManifest(WireModel):
+    identity: str = Field(description="Cryptographic workload identity (SPIFFE ID, DID or HTTPS URI).")
+    identityType: Literal["spiffe", "did", "https", "other"] | None = None
+    trustSchema: TrustSchema | None = None
+    attestations: list[Attestation] | None = None
+    provenance: list[Provenance] | None = None
+    signature: str | None = None
+
+
+class HostInfo(WireModel):
+    displayName: str
+    identifier: str | None = None
+    documentationUrl: str | None = None
+    logoUrl: str | None = None
+    trustManifest: TrustManifest | None = None
+
+
+MetadataValue = str | int | float | bool | None
+
+
+class CatalogEntry(WireModel):
+    """One catalog entry (ARD §4.2). Fields this model does not name are kept as they came."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    identifier: str = Field(description="urn:ai:<publisher-domain>:<namespace...>:<name> (urn:air: accepted).")
+    displayName: str = Field(min_length=1)
+    type: str = Field(min_length=1, description="Media type, e.g. application/mcp-server+json.")
+    url: str | None = Field(default=None, description="Where the artifact is; exactly one of url and data.")
+    data: dict[str, Any] | None = Field(default=None, description="The artifact inline; exactly one of url and data.")
+    description: str | None = None
+    tags: list[str] | None = None
+    capabilities: list[str] | None = None
+    representativeQueries: list[str] | None = Field(default=None, min_length=2, max_length=5)
+    version: str | None = None
+    updatedAt: str | None = Field(default=None, description="ISO 8601 date-time of the last change.")
+    metadata: dict[str, MetadataValue] | None = None
+    trustManifest: TrustManifest | None = None
+
+    @field_validator("identifier")
+    @classmethod
+    def _identifier(cls, value: str) -> str:
+        return check_identifier(value)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return None if value is None else _check_uri(value)
+
+    @field_validator("updatedAt")
+    @classmethod
+    def _updated_at(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_timestamp(value)
+        return value
+
+    @model_validator(mode="after")
+    def _url_or_data(self) -> CatalogEntry:
+        if (self.url is None) == (self.data is None):
+            raise ValueError("exactly one of url and data must be present (ARD §3.4 value-or-reference)")
+        return self
+
+    @property
+    def publisher(self) -> str:
+        return publisher_of(self.identifier)
+
+    @property
+    def updated(self) -> datetime | None:
+        return parse_timestamp(self.updatedAt) if self.updatedAt else None
+
+    def wire(self) -> dict[str, Any]:
+        """The entry as JSON, exactly as registered apart from the normalised identifier."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class CatalogManifest(WireModel):
+    """An `ai-catalog.json` file. Entries stay raw here so one bad entry is rejected alone, not the file."""
+
+    specVersion: Literal["1.0"]
+    host: HostInfo | None = None
+    entries: list[dict[str, Any]]
+
+
+def _location(prefix: str, loc: tuple[int | str, ...]) -> str:
+    path = prefix
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part and not part.startswith(("function-", "union[", "literal[")):
+            path += f".{part}" if path else str(part)
+    return path or "entry"
+
+
+def _rule(error: Any) -> str:
+    msg: str = error["msg"]
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if msg.startswith(prefix):
+            msg = msg[len(prefix) :]
+    if error["type"] == "missing":
+        return "is required"
+    if error["type"] == "extra_forbidden":
+        return "is not a field of this object"
+    return msg[:1].lower() + msg[1:]
+
+
+def describe_validation_error(error: ValidationError, prefix: str = "") -> str:
+    """Turn pydantic's report into `path.to.field: rule` lines a publisher can act on."""
+    lines = []
+    for item in error.errors(include_url=False):
+        lines.append(f"{_location(prefix, item['loc'])}: {_rule(item)}")
+    return "; ".join(dict.fromkeys(lines))
+
+
+def parse_as(model: type[M], raw: Any, where: str, expected: str = "a JSON object") -> M:
+    """Validate `raw` as `model` or raise `InvalidArgument` naming every broken field under `where`."""
+    if not isinstance(raw, Mapping):
+        raise InvalidArgument(f"{where}: must be {expected}")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise InvalidArgument(describe_validation_error(exc, where)) from None
+
+
+def parse_entry(raw: Any, where: str = "entry") -> CatalogEntry:
+    return parse_as(CatalogEntry, raw, where)

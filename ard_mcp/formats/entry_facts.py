@@ -1,0 +1,160 @@
+"""What a stored catalog entry says about itself, whichever format it was registered in.
+
+Entries registered as Xu Agent Metadata or AIDIP agent metadata are stored as ARD catalog entries whose
+`data` is the original document (`type` names the format), with the discovery facts copied to ARD fields
+and scalar `metadata` keys so the §7.1 filters and facets see them. The Xu discovery filters and the AIDIP
+views need a few facts no ARD field carries (bindings, protocols, languages, regions); they are read here,
+in one place, so every surface answers the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from ard_mcp.formats.catalog import parse_timestamp
+
+XU_TYPE = "application/agent-discovery-metadata+json"
+"""Media type of an entry whose `data` is Xu profile Agent Metadata (the draft names none; ours)."""
+AIDIP_TYPE = "application/aidip-agent+json"
+"""Media type of an entry whose `data` is AIDIP agent metadata (the draft names none; ours)."""
+
+STATUS_KEY = "status"  # metadata.status: Xu / AIDIP operational status; absent means active
+EXPIRES_KEY = "expiresAt"  # metadata.expiresAt: Xu expires_at; after it the entry is removed
+SOURCE_ID_KEY = "sourceId"  # metadata.sourceId: the id the publisher used when it was not a urn:ai: identifier
+PUBLISHER_KEY = "publisher"  # metadata.publisher: AIDIP's publisher name
+REGION_KEY = "region"  # metadata.region: a scalar region constraint
+
+# Protocols implied by the ARD media types a registry commonly holds.
+_TYPE_PROTOCOLS = {
+    "application/mcp-server+json": "mcp",
+    "application/mcp-server-card+json": "mcp",
+    "application/a2a-agent-card+json": "a2a",
+    "application/ai-registry+json": "ard",
+    "application/ai-registry": "ard",
+    "application/ai-catalog+json": "ai-catalog",
+    "application/ai-skill": "skill",
+    AIDIP_TYPE: "aidip",
+}
+
+
+def _metadata(entry: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = entry.get("metadata")
+    return value if isinstance(value, Mapping) else {}
+
+
+def _data(entry: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = entry.get("data")
+    return value if isinstance(value, Mapping) else {}
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str)]
+    return []
+
+
+def origin(entry: Mapping[str, Any]) -> str:
+    """`xu`, `aidip` or `ard`: the format the entry was registered in."""
+    return {XU_TYPE: "xu", AIDIP_TYPE: "aidip"}.get(str(entry.get("type")), "ard")
+
+
+def status_of(entry: Mapping[str, Any]) -> str:
+    value = _metadata(entry).get(STATUS_KEY)
+    return value.lower() if isinstance(value, str) and value else "active"
+
+
+def source_id_of(entry: Mapping[str, Any]) -> str:
+    """The id a Xu or AIDIP client knows the entry by: the publisher's own id, else the identifier."""
+    value = _metadata(entry).get(SOURCE_ID_KEY)
+    return value if isinstance(value, str) and value else str(entry["identifier"])
+
+
+def expiry_of(entry: Mapping[str, Any]) -> datetime | None:
+    """When the entry stops being returned; None when it never expires or the value is not a timestamp."""
+    value = _metadata(entry).get(EXPIRES_KEY)
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_timestamp(value)
+    except ValueError:
+        return None
+
+
+def tags_of(entry: Mapping[str, Any]) -> set[str]:
+    return {t.lower() for t in _strings(entry.get("tags"))}
+
+
+def capabilities_of(entry: Mapping[str, Any]) -> set[str]:
+    return {c.lower() for c in _strings(entry.get("capabilities"))}
+
+
+def languages_of(entry: Mapping[str, Any]) -> set[str]:
+    """AIDIP `supported_languages`, Xu example `language` tags and ARD `metadata.language`."""
+    data = _data(entry)
+    found = _strings(data.get("supported_languages")) + _strings(_metadata(entry).get("language"))
+    if origin(entry) == "xu":
+        for example in data.get("examples") or []:
+            if isinstance(example, Mapping):
+                found += _strings(example.get("language"))
+    return {lang.lower() for lang in found}
+
+
+def regions_of(entry: Mapping[str, Any]) -> set[str]:
+    """Where the agent may be used: `metadata.region` and Xu `constraints.region`; empty means unrestricted."""
+    found = _strings(_metadata(entry).get(REGION_KEY))
+    constraints = _data(entry).get("constraints")
+    if isinstance(constraints, Mapping):
+        found += _strings(constraints.get("region"))
+    return {r.lower() for r in found}
+
+
+def _scheme(endpoint: str) -> str | None:
+    parts = urlsplit(endpoint)
+    return parts.scheme.lower() if parts.scheme and parts.netloc else None
+
+
+def bindings_of(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Xu-style protocol bindings: stored ones for Xu entries, derived ones for AIDIP and ARD entries.
+
+    An ARD entry with inline `data` and no URL is reached through this registry, so its endpoint is its
+    identifier (resolvable with `GET /agents/{id}` or the `ard://agents/{identifier}` resource)."""
+    kind = origin(entry)
+    data = _data(entry)
+    if kind == "xu":
+        return [dict(b) for b in data.get("bindings") or [] if isinstance(b, Mapping)]
+    if kind == "aidip":
+        endpoint = data.get("endpoint")
+        if not isinstance(endpoint, str):
+            return []
+        return [
+            {
+                "protocol": _scheme(endpoint) or "aidip",
+                "endpoint": endpoint,
+                "media_types": ["application/json"],
+                "interaction_model": "request-response",
+            }
+        ]
+    media_type = str(entry.get("type"))
+    url = entry.get("url")
+    endpoint = url if isinstance(url, str) else str(entry["identifier"])
+    protocol = _TYPE_PROTOCOLS.get(media_type) or (_scheme(endpoint) if isinstance(url, str) else None) or "ard"
+    return [{"protocol": protocol, "endpoint": endpoint, "media_types": [media_type]}]
+
+
+def protocols_of(entry: Mapping[str, Any]) -> set[str]:
+    """Every protocol a client could use: binding protocols, their URL schemes and the type's protocol."""
+    found: set[str] = set()
+    for binding in bindings_of(entry):
+        if isinstance(binding.get("protocol"), str):
+            found.add(binding["protocol"].lower())
+        if isinstance(binding.get("endpoint"), str) and (scheme := _scheme(binding["endpoint"])):
+            found.add(scheme)
+    implied = _TYPE_PROTOCOLS.get(str(entry.get("type")))
+    if implied:
+        found.add(implied)
+    return found

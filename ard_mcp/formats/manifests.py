@@ -1,0 +1,57 @@
+"""Reading `ai-catalog.json` manifests into (location, entry) pairs, nested catalogs included.
+
+A nested catalog (`type: application/ai-catalog+json` with inline `data`) is registered itself and its
+entries are walked too, so a bundle's members are findable on their own. Locations name where each entry
+sits (`catalog.json: entries[2].data.entries[0]`), which is what rejection messages quote.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ard_mcp.errors import InvalidArgument
+from ard_mcp.formats.catalog import CatalogManifest, describe_validation_error
+
+CATALOG_TYPE = "application/ai-catalog+json"
+MAX_DEPTH = 8
+
+
+def load_manifest(path: Path) -> Any:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidArgument(f"{path}: no such file") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidArgument(f"{path}: not valid JSON ({exc})") from None
+    return raw
+
+
+def manifest_entries(manifest: Any, where: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
+    """Every entry of a manifest with its location; raises `InvalidArgument` if the manifest itself is bad.
+
+    A nested manifest that is bad is yielded as the `InvalidArgument` in place of an entry, so the
+    registry reports it among the rejections without giving up on the rest of the file."""
+    try:
+        CatalogManifest.model_validate(manifest)
+    except ValidationError as exc:
+        raise InvalidArgument(describe_validation_error(exc, where)) from None
+    prefix = f"{where}." if where else ""
+    for i, entry in enumerate(manifest["entries"]):
+        location = f"{prefix}entries[{i}]"
+        yield location, entry
+        data = entry.get("data") if isinstance(entry, dict) else None
+        if isinstance(entry, dict) and entry.get("type") == CATALOG_TYPE and isinstance(data, dict) and depth < MAX_DEPTH:
+            try:
+                yield from manifest_entries(data, f"{location}.data", depth + 1)
+            except InvalidArgument as exc:
+                yield f"{location}.data", exc  # the bundle's own manifest is bad: report it, keep going
+
+
+def file_entries(path: Path) -> Iterator[tuple[str, Any]]:
+    for location, entry in manifest_entries(load_manifest(path)):
+        yield f"{path.name}: {location}", entry

@@ -1,0 +1,196 @@
+"""Request and response messages of the ARD discovery operations (§7), shared by the MCP tools, the CLI
+and the HTTP routes so every surface speaks the same JSON. The Xu profile's and AIDIP's own objects live
+in `xu` and `aidip`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ard_mcp.formats.catalog import CatalogEntry, HostInfo, WireModel
+
+
+class ScoreComponents(WireModel):
+    """The signals behind a score, each on its own scale (similarities are cosines in [-1, 1])."""
+
+    example: float = Field(description="Cosine similarity of the best-matching example (over the whole query and its sub-intents).")
+    secondExample: float = Field(description="Cosine similarity of the second-best example: several matching tools beat one.")
+    context: float = Field(description="Cosine similarity of the entry's name and description.")
+    allExamples: float = Field(description="Cosine similarity to the mean of all the entry's examples.")
+    lexical: float = Field(description="IDF-weighted share of the query's terms found in the entry's text (0-1).")
+    tag: float = Field(description="How many tags or capabilities the query names, as a share of three (0-1).")
+
+
+class MatchedExample(WireModel):
+    kind: Literal["description", "query", "tool", "skill", "capability"]
+    label: str = Field(description="Which example: the tool or skill name, or the start of the query.")
+    text: str
+    similarity: float
+
+
+class Freshness(WireModel):
+    metadataUpdatedAt: str | None = Field(default=None, description="The entry's own updatedAt.")
+    indexedAt: str = Field(description="When this registry last indexed the entry.")
+
+
+class Evidence(WireModel):
+    """Why the entry matched (Xu profile matching evidence)."""
+
+    matchedExamples: list[MatchedExample]
+    matchedTags: list[str]
+    matchedWords: list[str]
+    scoreComponents: ScoreComponents
+    freshness: Freshness
+
+
+AGENT_RESOURCE = "ard://agents/{identifier}"
+"""The MCP resource that reads one stored entry: where a trimmed result's inline `data` can be read whole."""
+
+Detail = Literal["minimal", "summary", "full"]
+_SUMMARY_FIELDS = frozenset({"description", "tags", "capabilities", "version", "updatedAt", "metadata", "evidence"})
+_MINIMAL_FIELDS = frozenset({"identifier", "displayName", "type", "url", "score", "source"})
+
+
+class SearchResult(CatalogEntry):
+    """A stored entry, unchanged, plus the registry's relevance judgement."""
+
+    score: int = Field(ge=0, le=100, description="Absolute relevance 0-100; not a trust or safety rating.")
+    source: str = Field(description="The registry that indexed this entry.")
+    evidence: Evidence | None = Field(default=None, description="Why it matched; omitted at detail=minimal.")
+    redacted: bool | None = Field(default=None, description="True when fields were left out at the requested detail.")
+
+    def at_detail(self, detail: Detail | None, reference: str) -> SearchResult:
+        """The result trimmed to a detail level (Xu profile §5.1 `detail`), still a valid ARD entry.
+
+        `minimal` keeps identifier, name, type, url, score and source; `summary` adds the descriptive fields
+        and evidence; `full` (the default) is everything. Inline `data` is replaced by `reference`, a URL
+        where the whole entry can be read, so an entry always has exactly one of url and data."""
+        if detail is None or detail == "full":
+            return self
+        wire = self.model_dump(mode="json", by_alias=True)
+        keep = _MINIMAL_FIELDS | (_SUMMARY_FIELDS if detail == "summary" else frozenset())
+        out = {k: v for k, v in wire.items() if k in keep}
+        out.setdefault("url", reference)
+        if set(wire) - set(out):
+            out["redacted"] = True
+        return SearchResult.model_validate(out)
+
+
+class SearchResponse(WireModel):
+    results: list[SearchResult]
+    pageToken: str | None = Field(default=None, description="Pass back to get the next page; absent on the last page.")
+    totalResults: int = Field(description="How many entries are relevant enough to list (none when nothing fits the query).")
+
+
+class FacetRequest(WireModel):
+    field: str = Field(description="Field path, as for filter keys (type, tags, publisher, metadata.x, ...).")
+    limit: int = Field(default=20, ge=1, le=1000)
+    minCount: int = Field(default=1, ge=1)
+
+
+class FacetBucket(WireModel):
+    value: str
+    count: int
+
+
+class FacetResult(WireModel):
+    buckets: list[FacetBucket]
+    otherCount: int = Field(description="Matching entries whose value is in buckets beyond the limit.")
+
+
+class ExploreResponse(WireModel):
+    resultType: Literal["facets"] = "facets"
+    facets: dict[str, FacetResult]
+
+
+class RegisterResult(WireModel):
+    status: Literal["created", "updated", "unchanged"]
+    entry: CatalogEntry
+
+
+class DeregisterResult(WireModel):
+    status: Literal["deleted"] = "deleted"
+    identifier: str
+
+
+class ListResponse(WireModel):
+    items: list[CatalogEntry]
+    total: int
+    pageToken: str | None = None
+
+
+# -- the ARD REST bodies (§7, ard.openapi.yaml) -------------------------------------------------------------
+FilterValue = list[str | int | float | bool] | str | int | float | bool
+
+
+class Query(WireModel):
+    """The §7.1 query model. `text` is required by `/search` and optional for `/explore`."""
+
+    text: str | None = Field(default=None, description="Natural-language description of the need.")
+    filter: dict[str, FilterValue] | None = Field(default=None, description="Field path → values (OR within a key, AND across keys).")
+
+
+class SearchRequest(WireModel):
+    query: Query
+    federation: Literal["auto", "referrals", "none"] = Field(
+        default="auto", description="With no upstream registries configured, auto and referrals behave as none."
+    )
+    pageSize: int = Field(default=10, ge=1, le=100)
+    pageToken: str | None = None
+
+
+class RegistryReferral(WireModel):
+    identifier: str
+    displayName: str
+    type: Literal["application/ai-registry", "application/ai-registry+json"]
+    url: str
+
+
+class ArdSearchResponse(WireModel):
+    """`POST /search`: exactly the fields ard.openapi.yaml allows (no `totalResults`)."""
+
+    results: list[SearchResult]
+    referrals: list[RegistryReferral] | None = None
+    pageToken: str | None = None
+
+
+class ResultTypeRequest(WireModel):
+    facets: list[FacetRequest] = Field(min_length=1)
+
+
+class ExploreRequest(WireModel):
+    query: Query | None = None
+    resultType: ResultTypeRequest
+
+
+class ErrorDetail(WireModel):
+    code: str = Field(description="ARD Appendix B code, e.g. INVALID_ARGUMENT.")
+    message: str
+
+
+class ErrorBody(WireModel):
+    """ARD errors: the Appendix B object (`error.code`, `error.message`) and, beside it, the same code and
+    message as ard.openapi.yaml's Error schema spells them (`errorCode`, `message`), so both readers work."""
+
+    error: ErrorDetail
+    errorCode: str
+    message: str
+
+    @classmethod
+    def of(cls, code: str, message: str) -> ErrorBody:
+        return cls(error=ErrorDetail(code=code, message=message), errorCode=code, message=message)
+
+
+class Health(WireModel):
+    status: Literal["ok"] = "ok"
+    version: str
+    agents: int = Field(description="Entries currently registered.")
+
+
+class AiCatalog(WireModel):
+    """`/.well-known/ai-catalog.json` (ARD §4.1): this registry's own manifest."""
+
+    specVersion: Literal["1.0"] = "1.0"
+    host: HostInfo | None = None
+    entries: list[CatalogEntry]

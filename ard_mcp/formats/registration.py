@@ -1,0 +1,49 @@
+"""Registration accepts three metadata formats; this decides which one a document is and maps it to ARD.
+
+Detection is by the fields only one format requires: ARD entries have `identifier`, Xu Agent Metadata has
+`bindings`, AIDIP agent metadata has `endpoint`, `operations`, `capabilities` or `publisher`; anything else with an `id` or `name` is
+read as Xu metadata, so the error names the missing field. A caller can also name the format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from ard_mcp.errors import InvalidArgument
+from ard_mcp.formats import aidip, xu
+
+Format = Literal["auto", "ard", "xu", "aidip"]
+FORMATS: tuple[str, ...] = ("auto", "ard", "xu", "aidip")
+_AIDIP_FIELDS = ("endpoint", "operations", "supported_languages", "authentication", "inputs", "capabilities", "publisher")
+
+
+def detect(document: Mapping[str, Any]) -> str:
+    if "identifier" in document:
+        return "ard"
+    if "bindings" in document:
+        return "xu"
+    if any(key in document for key in _AIDIP_FIELDS):
+        return "aidip"
+    if any(key in document for key in ("id", "name", "examples")):
+        return "xu"  # the closest fit; its validation then names what is missing (bindings)
+    raise InvalidArgument(
+        "entry: not a format this registry reads; send an ARD catalog entry (identifier, displayName, type, url or data), "
+        "Xu Agent Metadata (id, name, description, bindings) or AIDIP agent metadata (name, endpoint, operations)"
+    )
+
+
+def to_entry(document: Any, format: str = "auto", default_id: str | None = None) -> dict[str, Any]:
+    """The raw ARD entry to register. `default_id` fills a missing id (`PUT /agents/{id}`)."""
+    if not isinstance(document, Mapping):
+        raise InvalidArgument("entry: must be a JSON object")
+    if format not in FORMATS:
+        raise InvalidArgument(f"format: must be one of {', '.join(FORMATS)} (got {format!r})")
+    kind = detect(document) if format == "auto" else format
+    if kind == "xu":
+        return xu.to_entry(document if "id" in document or default_id is None else {**document, "id": default_id})
+    if kind == "aidip":
+        return aidip.to_entry(document, default_id)
+    if "identifier" not in document and default_id is not None:
+        return {**document, "identifier": default_id}
+    return dict(document)

@@ -1,0 +1,279 @@
+"""Every write to the registry: registration, bulk ingest, deregistration, expiry, and rebuilding the vector
+index (re-embedding when the model changed). The one place that keeps the store and the vector index in step.
+
+A write lands in the store first, in one transaction that also marks the agent's vectors pending; the
+vectors then go to Chroma and the mark is cleared. An agent still marked when the index opens lost its
+vectors to a crash in between, and `restore_pending` gives them back without running the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ard_mcp.errors import ArdError, NotFound, StaleEntry
+from ard_mcp.formats.catalog import CatalogEntry, parse_entry
+from ard_mcp.formats.entry_facts import EXPIRES_KEY
+from ard_mcp.formats.identifiers import normalize_identifier, publisher_of
+from ard_mcp.formats.messages import DeregisterResult, RegisterResult
+from ard_mcp.index.embedding import Embedder, ModelSpec
+from ard_mcp.index.example_texts import Example, extract_examples
+from ard_mcp.index.expiry import ExpiryClock
+from ard_mcp.index.filter_values import entry_values
+from ard_mcp.index.lexical import fts_document
+from ard_mcp.index.records import NewExample, StoredAgent
+from ard_mcp.index.store.sqlite import Store
+from ard_mcp.index.vectors import VectorIndex
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+INGEST_CHUNK = 2000  # agents planned, embedded and written together: memory stays flat, and each chunk is durable
+_EMBED_STEP = 512  # texts embedded between progress reports
+_FLUSH_EVERY = 4000  # example vectors sent to Chroma together
+
+
+@dataclass
+class IngestReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    rejected: list[str] = field(default_factory=list)
+
+    def add(self, other: IngestReport) -> None:
+        self.added += other.added
+        self.updated += other.updated
+        self.unchanged += other.unchanged
+        self.rejected += other.rejected
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"added": self.added, "updated": self.updated, "unchanged": self.unchanged, "rejected": self.rejected}
+
+
+@dataclass
+class _Plan:
+    entry: CatalogEntry
+    wire: dict[str, Any]
+    content_hash: str
+    stored: StoredAgent | None
+
+
+def content_hash(wire: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(wire, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def restore_pending(store: Store, index: VectorIndex) -> None:
+    """Give the vector index the vectors of agents whose write was interrupted before it finished."""
+    pending = store.pending_agents()
+    if pending:
+        log.warning("restoring vectors of %d agent(s) whose last write did not finish", len(pending))
+        rows = store.examples_of(pending)
+        if rows:
+            index.add([(r.id, r.agent_id) for r in rows], np.stack([r.vector for r in rows]))
+        store.mark_vectors_done(pending)
+
+
+class Indexer:
+    """Writes through one store and one vector index. `lock` serialises writes (and is what closing the
+    registry waits for); `expiry` learns every expiry written, so reads know when one falls due."""
+
+    def __init__(
+        self, store: Store, vectors: VectorIndex, embedder: Embedder, model: ModelSpec, lock: threading.RLock, expiry: ExpiryClock
+    ) -> None:
+        self._store = store
+        self._vectors = vectors
+        self._embedder = embedder
+        self._model = model
+        self._lock = lock
+        self._expiry = expiry
+
+    # -- registration -------------------------------------------------------------------------------
+    def register(self, raw: Any) -> RegisterResult:
+        entry = parse_entry(raw)
+        with self._lock:
+            plan = self._plan(entry)
+            if plan is None:
+                return RegisterResult(status="unchanged", entry=entry)
+            self._apply([plan])
+        return RegisterResult(status="updated" if plan.stored else "created", entry=entry)
+
+    def register_many(self, items: Iterable[tuple[str, Any]], progress: Progress | None = None) -> IngestReport:
+        """Ingest many entries: invalid or stale ones are reported, the rest written in chunks of
+        `INGEST_CHUNK` agents, so a catalog of any size needs the memory of one chunk and an interrupted
+        ingest keeps every chunk written before it (re-running it skips them as unchanged)."""
+        report = IngestReport()
+        plans: dict[str, _Plan] = {}
+        embedded = [0, 0]  # texts embedded and planned by earlier chunks, so progress counts the whole ingest
+
+        def write_chunk() -> None:
+            todo = list(plans.values())
+            base_done, base_total = embedded
+
+            def chunk_progress(done: int, total: int) -> None:
+                embedded[0], embedded[1] = base_done + done, base_total + total
+                if progress:
+                    progress(*embedded)
+
+            self._apply(todo, chunk_progress)
+            report.added += sum(1 for p in todo if p.stored is None)
+            report.updated += sum(1 for p in todo if p.stored is not None)
+            plans.clear()
+
+        with self._lock:
+            for where, raw in items:
+                try:
+                    if isinstance(raw, ArdError):
+                        raise raw
+                    entry = parse_entry(raw, where)
+                    if entry.identifier in plans:
+                        del plans[entry.identifier]  # a later copy in the same chunk supersedes an earlier one
+                    plan = self._plan(entry)
+                except ArdError as exc:
+                    report.rejected.append(exc.message if exc.message.startswith(where) else f"{where}: {exc.message}")
+                    continue
+                if plan is None:
+                    report.unchanged += 1
+                    continue
+                plans[entry.identifier] = plan
+                if len(plans) >= INGEST_CHUNK:
+                    write_chunk()
+            write_chunk()
+        if progress and not embedded[1]:
+            progress(0, 0)
+        return report
+
+    def _plan(self, entry: CatalogEntry) -> _Plan | None:
+        """What registering `entry` would change; None when nothing would."""
+        wire = entry.wire()
+        digest = content_hash(wire)
+        stored = self._store.get(entry.identifier)
+        if stored is not None:
+            if stored.content_hash == digest:
+                return None
+            new, old = entry.updated, CatalogEntry.model_validate(stored.entry).updated
+            if new is not None and old is not None and new < old:
+                stored_at = stored.entry.get("updatedAt")
+                raise StaleEntry(
+                    f"{entry.identifier}: updatedAt {entry.updatedAt} is older than the stored {stored_at}; nothing was changed"
+                )
+        return _Plan(entry, wire, digest, stored)
+
+    def _apply(self, plans: list[_Plan], progress: Progress | None = None) -> None:
+        if not plans:
+            return
+        examples = {p.entry.identifier: extract_examples(p.entry) for p in plans}
+        known: dict[str, np.ndarray] = {}
+        for p in plans:
+            if p.stored is not None:
+                known.update(self._store.vectors_by_text(p.stored.id))
+        missing = sorted({e.text for ex in examples.values() for e in ex} - known.keys())
+        known.update(self._embed(missing, progress))
+        if self._store.meta("model_id") is None:
+            self._record_model()
+
+        batch_ids: list[tuple[int, int]] = []
+        batch_vectors: list[np.ndarray] = []
+        batch_agents: list[int] = []
+        for p in plans:
+            agent_id, removed, added = self._write(p.entry, p.wire, p.content_hash, examples[p.entry.identifier], known)
+            if removed:
+                self._vectors.delete([(e, agent_id) for e in removed])
+            batch_ids += [(e, agent_id) for e in added]
+            batch_vectors += [known[e.text] for e in examples[p.entry.identifier]]
+            batch_agents.append(agent_id)
+            self._expiry.note(p.wire)
+            if len(batch_ids) >= _FLUSH_EVERY:
+                self._flush(batch_ids, batch_vectors, batch_agents)
+        self._flush(batch_ids, batch_vectors, batch_agents)
+
+    def _write(
+        self, entry: CatalogEntry, wire: dict[str, Any], digest: str, examples: list[Example], vectors: dict[str, np.ndarray]
+    ) -> tuple[int, list[int], list[int]]:
+        """One agent into the store: its entry, filter values, lexical document and examples."""
+        rows = [NewExample(e.kind, e.label, e.text, vectors[e.text]) for e in examples]
+        updated = entry.updated.isoformat() if entry.updated else None
+        return self._store.write(
+            wire, digest, publisher_of(entry.identifier), updated, entry_values(wire), fts_document(entry, examples), rows
+        )
+
+    def _record_model(self) -> None:
+        """The store's vectors are this model's from now on."""
+        self._store.set_meta("model_id", self._model.id)
+        self._store.set_meta("dimension", str(self._model.dimension))
+
+    def _flush(self, ids: list[tuple[int, int]], vectors: list[np.ndarray], agents: list[int]) -> None:
+        if ids:
+            self._vectors.add(ids, np.stack(vectors))
+        if agents:
+            self._store.mark_vectors_done(agents)
+        ids.clear()
+        vectors.clear()
+        agents.clear()
+
+    def _embed(self, texts: list[str], progress: Progress | None) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for start in range(0, len(texts), _EMBED_STEP):
+            chunk = texts[start : start + _EMBED_STEP]
+            out.update(zip(chunk, self._embedder.embed(chunk), strict=True))
+            if progress:
+                progress(min(start + _EMBED_STEP, len(texts)), len(texts))
+        return out
+
+    # -- removal --------------------------------------------------------------------------------------
+    def deregister(self, identifier: str) -> DeregisterResult:
+        identifier = normalize_identifier(identifier)
+        with self._lock:
+            deleted = self._store.delete(identifier)
+            if deleted is None:
+                raise NotFound(f"no agent {identifier} is registered")
+            agent_id, removed = deleted
+            if removed:
+                self._vectors.delete([(e, agent_id) for e in removed])
+        return DeregisterResult(identifier=identifier)
+
+    def expire(self, now: datetime) -> Sequence[str]:
+        """Remove every entry whose expiry has passed; returns their identifiers."""
+        removed: list[str] = []
+        with self._lock:
+            for agent in self._expiry.due(self._store, now):
+                self.deregister(agent.identifier)
+                removed.append(agent.identifier)
+                log.info("%s expired at %s and was removed", agent.identifier, (agent.entry.get("metadata") or {}).get(EXPIRES_KEY))
+        return removed
+
+    # -- rebuilding ------------------------------------------------------------------------------------
+    def rebuild(self, progress: Progress | None = None) -> int:
+        """Fill an empty vector index from the store: after a crash, a Chroma upgrade or a new model (whose
+        vectors are computed first from the stored entries). Returns the number of examples indexed."""
+        with self._lock:
+            self._store.mark_all_pending()
+            if self._store.meta("model_id") not in (None, self._model.id):
+                self._reembed(progress)
+            done = 0
+            for batch in self._store.iter_examples():
+                self._vectors.add([(e, a) for e, a, _ in batch], np.stack([v for _, _, v in batch]))
+                done += len(batch)
+                if progress:
+                    progress(done, done)
+            self._store.mark_vectors_done(self._store.pending_agents())
+        return done
+
+    def _reembed(self, progress: Progress | None) -> None:
+        """A new model: every entry's examples are embedded again from the stored entries."""
+        stored = self._store.agents_by_id(self._store.pending_agents())
+        self._record_model()
+        for agent in stored.values():
+            entry = CatalogEntry.model_validate(agent.entry)
+            examples = extract_examples(entry)
+            vectors = self._embed([e.text for e in examples], None)
+            self._write(entry, agent.entry, agent.content_hash, examples, vectors)
+        if progress:
+            progress(len(stored), len(stored))

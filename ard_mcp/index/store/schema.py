@@ -1,0 +1,156 @@
+"""The SQLite store's tables, and the migrations that bring an older store up to them once, when it opens.
+
+Layout 3 (the current one) is sized for 100,000 agents: entries are zlib-compressed JSON, vectors int8 with
+one float32 scale each (`ard_mcp.index.records`), and the FTS index keeps no copy of its text: its four
+columns are kept packed in `agents.fts`, which FTS5 needs to delete a document and which ranking reads as
+the agent's terms. Document frequencies live in `term_agents`, kept in step with every write: FTS5's own
+vocabulary table counts them by reading each term's whole posting list, which cost 6-8 ms a query at
+100,000 agents. `changes` is the feed in-memory copies of the store follow (`ard_mcp.index.resident`).
+
+Older stores are migrated in one transaction each, so an interrupted migration leaves the old layout:
+- layout 1 (JSON text entries, float16 vectors, an FTS index with its own content, terms in plain
+  columns) is rewritten in the compact form without running the model;
+- layout 2 kept two plain-term columns that only layout 1 filled; they are dropped;
+- a store made before `term_agents` existed has its terms counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import zlib
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+from ard_mcp.index.records import FtsDocument, encode_vector
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = "3"
+
+FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS agents_fts USING fts5(
+    name, keywords, description, examples, content = '', tokenize = 'unicode61 remove_diacritics 2'
+)"""
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS agents(
+    id INTEGER PRIMARY KEY,
+    identifier TEXT NOT NULL UNIQUE,
+    entry BLOB NOT NULL,
+    content_hash TEXT NOT NULL,
+    display_name TEXT NOT NULL,
+    type TEXT NOT NULL,
+    publisher TEXT NOT NULL,
+    updated_at TEXT,
+    created_at TEXT NOT NULL,
+    indexed_at TEXT NOT NULL,
+    vectors_pending INTEGER NOT NULL DEFAULT 1,
+    fts BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agent_values(
+    field TEXT NOT NULL, value TEXT NOT NULL, agent_id INTEGER NOT NULL,
+    PRIMARY KEY(field, value, agent_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS agent_values_by_agent ON agent_values(agent_id);
+CREATE TABLE IF NOT EXISTS examples(
+    id INTEGER PRIMARY KEY,
+    agent_id INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    label TEXT NOT NULL,
+    text TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS examples_by_agent ON examples(agent_id);
+{FTS_TABLE};
+CREATE TABLE IF NOT EXISTS term_agents(term TEXT PRIMARY KEY, agents INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, agent_id INTEGER NOT NULL);
+"""
+_PLAIN_TERM_COLUMNS = frozenset({"terms", "keyword_terms"})  # layouts 1 and 2; only layout 1 filled them
+
+
+def _meta(db: sqlite3.Connection, key: str) -> str | None:
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _set_meta(db: sqlite3.Connection, key: str, value: str) -> None:
+    db.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+
+
+def prepare(db: sqlite3.Connection) -> None:
+    """Create the tables of a new store, or migrate an older one (each step once, in its own transaction).
+
+    `db` is in autocommit mode; concurrent openers of one file serialise on BEGIN IMMEDIATE, and each step
+    checks the version again inside its transaction, so a store is migrated by whichever process comes first."""
+    db.executescript(SCHEMA)  # IF NOT EXISTS throughout: an older store keeps its tables for the steps below
+    with _transaction(db):
+        if _meta(db, "schema_version") is None:  # a new store: every earlier layout recorded its version
+            _set_meta(db, "schema_version", SCHEMA_VERSION)
+    with _transaction(db):
+        if _meta(db, "schema_version") == "1":
+            _compact_layout_1(db)
+    with _transaction(db):
+        if _meta(db, "schema_version") == "2":
+            log.info("dropping the plain-term columns of a layout 2 store (once)")
+            for column in sorted(_PLAIN_TERM_COLUMNS & _columns(db, "agents")):
+                db.execute(f"ALTER TABLE agents DROP COLUMN {column}")
+            _set_meta(db, "schema_version", SCHEMA_VERSION)
+    with _transaction(db):
+        if _meta(db, "term_agents") is None:
+            _count_terms(db)
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """All or nothing, like the store's own `transaction` (which needs the store's lock, not yet shared here)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _compact_layout_1(db: sqlite3.Connection) -> None:
+    """Layout 1 → 2: compress entries, pack the FTS columns beside them, re-encode float16 vectors as int8,
+    and rebuild the FTS index without content. Vectors are re-encoded, never re-embedded."""
+    agents = db.execute("SELECT count(*) FROM agents").fetchone()[0]
+    log.warning("migrating a layout 1 store of %d agents to the compact layout (once)", agents)
+    if "fts" not in _columns(db, "agents"):
+        db.execute("ALTER TABLE agents ADD COLUMN fts BLOB")
+    documents = {row[0]: FtsDocument(*row[1:]) for row in db.execute("SELECT rowid, name, keywords, description, examples FROM agents_fts")}
+    for agent_id, entry in db.execute("SELECT id, entry FROM agents").fetchall():
+        text = entry.encode() if isinstance(entry, str) else entry
+        db.execute("UPDATE agents SET entry = ?, fts = ? WHERE id = ?", (zlib.compress(text), documents[agent_id].pack(), agent_id))
+    for example_id, blob in db.execute("SELECT id, vector FROM examples").fetchall():
+        vector = np.frombuffer(blob, dtype=np.float16).astype(np.float32)
+        db.execute("UPDATE examples SET vector = ? WHERE id = ?", (encode_vector(vector), example_id))
+    db.execute("DROP TABLE agents_fts")
+    db.execute(FTS_TABLE)
+    db.executemany(
+        "INSERT INTO agents_fts(rowid, name, keywords, description, examples) VALUES (?, ?, ?, ?, ?)",
+        [(agent_id, *document.columns()) for agent_id, document in documents.items()],
+    )
+    _set_meta(db, "schema_version", "2")
+
+
+def _count_terms(db: sqlite3.Connection) -> None:
+    """Fill `term_agents` for a store made before it existed (20 s at 100,000 agents)."""
+    counts: Counter[str] = Counter()
+    agents = db.execute("SELECT count(*) FROM agents").fetchone()[0]
+    if agents:
+        log.warning("counting the terms of %d agents once: this store predates its term counts", agents)
+    for (packed,) in db.execute("SELECT fts FROM agents"):
+        counts.update(FtsDocument.packed(packed).vocabulary())
+    db.execute("DELETE FROM term_agents")
+    db.executemany("INSERT INTO term_agents(term, agents) VALUES (?, ?)", counts.items())
+    _set_meta(db, "term_agents", "1")

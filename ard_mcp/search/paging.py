@@ -1,0 +1,45 @@
+"""Pages of a search or a listing: the page size every surface accepts, and opaque page tokens.
+
+A token carries the offset of the next page and a digest of the request it pages through, so a token is
+never applied to another query (a client that changed its filter gets an error, not a shifted page).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from typing import Any
+
+from ard_mcp.errors import InvalidArgument
+
+MAX_PAGE_SIZE = 100
+
+
+def check_page_size(page_size: int) -> None:
+    if not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise InvalidArgument(f"pageSize: must be between 1 and {MAX_PAGE_SIZE} (got {page_size})")
+
+
+def _key(request: Any) -> str:
+    return hashlib.sha256(json.dumps(request, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def encode_token(offset: int, request: Any) -> str:
+    """The token of the page at `offset` of `request` (any JSON-able description of the request)."""
+    raw = json.dumps({"o": offset, "k": _key(request)}).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_token(token: str | None, request: Any) -> int:
+    """The offset a token names; 0 without one. A token of another request or not ours is refused."""
+    if not token:
+        return 0
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        offset, key = int(data["o"]), data["k"]
+    except (ValueError, KeyError, TypeError):
+        raise InvalidArgument("pageToken: not a token this registry issued") from None
+    if key != _key(request) or offset < 0:
+        raise InvalidArgument("pageToken: belongs to a different query; repeat the query it came from")
+    return offset

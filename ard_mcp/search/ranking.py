@@ -1,0 +1,272 @@
+"""From a task description to ranked agents with the evidence for each.
+
+Candidates come from two retrievers: the nearest examples in Chroma (one batched query for the whole text
+and each sub-intent of a multi-step task) and BM25 over the store's FTS5 index. Every candidate is then
+rescored exactly against all of its own examples in one matrix product, so the similarities reported as
+evidence are the ones that produced the score. The signals are fused into an absolute relevance (a
+logistic of a weighted sum, not a per-query normalisation). Two thresholds apply to it: a query is
+answered only if its best candidate reaches the cutoff (a query that fits nothing scores low everywhere and
+gets no results), and an answered query lists every candidate down to the floor (the servers for the
+secondary steps of a task score lower than the main one but are still wanted). Evidence texts are fetched
+only for the page that is returned.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from ard_mcp.formats.messages import MatchedExample
+from ard_mcp.index.embedding import Embedder
+from ard_mcp.index.lexical import coverage, idf, match_expression, named_keywords, query_terms, terms
+from ard_mcp.index.records import AgentTerms, CandidateExamples, term_finder
+from ard_mcp.index.store.sqlite import Store
+from ard_mcp.index.vectors import VectorIndex
+
+SIGNALS = ("example", "secondExample", "context", "allExamples", "lexical", "tag")
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Every constant of the ranking in one place.
+
+    The six signal weights come from `python bench/fit_fusion.py`: a pairwise ranking fit over the dev
+    queries' candidates, then a calibration so `relevance` estimates how likely an entry is to satisfy the
+    query and means the same for every query. Six weights fitted on ~190k labelled candidates leave little
+    room to overfit single queries.
+    """
+
+    # Candidates: the agents of the nearest examples of each query vector, and the best BM25 matches. On the
+    # dev queries, 20 of each rank as well as 100 or 200 did; each candidate costs ~0.1 ms of exact rescoring.
+    examples_per_intent: int = 40
+    lexical_candidates: int = 40
+    bm25_terms: int = 12  # the rarest query terms BM25 retrieves with ...
+    bm25_postings: int = (
+        4000  # ... while their document frequencies add up to at most this (the rarest always; FTS5 scores ~1 µs a posting)
+    )
+    # Query vectors searched in Chroma: the task and its first 2 parts (all parts still score every candidate exactly).
+    # Each costs ~3 ms at 100,000 agents; a third part added 0.15% of the top 10's relevance there and nothing on the dev queries.
+    searched_intents: int = 3
+    exact_below: int = 400  # a filter matching fewer agents: score them all exactly; more: widen the HNSW query
+
+    field_weights: tuple[float, float, float, float] = (4.0, 3.0, 1.5, 1.0)  # BM25: name, keywords, description, examples
+    weights: tuple[float, ...] = (3.476, 5.464, 4.587, 4.198, 6.021, 1.755)  # in SIGNALS order
+    bias: float = -5.39
+    cutoff: int = 55  # the best candidate's score a query needs to be answered at all
+    floor: int = 20  # an answered query lists candidates down to this score; README "Search quality" has the trade-off
+    evidence_examples: int = 3
+
+
+DEFAULT_TUNING = Tuning()
+
+# Steps and needs of a task: sentences, "then"-steps, and clauses joined by commas, "and", "as well as".
+_SPLIT = re.compile(
+    r"(?:[.;!?\n]+\s+|,?\s+(?:and\s+)?then\s+|,\s+(?:and\s+)?|\s+and\s+(?:also\s+)?|\s+as well as\s+|\s+along with\s+)",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[^\W_]+")
+
+
+def split_intents(text: str) -> list[str]:
+    """Sub-intents of a task with several needs ("geocode this, then find parking and a PDF"), at most 8.
+
+    Each is embedded too and an example's similarity is its best over the whole text and the parts, so
+    the agent for each step can surface, not only the one closest to the sum of all steps."""
+    parts = [p.strip(" ,.") for p in _SPLIT.split(text)]
+    parts = [p for p in parts if len(p.split()) >= 2]
+    return parts[:8] if len(parts) > 1 else []
+
+
+@dataclass(frozen=True)
+class Hit:
+    agent_id: int
+    relevance: float
+
+    @property
+    def score(self) -> int:
+        return round(100 * self.relevance)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One result explained: its relevance, the signals behind it and the evidence."""
+
+    agent_id: int
+    score: int
+    relevance: float
+    components: dict[str, float]
+    matched_examples: list[MatchedExample]
+    matched_words: list[str]
+    matched_tags: list[str]
+
+
+@dataclass
+class Candidates:
+    """Every candidate of one query with its signals; examples stay at hand for the evidence."""
+
+    agent_ids: np.ndarray  # (n,)
+    signals: np.ndarray  # (n, len(SIGNALS))
+    examples: CandidateExamples  # all candidate examples, grouped by agent
+    similarity: np.ndarray  # (m,) each example's best similarity over the query's intents
+    starts: np.ndarray  # (n,) where each agent's examples begin in `examples`
+    query: list[str]  # the query's terms
+    surface: dict[str, str]  # term -> the word the user typed
+    terms: dict[int, AgentTerms]  # agent -> its terms, and those of each tag / capability
+
+
+@dataclass
+class Ranking:
+    """The relevant agents of one query, best first; `explain` adds evidence for the ones shown."""
+
+    hits: list[Hit]
+    found: Candidates | None
+    ranker: Ranker
+
+    def __iter__(self) -> Iterator[Hit]:
+        return iter(self.hits)
+
+    def explain(self, hit: Hit, entry: Mapping[str, Any]) -> Ranked:
+        assert self.found is not None, "a ranking with hits has candidates"
+        return self.ranker.explain(self.found, hit, entry)
+
+
+def _matched(kind: str, label: str, text: str, similarity: float) -> MatchedExample:
+    """Evidence for one example; its kind is one the store was given by `ard_mcp.index.example_texts`."""
+    return MatchedExample.model_validate({"kind": kind, "label": label, "text": text, "similarity": similarity})
+
+
+class ExampleSource(Protocol):
+    """Where candidates' examples and terms are read: the store, or its in-memory copy (`ard_mcp.index.resident`)."""
+
+    def candidate_examples(self, agent_ids: Sequence[int]) -> CandidateExamples: ...
+
+    def agent_terms(self, agent_ids: Sequence[int]) -> dict[int, AgentTerms]: ...
+
+
+class Ranker:
+    def __init__(
+        self, store: Store, vectors: VectorIndex, embedder: Embedder, tuning: Tuning = DEFAULT_TUNING, examples: ExampleSource | None = None
+    ) -> None:
+        self.store = store
+        self.examples: ExampleSource = examples or store
+        self.vectors = vectors
+        self.embedder = embedder
+        self.tuning = tuning
+        self._weights = np.array(tuning.weights)
+
+    def relevance(self, signals: np.ndarray) -> np.ndarray:
+        """Probability-like relevance in (0, 1) for each row of signals; comparable across queries."""
+        return np.asarray(1.0 / (1.0 + np.exp(-(signals @ self._weights + self.tuning.bias))))
+
+    def rank(self, text: str, allowed: AbstractSet[int] | None) -> Ranking:
+        """Agents scoring at least the floor, best first (ties by id, so pages are stable), if the best
+        reaches the cutoff; else none."""
+        found = self.candidates(text, allowed)
+        if found is None:
+            return Ranking([], None, self)
+        relevance = self.relevance(found.signals)
+        scores = np.round(relevance * 100)
+        if scores.max() < self.tuning.cutoff:
+            return Ranking([], None, self)
+        keep = np.flatnonzero(scores >= self.tuning.floor)
+        order = keep[np.lexsort((found.agent_ids[keep], -relevance[keep]))]
+        return Ranking([Hit(int(found.agent_ids[i]), float(relevance[i])) for i in order], found, self)
+
+    def explain(self, found: Candidates, hit: Hit, entry: Mapping[str, Any]) -> Ranked:
+        """The evidence for one ranked agent: its best examples, its signals, the words and tags it shares."""
+        agent_id = hit.agent_id
+        index = int(np.searchsorted(found.agent_ids, agent_id))
+        start = found.starts[index]
+        end = found.starts[index + 1] if index + 1 < len(found.starts) else len(found.similarity)
+        local = start + np.argsort(-found.similarity[start:end], kind="stable")[: self.tuning.evidence_examples]
+        texts = self.store.example_texts([int(found.examples.ids[i]) for i in local])
+        terms = found.terms[agent_id]
+        keywords = [*(entry.get("tags") or []), *(entry.get("capabilities") or [])]
+        return Ranked(
+            agent_id=agent_id,
+            score=hit.score,
+            relevance=hit.relevance,
+            components={name: round(float(v), 4) for name, v in zip(SIGNALS, found.signals[index], strict=True)},
+            matched_examples=[_matched(*texts[int(found.examples.ids[i])], round(float(found.similarity[i]), 4)) for i in local],
+            matched_words=sorted({found.surface.get(t, t).lower() for t in found.query if t in terms.vocabulary}),
+            matched_tags=[k for k, k_terms in zip(keywords, terms.keywords, strict=False) if k_terms.any_of(found.query)],
+        )
+
+    def candidates(self, text: str, allowed: AbstractSet[int] | None) -> Candidates | None:
+        """All candidate agents of a query and their signals, computed exactly against all of their examples."""
+        if allowed is not None and not allowed:
+            return None
+        intents = self.embedder.embed_with_parts(text, split_intents(text))
+        qterms = query_terms(text)
+        documents = max(1, self.store.count())
+        frequencies = self.store.document_frequencies(qterms)
+        weights = {term: idf(frequencies.get(term, 0), documents) for term in qterms}
+        pool = self._dense_candidates(intents, allowed, documents) | self._bm25(qterms, frequencies, allowed)
+        if not pool:
+            return None
+        examples = self.examples.candidate_examples(sorted(pool))
+        if not len(examples.ids):  # Chroma named agents the store does not have (e.g. a server index shared with another store)
+            return None
+        sims = (examples.vectors @ intents.T).max(axis=1)  # each example's best over the task and its parts
+        agents = examples.agent_ids
+        starts = np.flatnonzero(np.r_[True, agents[1:] != agents[:-1]])
+        agent_ids = agents[starts]
+        group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(agents)]))
+
+        ordered = np.lexsort((-sims, group))  # by agent, best example first
+        best = sims[ordered[starts]]
+        sizes = np.diff(np.r_[starts, len(agents)])
+        second = np.where(sizes > 1, sims[ordered[np.minimum(starts + 1, len(agents) - 1)]], 0.0)
+        context = np.zeros(len(starts))
+        context[group[examples.is_description]] = sims[examples.is_description]
+        centroids = np.add.reduceat(examples.vectors, starts, axis=0)
+        centroids /= np.clip(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-9, None)
+        all_examples = centroids @ intents[0]
+
+        agent_terms = self.examples.agent_terms(agent_ids.tolist())
+        finder = term_finder(qterms)
+        present = [agent_terms[int(a)].vocabulary.present(finder) for a in agent_ids]
+        shared = [[t for t in qterms if t in found] for found in present]  # tags are in the vocabulary too
+        lexical = np.array([coverage(qterms, found, weights) for found in shared])
+        tag = np.array(
+            [
+                named_keywords(agent_terms[int(a)].keywords_named(found)) if found else 0.0
+                for a, found in zip(agent_ids, shared, strict=True)
+            ]
+        )
+
+        signals = np.column_stack([best, second, context, all_examples, lexical, tag])
+        surface = {term: word for word in _WORD.findall(text) for term in terms(word)}
+        return Candidates(agent_ids, signals, examples, sims, starts, qterms, surface, agent_terms)
+
+    def _dense_candidates(self, intents: np.ndarray, allowed: AbstractSet[int] | None, total: int) -> set[int]:
+        t = self.tuning
+        if allowed is not None and len(allowed) <= t.exact_below:
+            return set(allowed)  # few enough to score every one of them exactly
+        widen = 1 if allowed is None else min(16, math.ceil(total / max(1, len(allowed))))
+        agents = self.vectors.nearest_agents(intents[: t.searched_intents], t.examples_per_intent * widen)
+        return agents if allowed is None else agents & allowed
+
+    def _bm25(self, qterms: list[str], frequencies: Mapping[str, int], allowed: AbstractSet[int] | None) -> set[int]:
+        """BM25 candidates from the query's rarest terms: common words add little to BM25 and would make
+        FTS5 score most of a large index (every term still counts in the lexical coverage signal)."""
+        present = sorted((t for t in qterms if frequencies.get(t)), key=lambda t: frequencies[t])
+        chosen: list[str] = []
+        postings = 0
+        for term in present[: self.tuning.bm25_terms]:
+            postings += frequencies[term]
+            if chosen and postings > self.tuning.bm25_postings:
+                break  # FTS5 scores every document of every term: bounded work on a large index
+            chosen.append(term)
+        expression = match_expression(chosen)
+        if expression is None:
+            return set()
+        limit = self.tuning.lexical_candidates * (1 if allowed is None else 10)
+        hits = [a for a, _ in self.store.lexical(expression, limit, self.tuning.field_weights) if allowed is None or a in allowed]
+        return set(hits[: self.tuning.lexical_candidates])  # as many as unfiltered, so a filter costs no extra rescoring

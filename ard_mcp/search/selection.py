@@ -1,0 +1,103 @@
+"""From a ranking (or, without a text, from the filter alone) to the entries of one page, with the
+criteria applied: hard constraints drop entries, preferred tags raise them.
+
+Preferred tags add up to `PREFERRED_BOOST` relevance after the cutoff and floor were applied, so a boost
+reorders close results but never admits an unrelated entry. Without criteria the ranking's order stands
+and only the page's entries are read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+
+from ard_mcp.index.filter_values import Filter
+from ard_mcp.index.records import StoredAgent
+from ard_mcp.index.store.sqlite import Store
+from ard_mcp.search.criteria import PREFERRED_BOOST, Criteria
+from ard_mcp.search.ranking import Hit, Ranked, Ranking
+
+_SCAN = 500  # agents read at a time when criteria are checked without a ranking
+
+
+@dataclass
+class Candidate:
+    """One selected entry. `score` (0-100, preferred-tag boost included) and `explain` (its evidence,
+    computed on demand: only shown candidates pay for it) are None when nothing was ranked."""
+
+    agent: StoredAgent
+    score: int | None
+    preferred: list[str] = field(default_factory=list)
+    explain: Callable[[], Ranked] | None = None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One page of candidates; `total` is None when criteria were checked only as far as the page needed."""
+
+    candidates: list[Candidate]
+    total: int | None
+    more: bool
+
+
+def narrowed(store: Store, flt: Filter, criteria: Criteria) -> Filter | None:
+    """The filter plus the criteria's OR narrowing in stored spellings; None when nothing can match.
+
+    Criteria compare case-insensitively and filter values are exact, so the stored spellings are looked
+    up (one index scan of the field). A key the caller already filters on keeps the caller's values."""
+    out = dict(flt)
+    for key, wanted in criteria.narrowing().items():
+        if key in out:
+            continue
+        values = [v for v, _ in store.facet(key, None) if v.lower() in wanted]
+        if not values:
+            return None
+        out[key] = values
+    return out
+
+
+def ranked_page(ranking: Ranking, store: Store, criteria: Criteria, now: datetime, offset: int, size: int) -> Selection:
+    """The page of a ranking at `offset`, best first (ties by agent id, so pages are stable)."""
+    agents: dict[int, StoredAgent] = {}
+    chosen: list[tuple[float, Hit, list[str]]]
+    if criteria.empty:
+        chosen = [(hit.relevance, hit, []) for hit in ranking]
+    else:
+        agents = store.agents_by_id(hit.agent_id for hit in ranking)
+        chosen = []
+        for hit in ranking:
+            agent = agents.get(hit.agent_id)
+            if agent is None or not criteria.accepts(agent.entry, agent.indexed_at, now):
+                continue
+            preferred = criteria.preferred_in(agent.entry)
+            share = len(preferred) / len(criteria.preferred_tags) if criteria.preferred_tags else 0.0
+            chosen.append((min(1.0, hit.relevance + PREFERRED_BOOST * share), hit, preferred))
+        chosen.sort(key=lambda item: (-item[0], item[1].agent_id))
+    page = chosen[offset : offset + size]
+    if criteria.empty:
+        agents = store.agents_by_id(hit.agent_id for _, hit, _ in page)
+    candidates = [
+        Candidate(agents[hit.agent_id], round(100 * relevance), preferred, partial(ranking.explain, hit, agents[hit.agent_id].entry))
+        for relevance, hit, preferred in page
+        if hit.agent_id in agents  # deleted since it was ranked
+    ]
+    return Selection(candidates, len(chosen), offset + size < len(chosen))
+
+
+def unranked_page(store: Store, flt: Filter, criteria: Criteria, now: datetime, offset: int, size: int) -> Selection:
+    """The page at `offset` of the entries meeting the filter and the criteria, in identifier order."""
+    ids = store.filter_agents(flt)
+    if criteria.empty:
+        agents, total = store.list_page(ids, [], offset, size)
+        return Selection([Candidate(a, None) for a in agents], total, offset + size < total)
+    found: list[Candidate] = []
+    scanned = 0
+    while len(found) <= offset + size:  # one more than the page: whether another page follows
+        agents, _ = store.list_page(ids, [], scanned, _SCAN)
+        found += [Candidate(a, None, criteria.preferred_in(a.entry)) for a in agents if criteria.accepts(a.entry, a.indexed_at, now)]
+        scanned += len(agents)
+        if len(agents) < _SCAN:
+            return Selection(found[offset : offset + size], len(found), offset + size < len(found))
+    return Selection(found[offset : offset + size], None, True)

@@ -1,0 +1,319 @@
+"""The MCP surface: discovery tools and the `ard://agents/{identifier}` resource, thin over the registry.
+
+Tools are plain (sync) functions, which the SDK runs in worker threads, so a search never blocks the
+event loop. Registry errors become `ToolError`s carrying their specific message. Over HTTP the server
+shares the registry the HTTP app opened (one per process for MCP and REST) and its write tools check the
+same bearer tokens as the REST write routes; over stdio the caller is the local user and nothing is checked.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Annotated, Any, Literal, ParamSpec, TypeVar, cast
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from ard_mcp import __version__
+from ard_mcp.config import Config
+from ard_mcp.errors import ArdError, NotFound
+from ard_mcp.formats import registration, xu
+from ard_mcp.formats.catalog import CatalogEntry
+from ard_mcp.formats.messages import (
+    AGENT_RESOURCE,
+    DeregisterResult,
+    Detail,
+    ExploreResponse,
+    FacetRequest,
+    ListResponse,
+    RegisterResult,
+    SearchResponse,
+)
+from ard_mcp.index import datadir
+from ard_mcp.search.criteria import Criteria
+from ard_mcp.search.query import SearchQuery
+from ard_mcp.surfaces.auth import TokenStore
+from ard_mcp.surfaces.xu_discovery import discover
+
+if TYPE_CHECKING:  # imported when first opened: they bring numpy, SQLite and the ranking, which tools/list needs none of
+    from ard_mcp.registry import Registry
+
+log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+INSTRUCTIONS = (
+    "ard-mcp is an agent discovery registry (ARD v0.5). Describe a task in plain words with search_agents to get "
+    "ranked catalog entries (agents, MCP servers, skills) with the evidence for each match; use explore_facets to see "
+    "which types, tags and publishers exist; discover_agents takes a Xu discovery-profile request (hard tag and protocol "
+    "filters, constraints, evidence); register_agent publishes an ARD entry, Xu Agent Metadata or AIDIP agent metadata."
+)
+
+FilterArg = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description=(
+            "ARD §7.1 filter: keys are field paths (type, tags, capabilities, publisher, identifier, displayName, version, "
+            "trustManifest.attestations.type, metadata.<key>, ...), values are lists (OR within a key, AND across keys). "
+            'Example: {"type": ["application/mcp-server+json"], "tags": ["finance"]}'
+        )
+    ),
+]
+READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+Tags = list[str] | None
+
+
+def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """Registry errors reach the caller as their own message, not as a generic failure."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except ArdError as exc:
+            raise ToolError(exc.message) from exc
+
+    return wrapper
+
+
+def warm_up_soon(warm_up: Callable[[], None], delay: float = 1.0) -> None:
+    """Warm up in the background once the client's handshake is likely over: importing Chroma and
+    onnxruntime holds the GIL for about a second, which would otherwise delay the first `tools/list`
+    (measured 0.85 s -> 1.09 s). A request that comes first loads what it needs itself."""
+    timer = threading.Timer(delay, warm_up)
+    timer.daemon = True
+    timer.start()
+
+
+class _Opening:
+    """The server's own registry, opened by the first request or by the warm-up, whichever comes first.
+
+    The data directory is claimed at start, so a directory in use still fails the start with its clear
+    error; opening the registry itself (numpy, SQLite, the ranking: ~0.15 s) waits until it is needed."""
+
+    def __init__(self, config: Config) -> None:
+        self._config = config
+        self._claimed = datadir.claim(config.data_dir, shared=config.chroma_url is not None)
+        self._registry: Registry | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Registry:
+        with self._lock:
+            if self._registry is None:
+                from ard_mcp.registry import Registry
+
+                self._registry = Registry(self._config, claimed=self._claimed)
+            return self._registry
+
+    def warm_up(self) -> None:
+        try:
+            self().warm_up()
+        except ArdError as exc:  # e.g. an index built with another model: every tool call says so too
+            log.error("%s", exc.message)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._registry is not None:
+                self._registry.close()
+            else:
+                datadir.release(self._claimed)
+
+
+def _registry(ctx: Context) -> Registry:
+    opened = cast("Callable[[], Registry]", ctx.request_context.lifespan_context)  # what `build_server`'s lifespan yields
+    return opened()
+
+
+def build_server(
+    config: Config, *, warm: bool = True, shared: Callable[[], Registry] | None = None, tokens: TokenStore | None = None
+) -> MCPServer[Callable[[], Registry]]:
+    """The MCP server over a registry in `config.data_dir`, claimed when the server starts.
+
+    `shared` hands the tools a registry someone else opened and closes (the HTTP app, so MCP and REST use
+    one registry); `tokens` makes the write tools demand a bearer token (HTTP transports only)."""
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[Callable[[], Registry]]) -> AsyncIterator[Callable[[], Registry]]:
+        if shared is not None:
+            yield shared
+            return
+        opening = _Opening(config)
+        if warm:
+            warm_up_soon(opening.warm_up)
+        try:
+            yield opening
+        finally:
+            opening.close()
+
+    server: MCPServer[Callable[[], Registry]] = MCPServer("ard-mcp", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan)
+
+    def check_writer(ctx: Context) -> None:
+        if tokens is not None:
+            tokens.writer(ctx.headers)
+
+    @server.tool(title="Search agents", annotations=READ)
+    @_tool_errors
+    def search_agents(
+        text: Annotated[str, Field(description="The task or need in natural language, e.g. 'convert a scanned PDF to text'.")],
+        ctx: Context,
+        filter: FilterArg = None,
+        pageSize: Annotated[int, Field(ge=1, le=100, description="Results per page (1-100).")] = 10,  # noqa: N803
+        pageToken: Annotated[str | None, Field(description="The pageToken of the previous page.")] = None,  # noqa: N803
+        required_tags: Annotated[Tags, Field(description="Only entries with every one of these tags (case-insensitive).")] = None,
+        excluded_tags: Annotated[Tags, Field(description="No entry with any of these tags.")] = None,
+        preferred_tags: Annotated[Tags, Field(description="Entries with these tags rank higher.")] = None,
+        detail: Annotated[
+            Detail | None,
+            Field(
+                description="minimal (identifier, name, type, url, score), summary (+ description, tags, evidence) "
+                "or full (default: everything)."
+            ),
+        ] = None,
+    ) -> SearchResponse:
+        """Find agents, MCP servers and skills for a task. Returns ARD catalog entries ranked by relevance, each with a
+        0-100 score and the evidence (matched examples, tags, words and score components). A task nothing registered
+        fits gets an empty list; otherwise entries down to a score of 20 are listed. At detail minimal or summary an inline
+        entry's url is its ard://agents/{identifier} resource."""
+        criteria = Criteria.of(required_tags=required_tags, excluded_tags=excluded_tags, preferred_tags=preferred_tags)
+        query = SearchQuery.of(text, filter, criteria, detail=detail, page_size=pageSize, page_token=pageToken)
+        return _registry(ctx).search(query).response()
+
+    @server.tool(title="Discover agents (Xu profile)", annotations=READ)
+    @_tool_errors
+    def discover_agents(
+        query: Annotated[str, Field(description="The task or intent in natural language.")],
+        ctx: Context,
+        required_tags: Annotated[Tags, Field(description="Hard filter: candidates have every one.")] = None,
+        preferred_tags: Annotated[Tags, Field(description="Raise the score of candidates with these tags.")] = None,
+        excluded_tags: Annotated[Tags, Field(description="Hard filter: candidates have none.")] = None,
+        protocols: Annotated[
+            Tags, Field(description="Hard filter: candidates offer one of these protocols (https, mcp, a2a, ...).")
+        ] = None,
+        constraints: Annotated[
+            dict[str, Any] | None,
+            Field(description="max_results_age_seconds, region, status; any other key is reported in unsupported_filters."),
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=xu.MAX_LIMIT)] = 10,
+        include_evidence: Annotated[bool, Field(description="Return score components, matched tags and matched examples.")] = False,
+        detail: Annotated[
+            Literal["minimal", "summary", "full"], Field(description="How much of each agent's metadata to return.")
+        ] = "summary",
+        client_context: Annotated[dict[str, Any] | None, Field(description="Hints such as locale; not used for ranking.")] = None,
+    ) -> xu.DiscoveryResponse:
+        """A Discovery Request of the Xu agent discovery profile (conformance D2): candidates with bindings, status,
+        freshness and, on request, matching evidence; unsupported constraints are listed, never silently ignored."""
+        given = {
+            "query": query,
+            "required_tags": required_tags,
+            "preferred_tags": preferred_tags,
+            "excluded_tags": excluded_tags,
+            "protocols": protocols,
+            "constraints": constraints,
+            "limit": limit,
+            "include_evidence": include_evidence,
+            "detail": detail,
+            "client_context": client_context,
+        }
+        raw = {k: v for k, v in given.items() if v is not None}
+        full_allowed = tokens is None or tokens.may_see_everything(ctx.headers)
+        return discover(_registry(ctx), xu.parse_request(raw), full_allowed=full_allowed)
+
+    @server.tool(title="Explore facets", annotations=READ)
+    @_tool_errors
+    def explore_facets(
+        ctx: Context,
+        text: Annotated[str | None, Field(description="Optional task text; facets then count only relevant entries.")] = None,
+        filter: FilterArg = None,
+        facets: Annotated[
+            list[FacetRequest] | None,
+            Field(description="Fields to aggregate; default type, tags and publisher."),
+        ] = None,
+    ) -> ExploreResponse:
+        """Count entries by field value (ARD §7.3 explore): which types, tags, capabilities or publishers the registry
+        holds, over the whole registry or over the entries matching a text and filter."""
+        chosen = facets or [FacetRequest(field="type"), FacetRequest(field="tags"), FacetRequest(field="publisher")]
+        return _registry(ctx).explore(text, filter, chosen)
+
+    @server.tool(title="Register agent", annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False, open_world_hint=False))
+    @_tool_errors
+    def register_agent(
+        entry: Annotated[
+            dict[str, Any],
+            Field(
+                description=(
+                    "An ARD v0.5 catalog entry: identifier (urn:ai:<publisher-domain>:<namespace>:<name>), displayName, type "
+                    "(media type), exactly one of url or data, and optionally description, tags, capabilities, "
+                    "representativeQueries (2-5), version, updatedAt (ISO 8601), metadata, trustManifest. Also accepted: Xu "
+                    "Agent Metadata (id, name, description, bindings, examples, ...) and AIDIP agent metadata (name, endpoint, "
+                    "operations, capabilities, ...), stored as catalog entries."
+                )
+            ),
+        ],
+        ctx: Context,
+        format: Annotated[
+            Literal["auto", "ard", "xu", "aidip"], Field(description="The entry's format; auto tells them apart by their fields.")
+        ] = "auto",
+    ) -> RegisterResult:
+        """Publish or update a catalog entry (upsert by identifier). An entry whose updatedAt is older than the stored one is
+        refused as stale; an identical entry is reported unchanged."""
+        check_writer(ctx)
+        return _registry(ctx).indexer.register(registration.to_entry(entry, format))
+
+    @server.tool(title="Get agent", annotations=READ)
+    @_tool_errors
+    def get_agent(
+        identifier: Annotated[str, Field(description="The entry's urn:ai: identifier (or the Xu / AIDIP id it was registered with).")],
+        ctx: Context,
+    ) -> CatalogEntry:
+        """The stored catalog entry for an identifier, exactly as registered."""
+        return _registry(ctx).get(identifier)
+
+    @server.tool(title="List agents", annotations=READ)
+    @_tool_errors
+    def list_agents(
+        ctx: Context,
+        filter: Annotated[
+            dict[str, Any] | str | None,
+            Field(
+                description=(
+                    "An ARD §7.1 filter object as for search_agents, or an ARD Appendix A expression string such as "
+                    "\"type = 'application/mcp-server+json' AND createdAfter > '2026-01-01'\" (displayName, type, publisherId, "
+                    "createdAfter, updatedAfter and any filter key; comma = OR)."
+                )
+            ),
+        ] = None,
+        orderBy: Annotated[str | None, Field(description="e.g. 'displayName' or 'updatedAt DESC'; identifier breaks ties.")] = None,  # noqa: N803
+        pageSize: Annotated[int, Field(ge=1, le=100)] = 20,  # noqa: N803
+        pageToken: str | None = None,  # noqa: N803
+    ) -> ListResponse:
+        """Browse entries in a deterministic order (ARD §7.4), without relevance ranking."""
+        return _registry(ctx).list(filter, orderBy, pageSize, pageToken)
+
+    @server.tool(title="Deregister agent", annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False))
+    @_tool_errors
+    def deregister_agent(
+        identifier: Annotated[str, Field(description="The entry's urn:ai: identifier (or the Xu / AIDIP id it was registered with).")],
+        ctx: Context,
+    ) -> DeregisterResult:
+        """Remove an entry and everything indexed for it."""
+        check_writer(ctx)
+        registry = _registry(ctx)
+        return registry.indexer.deregister(registry.get(identifier).identifier)
+
+    @server.resource(AGENT_RESOURCE, name="agent", title="Catalog entry", mime_type="application/json")
+    def agent_resource(identifier: str, ctx: Context) -> str:
+        """A registered catalog entry as JSON."""
+        try:
+            return json.dumps(_registry(ctx).get(identifier).wire(), indent=2)
+        except NotFound as exc:
+            raise ResourceNotFoundError(exc.message) from exc
+
+    return server

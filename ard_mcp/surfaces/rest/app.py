@@ -1,0 +1,129 @@
+"""The app: one Starlette application, one process, MCP (streamable HTTP at `/mcp`, or SSE at `/sse`)
+beside the REST routes of ARD (§7), the Xu discovery profile and AIDIP, all over ONE registry."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ard_mcp.config import Config
+from ard_mcp.errors import ArdError, MethodNotAllowed, NotFound
+from ard_mcp.registry import Registry
+from ard_mcp.surfaces.mcp_server import build_server, warm_up_soon
+from ard_mcp.surfaces.rest.errors import error_response
+from ard_mcp.surfaces.rest.guard import GuardMiddleware
+from ard_mcp.surfaces.rest.openapi import build_openapi
+from ard_mcp.surfaces.rest.operations import OPERATIONS, dialect_for
+from ard_mcp.surfaces.rest.routes import AppState, state_of
+from ard_mcp.surfaces.rest.settings import HttpSettings
+
+log = logging.getLogger(__name__)
+
+
+async def openapi_json(request: Request) -> Response:
+    return JSONResponse(state_of(request).openapi)
+
+
+async def _http_exception(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404 and 405 (no route, wrong method) in the spec's error object."""
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    dialect = dialect_for(request.method, request.url.path)
+    if status == 405:
+        return error_response(dialect, MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}"))
+    if status == 404:
+        return error_response(dialect, NotFound(f"no route {request.method} {request.url.path}; see /openapi.json"))
+    detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
+    failure = ArdError(str(detail))
+    failure.http_status = status
+    return error_response(dialect, failure)
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error_response(dialect_for(request.method, request.url.path), ArdError("internal error"))
+
+
+# -- the app -------------------------------------------------------------------------------------------------
+def transport_security(settings: HttpSettings) -> TransportSecuritySettings:
+    """The MCP SDK's Host / Origin checks, configured like the rest of the app."""
+    hosts = settings.host_patterns()
+    if "*" in hosts:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=list(hosts), allowed_origins=settings.origin_patterns()
+    )
+
+
+def build_app(config: Config, settings: HttpSettings, *, registry: Registry | None = None, warm: bool = True) -> Starlette:
+    """The app. `registry`, when given, is an already opened registry the app takes over (and closes at
+    shutdown); otherwise the app opens one at start-up. MCP tools and REST routes share it."""
+    state = AppState(config, settings)
+    server = build_server(config, warm=False, shared=state.open_registry, tokens=settings.tokens)
+    security = transport_security(settings)
+    mcp_app: Starlette
+    if settings.transport == "sse":
+        mcp_app = server.sse_app(transport_security=security, max_request_body_size=settings.max_body_bytes, host=settings.host)
+    else:
+        mcp_app = server.streamable_http_app(
+            streamable_http_path="/mcp", transport_security=security, max_request_body_size=settings.max_body_bytes, host=settings.host
+        )
+    routes: list[BaseRoute] = [op.route() for op in OPERATIONS]
+    routes.append(Route("/openapi.json", openapi_json, methods=["GET"]))
+    routes += mcp_app.routes
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        opened: Registry = registry if registry is not None else await anyio.to_thread.run_sync(Registry, config)
+        state.registry = opened
+        if warm:
+            warm_up_soon(opened.warm_up)
+        try:
+            if settings.transport == "sse":
+                yield
+            else:
+                async with server.session_manager.run():
+                    yield
+        finally:
+            state.registry = None
+            await anyio.to_thread.run_sync(opened.close)
+
+    middleware = [Middleware(GuardMiddleware, settings=settings)]
+    if settings.cors_origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(settings.cors_origins),
+                allow_methods=["GET", "POST", "PUT", "DELETE", "OPTIONS"],
+                allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-Id"],
+                expose_headers=["Mcp-Session-Id", "X-Correlation-Id"],
+            )
+        )
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _http_exception, Exception: _unexpected},
+    )
+    app.router.redirect_slashes = False  # every route is served at exactly its path: no redirects
+    app.state.ard = state
+    state.openapi = build_openapi(settings.transport)
+    return app
+
+
+def serve(config: Config, settings: HttpSettings, registry: Registry, log_level: str = "info") -> None:
+    """Run the app with uvicorn; its logs go through ours (stderr), never to stdout."""
+    import uvicorn
+
+    app = build_app(config, settings, registry=registry)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, log_level=log_level.lower(), lifespan="on")

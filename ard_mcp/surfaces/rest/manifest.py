@@ -1,0 +1,48 @@
+"""`/.well-known/ai-catalog.json` (ARD §4.1): this registry's own manifest, listing itself as a registry
+entry and, while the registry is small enough, every entry it holds."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from ard_mcp import __version__
+from ard_mcp.formats.catalog import CatalogEntry, HostInfo
+from ard_mcp.formats.identifiers import check_identifier
+from ard_mcp.formats.messages import AiCatalog
+from ard_mcp.registry import Registry
+
+MANIFEST_INLINE_LIMIT = 1000  # beyond this the manifest lists only the registry entry (its search API finds the rest)
+REGISTRY_TYPE = "application/ai-registry+json"
+
+
+def _registry_identifier(base_url: str) -> str:
+    host = urlsplit(base_url).hostname or "localhost"
+    try:
+        return check_identifier(f"urn:ai:{host}:registry:ard-mcp")
+    except ValueError:
+        return "urn:ai:localhost:registry:ard-mcp"
+
+
+def manifest(registry: Registry, base_url: str) -> AiCatalog:
+    own = CatalogEntry(
+        identifier=_registry_identifier(base_url),
+        displayName="ard-mcp agent registry",
+        type=REGISTRY_TYPE,
+        url=base_url,
+        description="Search (POST /search), explore (POST /explore) and list (GET /agents) the agents, MCP servers and skills "
+        "registered here; Xu discovery at POST /discover, AIDIP at /agents; MCP at /mcp.",
+        tags=["registry", "search"],
+        capabilities=["search", "explore", "list", "discover"],
+        version=__version__,
+    )
+    entries: list[CatalogEntry] = [own]
+    total = registry.store.count()
+    if total <= MANIFEST_INLINE_LIMIT:
+        token: str | None = None
+        while True:
+            page = registry.list(page_size=100, page_token=token)
+            entries += page.items
+            token = page.pageToken
+            if token is None:
+                break
+    return AiCatalog(host=HostInfo(displayName="ard-mcp agent registry"), entries=entries)

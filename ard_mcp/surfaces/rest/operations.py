@@ -1,0 +1,255 @@
+"""`OPERATIONS`: the single table of the REST operations, from which the Starlette routes, each request's
+error dialect and `/openapi.json` are all derived, so none of them can drift from the others."""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route, compile_path
+
+from ard_mcp.errors import ArdError
+from ard_mcp.formats import aidip, registration, xu
+from ard_mcp.formats.messages import (
+    AiCatalog,
+    ArdSearchResponse,
+    DeregisterResult,
+    ExploreRequest,
+    ExploreResponse,
+    Health,
+    ListResponse,
+    SearchRequest,
+)
+from ard_mcp.surfaces.rest.errors import Dialect, error_response
+from ard_mcp.surfaces.rest.routes import (
+    AppState,
+    aidip_search,
+    delete_agent,
+    discover,
+    explore,
+    get_agent,
+    healthz,
+    list_agents,
+    put_agent,
+    register_agent,
+    search,
+    state_of,
+    well_known,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    description: str
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One REST operation: its route, models, errors and error dialect, from which routing, the dialect of
+    each request and OpenAPI all come."""
+
+    method: str
+    path: str  # OpenAPI spelling, e.g. /agents/{id}
+    operation_id: str
+    summary: str
+    handler: Callable[[Request, AppState], Awaitable[Response]]
+    dialect: Dialect
+    response: type[BaseModel]
+    success: tuple[int, ...] = (200,)
+    request: type[BaseModel] | None = None
+    errors: tuple[int, ...] = (400,)
+    params: tuple[Param, ...] = ()
+    write: bool = False
+    tag: str = "ARD"
+
+    @property
+    def route_path(self) -> str:
+        return self.path.replace("{id}", "{id:path}")
+
+    def route(self) -> Route:
+        return Route(self.route_path, _endpoint(self), methods=[self.method])
+
+
+def _endpoint(op: Operation) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        state = state_of(request)
+        correlation_id = uuid.uuid4().hex
+        try:
+            if op.write:
+                state.settings.tokens.writer(request.headers)
+            return await op.handler(request, state)
+        except ArdError as exc:
+            if exc.http_status >= 500:
+                log.error("%s %s failed: %s", op.method, op.path, exc.message)
+            return error_response(op.dialect, exc, correlation_id)
+        except Exception:
+            log.exception("%s %s failed unexpectedly (correlation id %s)", op.method, op.path, correlation_id)
+            return error_response(op.dialect, ArdError(f"internal error; correlation id {correlation_id}"), correlation_id)
+
+    endpoint.__name__ = op.operation_id
+    return endpoint
+
+
+_ID = Param("id", "The agent's urn:ai: identifier, or the Xu / AIDIP id it was registered with (URL-encoded).", {"type": "string"})
+_FORMAT = Param(
+    "format",
+    "The body's format: auto (default), ard, xu or aidip.",
+    {"type": "string", "enum": list(registration.FORMATS), "default": "auto"},
+)
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        "POST",
+        "/search",
+        "searchAgents",
+        "ARD search: catalog entries ranked by relevance to a text",
+        search,
+        Dialect.ARD,
+        ArdSearchResponse,
+        request=SearchRequest,
+    ),
+    Operation(
+        "POST",
+        "/explore",
+        "exploreRegistry",
+        "ARD explore: facet counts over the matched set",
+        explore,
+        Dialect.ARD,
+        ExploreResponse,
+        request=ExploreRequest,
+    ),
+    Operation(
+        "GET",
+        "/agents",
+        "listAgents",
+        "ARD list: deterministic browsing with an Appendix A filter expression",
+        list_agents,
+        Dialect.ARD,
+        ListResponse,
+        params=(
+            Param(
+                "filter",
+                "Appendix A expression, e.g. type = 'application/mcp-server+json' AND createdAfter > '2026-01-01'",
+                {"type": "string"},
+            ),
+            Param("orderBy", "displayName, identifier, type, publisher, createdAt or updatedAt, each optionally DESC", {"type": "string"}),
+            Param("pageSize", "Entries per page (1-100, default 20)", {"type": "integer", "minimum": 1, "maximum": 100, "default": 20}),
+            Param("pageToken", "The pageToken of the previous page", {"type": "string"}),
+        ),
+    ),
+    Operation(
+        "POST",
+        "/agents",
+        "registerAgent",
+        "AIDIP registration: an ARD entry, Xu Agent Metadata or AIDIP metadata (201 created, 200 updated)",
+        register_agent,
+        Dialect.AIDIP,
+        aidip.AgentDocument,
+        success=(201, 200),
+        errors=(400, 401, 409),
+        params=(_FORMAT,),
+        write=True,
+        tag="AIDIP",
+    ),
+    Operation(
+        "POST",
+        "/agents/search",
+        "aidipSearch",
+        "AIDIP search: filters (all must match) and an optional semantic query",
+        aidip_search,
+        Dialect.AIDIP,
+        aidip.AidipSearchResponse,
+        request=aidip.AidipSearchRequest,
+        tag="AIDIP",
+    ),
+    Operation(
+        "GET",
+        "/agents/{id}",
+        "getAgent",
+        "One agent: the ARD catalog entry, which is also AIDIP agent metadata",
+        get_agent,
+        Dialect.ARD,
+        aidip.AgentDocument,
+        errors=(400, 404),
+        params=(_ID,),
+        tag="AIDIP",
+    ),
+    Operation(
+        "PUT",
+        "/agents/{id}",
+        "updateAgent",
+        "AIDIP update (or create) of the agent named in the path",
+        put_agent,
+        Dialect.AIDIP,
+        aidip.AgentDocument,
+        success=(200, 201),
+        errors=(400, 401, 404, 409),
+        params=(_ID, _FORMAT),
+        write=True,
+        tag="AIDIP",
+    ),
+    Operation(
+        "DELETE",
+        "/agents/{id}",
+        "deleteAgent",
+        "AIDIP deregistration",
+        delete_agent,
+        Dialect.AIDIP,
+        DeregisterResult,
+        errors=(400, 401, 404),
+        params=(_ID,),
+        write=True,
+        tag="AIDIP",
+    ),
+    Operation(
+        "POST",
+        "/discover",
+        "discover",
+        "Xu discovery profile (D2): candidates with bindings, freshness and evidence",
+        discover,
+        Dialect.XU,
+        xu.DiscoveryResponse,
+        request=xu.DiscoveryRequest,
+        tag="Xu",
+    ),
+    Operation(
+        "GET",
+        "/.well-known/ai-catalog.json",
+        "aiCatalog",
+        "This registry's ai-catalog.json manifest",
+        well_known,
+        Dialect.ARD,
+        AiCatalog,
+        errors=(),
+    ),
+    Operation(
+        "GET", "/healthz", "health", "Liveness and the number of registered entries", healthz, Dialect.ARD, Health, errors=(), tag="Service"
+    ),
+)
+
+
+_PATTERNS: tuple[tuple[re.Pattern[str], Operation], ...] = tuple((compile_path(op.route_path)[0], op) for op in OPERATIONS)
+
+
+def dialect_for(method: str, path: str) -> Dialect:
+    """The error dialect of a request, also of one no route answers (404, 405, 413, 421): that of the
+    operation at its path and method; else the one dialect of the operations at its path; else ARD's.
+    A trailing slash is no route here, but it is plain which operation the caller meant."""
+    path = path.rstrip("/") or "/"
+    at_path = [op for pattern, op in _PATTERNS if pattern.match(path)]
+    for op in at_path:
+        if op.method == method:
+            return op.dialect
+    dialects = {op.dialect for op in at_path}
+    return dialects.pop() if len(dialects) == 1 else Dialect.ARD

@@ -1,0 +1,174 @@
+"""The REST handlers, one per operation of the table in `operations`.
+
+Every handler is a thin adapter: parse and validate the body with the pydantic model that defines it, call
+the registry (in a worker thread: ranking and SQLite are blocking), answer with the model that defines
+the response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import anyio
+from pydantic import BaseModel
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ard_mcp import __version__
+from ard_mcp.config import Config
+from ard_mcp.errors import ArdError, InvalidArgument, NotFound
+from ard_mcp.formats import aidip, registration, xu
+from ard_mcp.formats.catalog import CatalogEntry, parse_as
+from ard_mcp.formats.identifiers import normalize_identifier
+from ard_mcp.formats.messages import (
+    ArdSearchResponse,
+    DeregisterResult,
+    ExploreRequest,
+    Health,
+    SearchRequest,
+    SearchResponse,
+)
+from ard_mcp.registry import Registry
+from ard_mcp.search.query import SearchQuery
+from ard_mcp.surfaces import xu_discovery
+from ard_mcp.surfaces.aidip_search import search as attribute_search
+from ard_mcp.surfaces.rest.manifest import manifest
+from ard_mcp.surfaces.rest.requests import json_body, page_size
+from ard_mcp.surfaces.rest.settings import HttpSettings
+
+_LIST_PARAMS = ("filter", "orderBy", "pageSize", "pageToken")
+
+
+def model_response(model: BaseModel, status: int = 200) -> JSONResponse:
+    return JSONResponse(model.model_dump(mode="json", by_alias=True), status_code=status)
+
+
+@dataclass
+class AppState:
+    """What routes share: the settings and the one registry (set while the app runs)."""
+
+    config: Config
+    settings: HttpSettings
+    registry: Registry | None = None
+    openapi: dict[str, Any] = field(default_factory=dict)
+
+    def open_registry(self) -> Registry:
+        if self.registry is None:
+            raise ArdError("the registry is not open (the server is starting or stopping)")
+        return self.registry
+
+    def base_url(self, request: Request) -> str:
+        return (self.config.source_url or str(request.base_url)).rstrip("/") + "/"
+
+
+def state_of(request: Request) -> AppState:
+    """The app's shared state (`build_app` puts it there)."""
+    state: AppState = request.app.state.ard
+    return state
+
+
+async def run(fn: Callable[..., Any], *args: Any) -> Any:
+    """Registry calls block (model inference, SQLite); they run in a worker thread."""
+    return await anyio.to_thread.run_sync(partial(fn, *args))
+
+
+# -- handlers --------------------------------------------------------------------------------------------
+async def search(request: Request, state: AppState) -> Response:
+    req = parse_as(SearchRequest, await json_body(request), "request")
+    if req.query.text is None:
+        raise InvalidArgument("request.query.text: is required for /search (use /explore for aggregations without text)")
+    query = SearchQuery.of(req.query.text, req.query.filter, page_size=req.pageSize, page_token=req.pageToken)
+    registry = state.open_registry()
+    found: SearchResponse = await run(lambda: registry.search(query).response())
+    return model_response(ArdSearchResponse(results=found.results, pageToken=found.pageToken))
+
+
+async def explore(request: Request, state: AppState) -> Response:
+    req = parse_as(ExploreRequest, await json_body(request), "request")
+    query = req.query
+    result = await run(state.open_registry().explore, query.text if query else None, query.filter if query else None, req.resultType.facets)
+    return model_response(result)
+
+
+async def list_agents(request: Request, state: AppState) -> Response:
+    params = request.query_params
+    unknown = sorted(set(params) - set(_LIST_PARAMS))
+    if unknown:
+        supported = ", ".join(_LIST_PARAMS)
+        raise InvalidArgument(
+            f"query parameter {unknown[0]!r} is not supported; use {supported} (AIDIP attribute search is POST /agents/search)"
+        )
+    size = page_size(params.get("pageSize"), 20)
+    found = await run(state.open_registry().list, params.get("filter"), params.get("orderBy"), size, params.get("pageToken") or None)
+    return model_response(found)
+
+
+async def get_agent(request: Request, state: AppState) -> Response:
+    entry = await run(state.open_registry().get, request.path_params["id"])
+    return model_response(aidip.document(entry))
+
+
+def _register_status(status: str) -> int:
+    return 201 if status == "created" else 200
+
+
+async def register_agent(request: Request, state: AppState) -> Response:
+    raw = await json_body(request)
+    entry = registration.to_entry(raw, request.query_params.get("format", "auto"))
+    result = await run(state.open_registry().indexer.register, entry)
+    return model_response(aidip.document(result.entry), _register_status(result.status))
+
+
+def _same_agent(path_id: str, entry: dict[str, Any], existing: CatalogEntry | None) -> bool:
+    identifier = normalize_identifier(str(entry.get("identifier", "")))
+    if existing is not None:
+        return identifier == existing.identifier
+    source = (entry.get("metadata") or {}).get("sourceId")
+    return identifier == normalize_identifier(path_id) or source == path_id
+
+
+async def put_agent(request: Request, state: AppState) -> Response:
+    path_id = request.path_params["id"]
+    raw = await json_body(request)
+    registry = state.open_registry()
+    entry = registration.to_entry(raw, request.query_params.get("format", "auto"), default_id=path_id)
+    try:
+        existing: CatalogEntry | None = await run(registry.get, path_id)
+    except NotFound:
+        existing = None
+    if not _same_agent(path_id, entry, existing):
+        raise InvalidArgument(f"the body describes {entry.get('identifier')!r}, not the agent {path_id!r} named in the path")
+    result = await run(lambda: registry.indexer.register(entry))
+    return model_response(aidip.document(result.entry), _register_status(result.status))
+
+
+async def delete_agent(request: Request, state: AppState) -> Response:
+    registry = state.open_registry()
+    entry = await run(registry.get, request.path_params["id"])
+    result: DeregisterResult = await run(lambda: registry.indexer.deregister(entry.identifier))
+    return model_response(result)
+
+
+async def aidip_search(request: Request, state: AppState) -> Response:
+    req = aidip.parse_search(await json_body(request))
+    found = await run(attribute_search, state.open_registry(), req)
+    return model_response(found)
+
+
+async def discover(request: Request, state: AppState) -> Response:
+    req = xu.parse_request(await json_body(request))
+    full_allowed = state.settings.tokens.may_see_everything(request.headers)
+    found = await run(partial(xu_discovery.discover, state.open_registry(), req, full_allowed=full_allowed))
+    return model_response(found)
+
+
+async def well_known(request: Request, state: AppState) -> Response:
+    return model_response(await run(manifest, state.open_registry(), state.base_url(request)))
+
+
+async def healthz(request: Request, state: AppState) -> Response:
+    registry = state.open_registry()
+    return model_response(Health(version=__version__, agents=await run(registry.store.count)))

@@ -1,0 +1,62 @@
+"""How `serve` runs over HTTP: the bind address, which Host headers and origins it answers, the body size
+limit and the write tokens. One Starlette app serves MCP and the REST routes with these settings."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass, field
+
+from ard_mcp.surfaces.auth import TokenStore
+
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024  # the MCP SDK's own default, so /mcp and the REST routes agree
+LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding `host` keeps the server on this machine (unknown names count as not)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    transport: str = "streamable-http"  # or "sse"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    allowed_hosts: tuple[str, ...] | None = None  # None: loopback names when bound to loopback, else any
+    cors_origins: tuple[str, ...] = ()  # empty: no CORS headers at all
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    tokens: TokenStore = field(default_factory=TokenStore)
+
+    def host_patterns(self) -> tuple[str, ...]:
+        """Allowed Host headers, in the MCP SDK's syntax (`name` or `name:*`); `*` alone allows any."""
+        if self.allowed_hosts is None:
+            return LOOPBACK_HOSTS if is_loopback(self.host) else ("*",)
+        out: list[str] = []
+        for allowed in self.allowed_hosts:
+            host = allowed.strip().lower()
+            if host:
+                out += [host] if host == "*" or host.endswith(":*") or re.search(r":\d+$", host) else [host, f"{host}:*"]
+        return tuple(dict.fromkeys(out))
+
+    def host_allowed(self, host: str | None) -> bool:
+        patterns = self.host_patterns()
+        if "*" in patterns:
+            return True
+        if not host:
+            return False
+        host = host.lower()
+        return host in patterns or any(p.endswith(":*") and host.startswith(p[:-1]) and host[len(p) - 1 :].isdigit() for p in patterns)
+
+    def origin_patterns(self) -> list[str]:
+        """Origins the MCP endpoint accepts: loopback pages, the CORS origins and pages of the allowed hosts."""
+        origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", *self.cors_origins]
+        for host in self.host_patterns():
+            if host != "*":
+                origins += [f"http://{host}", f"https://{host}"]
+        return list(dict.fromkeys(origins))
