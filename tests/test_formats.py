@@ -1,0 +1,95 @@
+"""Identifiers and the three registration formats mapped to ARD entries (no model, no Chroma)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ard_mcp.errors import InvalidArgument
+from ard_mcp.formats.catalog import parse_entry
+from ard_mcp.formats.entry_facts import AIDIP_TYPE, XU_TYPE, bindings_of, protocols_of, source_id_of
+from ard_mcp.formats.identifiers import assigned_id, check_identifier, derive_identifier, normalize_identifier, publisher_of
+from ard_mcp.formats.registration import detect, to_entry
+
+XU: dict[str, Any] = {
+    "id": "https://Agents.Example.net/id/hr-core",
+    "name": "HR Core",
+    "description": "HR workflows.",
+    "tags": ["hr"],
+    "bindings": [{"protocol": "https", "endpoint": "https://agents.example.net/invoke"}],
+    "expires_at": "2030-01-01T09:00:00+09:00",
+    "constraints": {"region": "apac"},
+    "x-extension": {"kept": True},
+}
+AIDIP: dict[str, Any] = {
+    "id": "agent-1",
+    "name": "Translator",
+    "endpoint": "https://api.example.com/t",
+    "capabilities": ["translation"],
+    "publisher": "ExampleAI",
+}
+
+
+def test_urn_air_and_urn_ai_name_the_same_entry() -> None:
+    assert normalize_identifier("URN:AIR:example.com:a") == normalize_identifier("urn:ai:example.com:a") == "urn:ai:example.com:a"
+    assert normalize_identifier("agent-1") == "agent-1"
+    assert publisher_of("urn:ai:Example.COM:a") == "example.com"
+    for bad in ("urn:ai:example.com", "urn:ai:not_a_domain:a", "urn:ai:192.168.0.1:a", "https://example.com/a"):
+        with pytest.raises(ValueError, match="must be urn:ai:"):
+            check_identifier(bad)
+
+
+@pytest.mark.parametrize(
+    ("source_id", "endpoints", "identifier"),
+    [
+        ("urn:air:example.com:a", [], "urn:ai:example.com:a"),
+        ("https://Agents.Example.net/id/hr-core?v=2", [], "urn:ai:agents.example.net:id:hr-core:v:2"),
+        ("weather.example.org", [], "urn:ai:weather.example.org:agent"),
+        ("agent 12/345", ["http://10.0.0.1/x", "https://api.example.com/a"], "urn:ai:api.example.com:agent-12:345"),
+    ],
+)
+def test_ids_of_other_formats_become_stable_urns(source_id: str, endpoints: list[str], identifier: str) -> None:
+    assert derive_identifier(source_id, endpoints) == identifier
+
+
+def test_an_id_with_no_domain_to_anchor_it_is_refused_and_assigned_ids_are_stable() -> None:
+    with pytest.raises(InvalidArgument, match="no endpoint has a domain name"):
+        derive_identifier("agent-1", ["http://127.0.0.1:8080/a"])
+    assert assigned_id("a", ["https://x.example"]) == assigned_id("a", ["https://x.example"]) != assigned_id("b", ["https://x.example"])
+
+
+def test_formats_are_told_apart_by_the_fields_only_one_requires() -> None:
+    assert detect({"identifier": "x", "bindings": []}) == "ard"
+    assert detect(XU) == "xu" and detect({"name": "x"}) == "xu"
+    assert detect(AIDIP) == "aidip" and detect({"name": "x", "operations": []}) == "aidip"
+    with pytest.raises(InvalidArgument, match="not a format this registry reads"):
+        detect({"title": "x"})
+    with pytest.raises(InvalidArgument, match="format: must be one of"):
+        to_entry(XU, "yaml")
+
+
+def test_xu_metadata_is_stored_as_an_ard_entry_that_keeps_the_document() -> None:
+    entry = parse_entry(to_entry(XU))
+    assert entry.identifier == "urn:ai:agents.example.net:id:hr-core" and entry.type == XU_TYPE
+    assert entry.data == XU  # unknown fields included
+    assert entry.metadata == {"status": "active", "expiresAt": "2030-01-01T00:00:00Z", "sourceId": XU["id"], "region": "apac"}
+    wire = entry.wire()
+    assert source_id_of(wire) == XU["id"] and bindings_of(wire) == XU["bindings"] and protocols_of(wire) == {"https"}
+
+
+def test_aidip_metadata_is_stored_as_an_ard_entry_and_an_id_can_come_from_the_path() -> None:
+    entry = parse_entry(to_entry(AIDIP))
+    assert entry.identifier == "urn:ai:api.example.com:agent-1" and entry.type == AIDIP_TYPE
+    assert entry.capabilities == ["translation"] and entry.metadata == {"status": "active", "publisher": "ExampleAI", "sourceId": "agent-1"}
+    without_id = {k: v for k, v in AIDIP.items() if k != "id"}
+    assert to_entry(without_id, "aidip", default_id="from-path")["data"]["id"] == "from-path"
+    with pytest.raises(InvalidArgument, match=r"agent\.endpoint: must be an absolute URL"):
+        to_entry({**AIDIP, "endpoint": "api.example.com"})
+
+
+def test_an_ard_entry_passes_through_and_takes_the_path_id_when_it_has_none() -> None:
+    ard = {"displayName": "A", "type": "application/ai-skill", "url": "https://example.com/a"}
+    assert to_entry({**ard, "identifier": "urn:ai:example.com:a"}) == {**ard, "identifier": "urn:ai:example.com:a"}
+    assert to_entry(ard, "ard", default_id="urn:ai:example.com:b")["identifier"] == "urn:ai:example.com:b"
+    assert protocols_of(parse_entry({**ard, "identifier": "urn:ai:example.com:a"}).wire()) == {"skill", "https"}

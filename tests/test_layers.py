@@ -1,0 +1,108 @@
+"""The package's architecture, checked from its source: formats → index → search → registry → surfaces,
+no module importing from a layer above its own, no import cycles, no module a newcomer cannot hold."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "ard_mcp"
+MAX_LINES = 410
+LAYERS = {  # a module may import from its own layer and those below
+    "ard_mcp": 0,
+    "ard_mcp.errors": 0,
+    "ard_mcp.config": 0,
+    "ard_mcp.formats": 1,
+    "ard_mcp.index": 2,
+    "ard_mcp.search": 3,
+    "ard_mcp.registry": 4,
+    "ard_mcp.evaluation": 5,
+    "ard_mcp.web": 5,
+    "ard_mcp.federation": 5,
+    "ard_mcp.surfaces": 6,
+    "ard_mcp.__main__": 7,
+}
+# What only the index and search layers may use: surfaces reach storage and ranking through the registry.
+INTERNALS = (
+    "ard_mcp.index.store",
+    "ard_mcp.index.records",
+    "ard_mcp.index.vectors",
+    "ard_mcp.index.embedding",
+    "ard_mcp.index.resident",
+    "ard_mcp.index.lexical",
+    "ard_mcp.search.ranking",
+)
+
+
+def _name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(module: str) -> set[str]:
+    """Every ard_mcp module `module` imports, wherever the import statement is (in a function too)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ard_mcp"):
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                found.add(full if full in MODULES else node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("ard_mcp"))
+    return found
+
+
+def _layer_of(module: str) -> int:
+    """The rank of the longest prefix naming a layer (`ard_mcp` alone is the root, layer 0)."""
+    best = max((p for p in LAYERS if module == p or module.startswith(p + ".")), key=len)
+    return LAYERS[best]
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    unplaced = [m for m in MODULES if m != "ard_mcp" and max((p for p in LAYERS if m == p or m.startswith(p + ".")), key=len) == "ard_mcp"]
+    assert unplaced == [], "place these in a layer (LAYERS) or move them into one"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_imports_from_a_layer_above_its_own(module: str) -> None:
+    upward = sorted(i for i in _imports(module) if _layer_of(i) > _layer_of(module))
+    assert upward == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("ard_mcp.surfaces")))
+def test_surfaces_hold_no_ranking_or_storage_logic(module: str) -> None:
+    assert sorted(i for i in _imports(module) if i.startswith(INTERNALS)) == []
+
+
+def test_there_are_no_import_cycles() -> None:
+    graph = {m: {i for i in _imports(m) if i in MODULES and i != m} for m in MODULES}
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> None:
+        if module in path:
+            pytest.fail("import cycle: " + " -> ".join([*path[path.index(module) :], module]))
+        if module in done:
+            return
+        for imported in sorted(graph[module]):
+            visit(imported, [*path, module])
+        done.add(module)
+
+    for module in MODULES:
+        visit(module, [])
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_is_too_long_to_hold(module: str) -> None:
+    assert len(MODULES[module].read_text(encoding="utf-8").splitlines()) <= MAX_LINES
+
+
+def test_the_checks_see_what_they_check() -> None:
+    """Not vacuous: the registry imports the store, the CLI the registry, and each is placed."""
+    assert "ard_mcp.index.store.sqlite" in _imports("ard_mcp.registry")
+    assert "ard_mcp.registry" in _imports("ard_mcp.surfaces.cli")
+    assert _layer_of("ard_mcp.surfaces.rest.app") == 6 and _layer_of("ard_mcp.index.store.sqlite") == 2

@@ -1,0 +1,65 @@
+"""The lexical signal's terms, made the same way for entries and queries (no model, no Chroma)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ard_mcp.formats.catalog import parse_entry
+from ard_mcp.index.example_texts import extract_examples
+from ard_mcp.index.lexical import MAX_QUERY_TERMS, coverage, fts_document, idf, match_expression, named_keywords, query_terms, stem, terms
+
+
+def test_identifiers_split_the_way_people_write_them_and_stay_whole_too() -> None:
+    assert terms("get_weather") == ["get", "weath", "get", "weath"]
+    assert {"geo", "cod", "geocod"} <= set(terms("GeoCoder"))
+    assert terms("markdownToPdf")[:3] == ["markdown", "to", "pdf"]
+
+
+@pytest.mark.parametrize(
+    ("word", "base"), [("converts", "convert"), ("parties", "party"), ("mapping", "mapp"), ("translations", "transl"), ("is", "is")]
+)
+def test_the_stemmer_is_light_and_predictable(word: str, base: str) -> None:
+    assert stem(word) == base
+
+
+def test_query_terms_drop_stop_words_numbers_and_repeats_and_cut_cjk_into_bigrams() -> None:
+    assert query_terms("Please find me the weather, the WEATHER forecast for 2026") == ["weath", "forecast"]
+    assert query_terms("東京都の天気") == ["東京", "京都", "都の", "の天", "天気"]
+    assert len(query_terms(" ".join(f"word{chr(97 + i % 26)}{chr(97 + i // 26)}" for i in range(200)))) == MAX_QUERY_TERMS
+
+
+def test_match_expression_quotes_every_term_so_none_is_read_as_an_operator() -> None:
+    assert match_expression(["near", "not", "or"]) == '"near" OR "not" OR "or"'
+    assert match_expression([]) is None
+
+
+def test_coverage_is_the_idf_weighted_share_of_query_terms_present() -> None:
+    weights = {"rare": 3.0, "common": 1.0}
+    assert coverage(["rare", "common"], {"rare"}, weights) == pytest.approx(0.75)
+    assert coverage(["rare", "common"], set(), weights) == 0.0
+    assert coverage([], {"rare"}, weights) == 0.0
+    assert idf(1, 100) > idf(50, 100) > 0
+    assert idf(0, 10) == pytest.approx(math.log(1 + 10.5 / 0.5))
+    assert named_keywords([1]) == pytest.approx(1 / 3) and named_keywords([1, 2, 3, 4]) == 1.0
+
+
+def test_an_entry_is_indexed_under_its_name_tags_description_and_examples() -> None:
+    entry = parse_entry(
+        {
+            "identifier": "urn:ai:example.com:tools:pdf-forge",
+            "displayName": "PDF Forge",
+            "type": "application/mcp-server+json",
+            "description": "Converts documents.",
+            "tags": ["documents", "Office Suite"],
+            "data": {"tools": [{"name": "merge_pdfs", "description": "Combine PDF files."}]},
+        }
+    )
+    document = fts_document(entry, extract_examples(entry))
+    assert set(document.name.split()) == {"pdf", "forge"}  # the display name and the identifier's last part
+    assert document.keywords == "document document | office suite office suite"  # one |-separated group per tag
+    assert document.description == "convert document convert document"
+    assert {"merge", "combine", "fil"} <= set(document.examples.split())
+    assert "|" not in document.vocabulary()
+    assert [group._text.split() for group in document.terms().keywords] == [["document"] * 2, ["office", "suite"] * 2]  # noqa: SLF001
