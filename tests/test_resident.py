@@ -11,7 +11,7 @@ import pytest
 
 from ard_mcp.index import resident as resident_module
 from ard_mcp.index.resident import ResidentExamples
-from ard_mcp.index.store import sqlite as store_module
+from ard_mcp.index.store import writes as feed
 from ard_mcp.index.store.sqlite import Store
 from ard_mcp.registry import Registry
 from ard_mcp.search.ranking import Ranker
@@ -109,8 +109,8 @@ def test_a_copy_of_an_empty_store_follows_its_first_registrations(tmp_path: Path
 def test_a_copy_the_feed_no_longer_reaches_is_reloaded_and_never_answers_stale(
     copy: ResidentExamples, store: Store, other: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "CHANGES_KEPT", 2)
-    monkeypatch.setattr(store_module, "PRUNE_EVERY", 1)
+    monkeypatch.setattr(feed, "CHANGES_KEPT", 2)
+    monkeypatch.setattr(feed, "PRUNE_EVERY", 1)
     for i in range(4):
         _write(other, f"agent{i}", f"pruned away {i}", _vectors(2, 50 + i))
     assert_same(copy, store, every_id(store))  # from the store, while the copy reloads

@@ -34,12 +34,10 @@ from ard_mcp.index.records import (
     decode_blobs,
     encode_vector,
 )
-from ard_mcp.index.store import schema
+from ard_mcp.index.store import schema, writes
 from ard_mcp.index.store.snapshot import IN_CHUNK, read_rows
 
 _FILTERS_KEPT = 32
-CHANGES_KEPT = 100_000  # change-feed rows kept; a reader further behind than this reloads everything
-PRUNE_EVERY = 1_000
 _COLUMNS = {
     "displayName": "display_name COLLATE NOCASE",
     "identifier": "identifier",
@@ -186,15 +184,14 @@ class Store:
                 removed: list[int] = []
             else:
                 agent_id = row["id"]
-                removed = [r["id"] for r in db.execute("SELECT id FROM examples WHERE agent_id = ?", (agent_id,))]
-                self._delete_rows(db, agent_id)  # first: a contentless FTS index is told the old text to remove
+                removed = writes.delete_dependents(db, agent_id)  # first: a contentless FTS index is told the old text to remove
                 db.execute(f"UPDATE agents SET {', '.join(f'{k} = ?' for k in fields)} WHERE id = ?", [*fields.values(), agent_id])
             db.executemany("INSERT INTO agent_values(field, value, agent_id) VALUES (?, ?, ?)", [(f, v, agent_id) for f, v in values])
             db.execute(
                 "INSERT INTO agents_fts(rowid, name, keywords, description, examples) VALUES (?, ?, ?, ?, ?)", (agent_id, *fts.columns())
             )
-            self._count_change(db, fts.vocabulary(), +1)
-            self._changed(db, agent_id)
+            writes.count_change(db, fts.vocabulary(), +1)
+            writes.note_change(db, agent_id)
             added = []
             for example in examples:
                 cursor = db.execute(
@@ -205,41 +202,13 @@ class Store:
                 added.append(cursor.lastrowid)
         return agent_id, removed, added
 
-    def _delete_rows(self, db: sqlite3.Connection, agent_id: int) -> None:
-        db.execute("DELETE FROM agent_values WHERE agent_id = ?", (agent_id,))
-        old = FtsDocument.packed(db.execute("SELECT fts FROM agents WHERE id = ?", (agent_id,)).fetchone()["fts"])
-        self._count_change(db, old.vocabulary(), -1)
-        db.execute(
-            "INSERT INTO agents_fts(agents_fts, rowid, name, keywords, description, examples) VALUES ('delete', ?, ?, ?, ?, ?)",
-            (agent_id, *old.columns()),
-        )
-        db.execute("DELETE FROM examples WHERE agent_id = ?", (agent_id,))
-
-    @staticmethod
-    def _count_change(db: sqlite3.Connection, terms: set[str], delta: int) -> None:
-        db.executemany(
-            "INSERT INTO term_agents(term, agents) VALUES (?, ?) ON CONFLICT(term) DO UPDATE SET agents = agents + excluded.agents",
-            [(t, delta) for t in terms],
-        )
-        if delta < 0:
-            db.executemany("DELETE FROM term_agents WHERE term = ? AND agents <= 0", [(t,) for t in terms])
-
-    @staticmethod
-    def _changed(db: sqlite3.Connection, agent_id: int) -> None:
-        seq = db.execute("INSERT INTO changes(agent_id) VALUES (?)", (agent_id,)).lastrowid
-        if seq is not None and seq % PRUNE_EVERY == 0:
-            db.execute("DELETE FROM changes WHERE seq <= ?", (seq - CHANGES_KEPT,))
-
     def delete(self, identifier: str) -> tuple[int, list[int]] | None:
         """Remove every trace of an agent; returns its id and example ids (for Chroma), or None if unknown."""
         with self.transaction() as db:
             row = db.execute("SELECT id FROM agents WHERE identifier = ?", (identifier,)).fetchone()
             if row is None:
                 return None
-            removed = [r["id"] for r in db.execute("SELECT id FROM examples WHERE agent_id = ?", (row["id"],))]
-            self._delete_rows(db, row["id"])
-            db.execute("DELETE FROM agents WHERE id = ?", (row["id"],))
-            self._changed(db, row["id"])
+            removed = writes.delete_agent(db, row["id"])
         return row["id"], removed
 
     def mark_vectors_done(self, agent_ids: Iterable[int]) -> None:
@@ -256,7 +225,7 @@ class Store:
     # -- the change feed and bulk reads (for the search's in-memory copy) -------------------------
     def changes_since(self, seq: int) -> tuple[int, list[int]] | None:
         """The agents written or deleted after change `seq`, and the newest change; None when the feed no
-        longer reaches back to `seq` (it keeps the last `CHANGES_KEPT`), so the reader must read everything."""
+        longer reaches back to `seq` (it keeps the last `writes.CHANGES_KEPT`), so the reader must read everything."""
         rows = self._tuples("SELECT seq, agent_id FROM changes WHERE seq > ? ORDER BY seq", (seq,))
         if rows and rows[0][0] != seq + 1:
             return None
