@@ -129,14 +129,14 @@ class Registry:
 
     # -- reads ------------------------------------------------------------------------------------
     def get(self, reference: str) -> CatalogEntry:
-        """An entry by its identifier (`urn:ai:` or `urn:air:`), or by the id its publisher used when that
+        """An entry by its identifier (`urn:air:` or v0.5 `urn:ai:`), or by the id its publisher used when that
         was not such a URN (Xu and AIDIP clients)."""
         self.expire_due()
         stored = self.store.get(normalize_identifier(reference))
         if stored is None:
             ids: AbstractSet[int] = self.store.filter_agents({METADATA_PREFIX + SOURCE_ID_KEY: [reference]}) or set()
             if len(ids) > 1:
-                raise InvalidArgument(f"{reference!r} is the id of {len(ids)} entries; name one by its urn:ai: identifier")
+                raise InvalidArgument(f"{reference!r} is the id of {len(ids)} entries; name one by its urn:air: identifier")
             stored = next(iter(self.store.agents_by_id(ids).values()), None)
         if stored is None:
             raise NotFound(f"no agent {reference} is registered")

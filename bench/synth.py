@@ -18,7 +18,7 @@ What is recombined, and how:
 Every text that becomes an embedded example is unique across the catalog: the first use of a real text is
 verbatim, later uses get light synonym rewording plus a qualifier clause whose (template, audience,
 region) combination is a bijection of how often that text was used before, so two variants of one source
-text never coincide. Names carry a number suffix, identifiers are `urn:ai:<domain>:<namespace>:<slug>-<n>`.
+text never coincide. Names carry a number suffix, identifiers are `urn:air:<domain>:<namespace>:<slug>-<n>`.
 About 6 examples per agent (as `ard_mcp.index.example_texts.extract_examples` counts them).
 
 Filters: `type` is spread over three media types; `tags` are drawn from a skewed list (the most common
@@ -406,7 +406,7 @@ class Generator:
             publisher, namespace = "github.com", f"{r.choice(DOMAIN_WORDS)}-{r.randrange(5000)}"
         else:
             publisher = r.choice(self.publishers)
-        return f"urn:ai:{publisher}:{namespace}:{slug(name)}-{self.count + 1}"
+        return f"urn:air:{publisher}:{namespace}:{slug(name)}-{self.count + 1}"
 
     def _tags(self) -> list[str]:
         r = self.rng

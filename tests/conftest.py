@@ -17,7 +17,7 @@ from ard_mcp.search.query import SearchQuery
 REPO = Path(__file__).resolve().parents[1]
 
 WEATHER: dict[str, Any] = {
-    "identifier": "urn:ai:example.com:weather:forecast",
+    "identifier": "urn:air:example.com:weather:forecast",
     "displayName": "Weather Forecast Server",
     "type": "application/mcp-server+json",
     "description": "Current conditions and multi-day forecasts for any city.",
@@ -35,7 +35,7 @@ WEATHER: dict[str, Any] = {
 }
 
 INVOICES: dict[str, Any] = {
-    "identifier": "urn:ai:acme-finance.com:billing:invoice-agent",
+    "identifier": "urn:air:acme-finance.com:billing:invoice-agent",
     "displayName": "Invoice Agent",
     "type": "application/a2a-agent-card+json",
     "description": "Creates, sends and reconciles customer invoices.",
@@ -50,7 +50,7 @@ INVOICES: dict[str, Any] = {
 }
 
 PDF: dict[str, Any] = {
-    "identifier": "urn:ai:docs.example.org:convert:pdf-forge",
+    "identifier": "urn:air:docs.example.org:convert:pdf-forge",
     "displayName": "PDF Forge",
     "type": "application/mcp-server+json",
     "description": "Document conversion toolkit.",
@@ -64,7 +64,7 @@ PDF: dict[str, Any] = {
 }
 
 TRANSLATE: dict[str, Any] = {
-    "identifier": "urn:ai:lingua.example.net:translate",
+    "identifier": "urn:air:lingua.example.net:translate",
     "displayName": "Lingua Translator",
     "type": "application/a2a-agent-card+json",
     "description": "Translates text and documents between 40 languages.",
@@ -83,7 +83,7 @@ TRANSLATE: dict[str, Any] = {
 }
 
 SKILL: dict[str, Any] = {
-    "identifier": "urn:ai:github.com:alice-dev:pptx-creator",
+    "identifier": "urn:air:github.com:alice-dev:pptx-creator",
     "displayName": "pptx-creator",
     "type": "application/ai-skill",
     "url": "https://github.com/alice-dev/pptx-creator",

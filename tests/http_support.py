@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -26,7 +25,7 @@ from tests.conftest import entry as doc  # noqa: F401 - the HTTP tests import it
 from tests.test_packaging import FORMATS
 
 SPECS = Path(__file__).resolve().parents[2] / "shared" / "specs"
-ARD_SCHEMAS = SPECS / "ard-v0.5-schemas"
+ARD_SCHEMAS = SPECS / "ard-spec" / "spec" / "schemas"  # ARD v0.9
 BASE_URL = "http://127.0.0.1:8000"
 needs_ard_schemas = pytest.mark.skipif(
     not ARD_SCHEMAS.is_dir(), reason=f"ARD schemas not found at {ARD_SCHEMAS} (expected beside the repository)"
@@ -98,9 +97,9 @@ AIDIP_TRANSLATOR: dict[str, Any] = {
         }
     ],
 }
-XU_HR_URN = "urn:ai:agents.example.net:id:hr-core-automator"
-XU_MINIMAL_URN = "urn:ai:example.net:agents:minimal"
-AIDIP_URN = "urn:ai:api.example.com:agent-12345"
+XU_HR_URN = "urn:air:agents.example.net:id:hr-core-automator"
+XU_MINIMAL_URN = "urn:air:example.net:agents:minimal"
+AIDIP_URN = "urn:air:api.example.com:agent-12345"
 
 
 @asynccontextmanager
@@ -131,22 +130,9 @@ async def seeded(data_dir: Path, documents: list[dict[str, Any]], source_url: st
 _ARD_BASE = "https://ard-spec.invalid/"
 
 
-def _quote_plain_descriptions(text: str) -> str:
-    """ard.openapi.yaml (ard-spec 33be466) is not valid YAML: one plain `description:` scalar contains ": "
-    ("... Note: This is not a security ..."). Quote such one-line descriptions so the file parses as intended."""
-
-    def quote(match: re.Match[str]) -> str:
-        value = match.group(2)
-        if ": " not in value or value[:1] in "'\"|>":
-            return match.group(0)
-        return f"{match.group(1)}{json.dumps(value)}"
-
-    return re.sub(r"^(\s*description: )(.+)$", quote, text, flags=re.MULTILINE)
-
-
 @functools.cache
 def _ard_registry() -> SchemaRegistry:
-    spec = yaml.safe_load(_quote_plain_descriptions((ARD_SCHEMAS / "ard.openapi.yaml").read_text(encoding="utf-8")))
+    spec = yaml.safe_load((ARD_SCHEMAS / "ard.openapi.yaml").read_text(encoding="utf-8"))
     catalog = json.loads((ARD_SCHEMAS / "ai-catalog.schema.json").read_text(encoding="utf-8"))
     catalog_resource = Resource.from_contents(catalog)
     return SchemaRegistry().with_resources(

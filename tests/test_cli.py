@@ -27,7 +27,7 @@ def ard(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
 
 def test_ingest_search_and_eval(tmp_path: Path) -> None:
     catalog = tmp_path / "ai-catalog.json"
-    bad = entry(WEATHER, identifier="urn:ai:example.com:weather:bad", url="https://example.com/x.json")
+    bad = entry(WEATHER, identifier="urn:air:example.com:weather:bad", url="https://example.com/x.json")
     catalog.write_text(json.dumps({"specVersion": "1.0", "host": {"displayName": "Test"}, "entries": [*SAMPLE, bad]}))
     data_dir = tmp_path / "data"
 

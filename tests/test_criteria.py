@@ -15,7 +15,7 @@ from ard_mcp.search.filters import check_field, parse_filter
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 ENTRY: dict[str, Any] = {
-    "identifier": "urn:ai:Example.com:hr:onboarding",
+    "identifier": "urn:air:Example.com:hr:onboarding",
     "displayName": "Onboarding",
     "type": "application/agent-discovery-metadata+json",
     "tags": ["HR", "Workflow"],
@@ -42,7 +42,7 @@ def test_a_filter_object_is_checked_and_put_in_stored_spellings() -> None:
     assert parse_filter({"tags": "HR", "publisher": ["EXAMPLE.com"], "identifier": "urn:air:example.com:a", "metadata.free": True}) == {
         "tags": ["HR"],
         "publisher": ["example.com"],
-        "identifier": ["urn:ai:example.com:a"],
+        "identifier": ["urn:air:example.com:a"],
         "metadata.free": ["true"],
     }
     assert parse_filter(None) == {} and parse_filter({"tags": ["a", "a"]}) == {"tags": ["a"]}

@@ -137,7 +137,7 @@ def test_reciprocal_rank_of_first_hit() -> None:
 
 def test_identifiers_are_normalised_like_the_registry() -> None:
     judgement = j(["urn:air:example.org:a"])
-    assert recall_at(["urn:ai:example.org:a"], judgement, 5) == pytest.approx(1.0)
+    assert recall_at(["urn:air:example.org:a"], judgement, 5) == pytest.approx(1.0)
 
 
 # -- loading ---------------------------------------------------------------------------------------
@@ -174,7 +174,7 @@ def test_missing_query_names_the_line(tmp_path: Path) -> None:
 
 
 def test_bad_relevant_type_names_the_line(tmp_path: Path) -> None:
-    path = write(tmp_path, [json.dumps({"id": "1", "query": "a"}), "", json.dumps({"id": "3", "query": "b", "relevant": "urn:ai:x"})])
+    path = write(tmp_path, [json.dumps({"id": "1", "query": "a"}), "", json.dumps({"id": "3", "query": "b", "relevant": "urn:air:x"})])
     with pytest.raises(ValueError, match=r"line 3: 'relevant' must be a list"):
         load_queries(path)
 

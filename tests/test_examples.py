@@ -17,9 +17,9 @@ SCRIPT = REPO / "examples" / "search_client.py"
 CATALOG = REPO / "examples" / "ai-catalog.json"
 
 # The default query asks to turn a spreadsheet into a PDF: the PDF converter's convert_to_pdf tool is the answer.
-EXPECTED_FIRST = "urn:ai:paperforge.io:documents:pdf-converter"
+EXPECTED_FIRST = "urn:air:paperforge.io:documents:pdf-converter"
 # A result line: "  <score>  <identifier>  (<displayName>)".
-RESULT_LINE = re.compile(r"^\s+(\d{1,3})\s+(urn:ai:\S+)\s+\((.+)\)$")
+RESULT_LINE = re.compile(r"^\s+(\d{1,3})\s+(urn:air:\S+)\s+\((.+)\)$")
 
 
 def _identifiers(manifest: dict) -> set[str]:
@@ -44,7 +44,7 @@ def test_search_client_registers_searches_and_explores(tmp_path: Path) -> None:
 
     # Every entry, nested bundle members included, was registered into the fresh data directory.
     identifiers = _identifiers(json.loads(CATALOG.read_text(encoding="utf-8")))
-    created = set(re.findall(r"^\s*created\s+(urn:ai:\S+)$", out, re.MULTILINE))
+    created = set(re.findall(r"^\s*created\s+(urn:air:\S+)$", out, re.MULTILINE))
     assert created == identifiers
 
     # The first search result is the PDF converter, with its score and display name, and the evidence line names

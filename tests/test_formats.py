@@ -31,22 +31,33 @@ AIDIP: dict[str, Any] = {
 }
 
 
-def test_urn_air_and_urn_ai_name_the_same_entry() -> None:
-    assert normalize_identifier("URN:AIR:example.com:a") == normalize_identifier("urn:ai:example.com:a") == "urn:ai:example.com:a"
-    assert normalize_identifier("agent-1") == "agent-1"
-    assert publisher_of("urn:ai:Example.COM:a") == "example.com"
-    for bad in ("urn:ai:example.com", "urn:ai:not_a_domain:a", "urn:ai:192.168.0.1:a", "https://example.com/a"):
-        with pytest.raises(ValueError, match="must be urn:ai:"):
+def test_every_spelling_of_an_identifier_has_one_canonical_form() -> None:
+    """v0.9 `urn:air:` is canonical; v0.5 `urn:ai:` and any case of the NID map onto it; the publisher is a
+    DNS name, so its case does not make another entry (the rest of the URN keeps its case)."""
+    canonical = "urn:air:victim.example.org:Tools:Agent_1"
+    spellings = (
+        "urn:air:victim.example.org:Tools:Agent_1",
+        "urn:ai:Victim.Example.Org:Tools:Agent_1",
+        "URN:AIR:VICTIM.example.ORG:Tools:Agent_1",
+    )
+    for spelling in spellings:
+        assert normalize_identifier(spelling) == canonical == check_identifier(spelling)
+    assert normalize_identifier("urn:air:example.com:Tools:agent") != normalize_identifier("urn:air:example.com:tools:agent")
+    assert normalize_identifier("agent-1") == "agent-1" and normalize_identifier("urn:other:x") == "urn:other:x"
+    assert publisher_of("urn:air:Example.COM:a") == "example.com"
+    for bad in ("urn:air:example.com", "urn:air:not_a_domain:a", "urn:ai:192.168.0.1:a", "https://example.com/a", "urn:airx:example.com:a"):
+        with pytest.raises(ValueError, match="must be urn:air:"):
             check_identifier(bad)
 
 
 @pytest.mark.parametrize(
     ("source_id", "endpoints", "identifier"),
     [
-        ("urn:air:example.com:a", [], "urn:ai:example.com:a"),
-        ("https://Agents.Example.net/id/hr-core?v=2", [], "urn:ai:agents.example.net:id:hr-core:v:2"),
-        ("weather.example.org", [], "urn:ai:weather.example.org:agent"),
-        ("agent 12/345", ["http://10.0.0.1/x", "https://api.example.com/a"], "urn:ai:api.example.com:agent-12:345"),
+        ("urn:air:example.com:a", [], "urn:air:example.com:a"),
+        ("urn:ai:Example.com:a", [], "urn:air:example.com:a"),
+        ("https://Agents.Example.net/id/hr-core?v=2", [], "urn:air:agents.example.net:id:hr-core:v:2"),
+        ("weather.example.org", [], "urn:air:weather.example.org:agent"),
+        ("agent 12/345", ["http://10.0.0.1/x", "https://api.example.com/a"], "urn:air:api.example.com:agent-12:345"),
     ],
 )
 def test_ids_of_other_formats_become_stable_urns(source_id: str, endpoints: list[str], identifier: str) -> None:
@@ -71,7 +82,7 @@ def test_formats_are_told_apart_by_the_fields_only_one_requires() -> None:
 
 def test_xu_metadata_is_stored_as_an_ard_entry_that_keeps_the_document() -> None:
     entry = parse_entry(to_entry(XU))
-    assert entry.identifier == "urn:ai:agents.example.net:id:hr-core" and entry.type == XU_TYPE
+    assert entry.identifier == "urn:air:agents.example.net:id:hr-core" and entry.type == XU_TYPE
     assert entry.data == XU  # unknown fields included
     assert entry.metadata == {"status": "active", "expiresAt": "2030-01-01T00:00:00Z", "sourceId": XU["id"], "region": "apac"}
     wire = entry.wire()
@@ -80,7 +91,7 @@ def test_xu_metadata_is_stored_as_an_ard_entry_that_keeps_the_document() -> None
 
 def test_aidip_metadata_is_stored_as_an_ard_entry_and_an_id_can_come_from_the_path() -> None:
     entry = parse_entry(to_entry(AIDIP))
-    assert entry.identifier == "urn:ai:api.example.com:agent-1" and entry.type == AIDIP_TYPE
+    assert entry.identifier == "urn:air:api.example.com:agent-1" and entry.type == AIDIP_TYPE
     assert entry.capabilities == ["translation"] and entry.metadata == {"status": "active", "publisher": "ExampleAI", "sourceId": "agent-1"}
     without_id = {k: v for k, v in AIDIP.items() if k != "id"}
     assert to_entry(without_id, "aidip", default_id="from-path")["data"]["id"] == "from-path"
@@ -90,6 +101,6 @@ def test_aidip_metadata_is_stored_as_an_ard_entry_and_an_id_can_come_from_the_pa
 
 def test_an_ard_entry_passes_through_and_takes_the_path_id_when_it_has_none() -> None:
     ard = {"displayName": "A", "type": "application/ai-skill", "url": "https://example.com/a"}
-    assert to_entry({**ard, "identifier": "urn:ai:example.com:a"}) == {**ard, "identifier": "urn:ai:example.com:a"}
-    assert to_entry(ard, "ard", default_id="urn:ai:example.com:b")["identifier"] == "urn:ai:example.com:b"
-    assert protocols_of(parse_entry({**ard, "identifier": "urn:ai:example.com:a"}).wire()) == {"skill", "https"}
+    assert to_entry({**ard, "identifier": "urn:air:example.com:a"}) == {**ard, "identifier": "urn:air:example.com:a"}
+    assert to_entry(ard, "ard", default_id="urn:air:example.com:b")["identifier"] == "urn:air:example.com:b"
+    assert protocols_of(parse_entry({**ard, "identifier": "urn:air:example.com:a"}).wire()) == {"skill", "https"}

@@ -230,13 +230,13 @@ async def test_well_known_manifest_lists_this_registry_and_its_entries(api: Api)
     assert_ours(openapi, "/.well-known/ai-catalog.json", "GET", response)
     own = manifest["entries"][0]
     assert own["type"] == "application/ai-registry+json" and own["url"] == "https://registry.example.com/"
-    assert own["identifier"] == "urn:ai:registry.example.com:registry:ard-mcp"
+    assert own["identifier"] == "urn:air:registry.example.com:registry:ard-mcp"
     assert {e["identifier"] for e in manifest["entries"][1:]} == {e["identifier"] for e in SAMPLE}
 
 
 async def test_get_agent_by_identifier(api: Api) -> None:
     client, openapi = api
-    for reference in (WEATHER["identifier"], quote(WEATHER["identifier"], safe=""), "urn:air:example.com:weather:forecast"):
+    for reference in (WEATHER["identifier"], quote(WEATHER["identifier"], safe=""), "urn:ai:Example.com:weather:forecast"):
         response = await client.get(f"/agents/{reference}")
         assert response.status_code == 200
         body = response.json()
@@ -244,7 +244,7 @@ async def test_get_agent_by_identifier(api: Api) -> None:
         assert_ours(openapi, "/agents/{id}", "GET", response)
         assert {k: body[k] for k in WEATHER} == WEATHER
         assert body["id"] == WEATHER["identifier"] and body["name"] == WEATHER["displayName"] and body["status"] == "active"
-    assert "no agent" in await ard_error(api, "GET", "/agents/urn:ai:example.com:nothing:here", 404)
+    assert "no agent" in await ard_error(api, "GET", "/agents/urn:air:example.com:nothing:here", 404)
 
 
 async def test_route_clash_and_unknown_routes(api: Api) -> None:

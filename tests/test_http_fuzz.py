@@ -42,7 +42,7 @@ words = st.sampled_from(
         "documents",
         "type",
         "tags",
-        "urn:ai:example.com:weather:forecast",
+        "urn:air:example.com:weather:forecast",
         "https://api.example.com/a",
         "",
     ]

@@ -205,7 +205,7 @@ async def test_discover_malformed_json_is_an_xu_error(api: Api) -> None:
         ({"examples": [{"id": "e"}]}, "metadata.examples[0].text: is required"),
         ({"updated_at": "last week"}, "metadata.updated_at"),
         ({"id": "local-agent", "bindings": [{"protocol": "https", "endpoint": "https://10.0.0.1/x"}]}, "no endpoint has a domain name"),
-        ({"id": "urn:ai:nodomain:x"}, "metadata.id: must be urn:ai:"),
+        ({"id": "urn:air:nodomain:x"}, "metadata.id: must be urn:air:"),
     ],
 )
 async def test_bad_xu_metadata_is_refused_with_the_field(api: Api, changes: dict[str, Any], expected: str) -> None:

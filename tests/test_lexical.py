@@ -48,7 +48,7 @@ def test_coverage_is_the_idf_weighted_share_of_query_terms_present() -> None:
 def test_an_entry_is_indexed_under_its_name_tags_description_and_examples() -> None:
     entry = parse_entry(
         {
-            "identifier": "urn:ai:example.com:tools:pdf-forge",
+            "identifier": "urn:air:example.com:tools:pdf-forge",
             "displayName": "PDF Forge",
             "type": "application/mcp-server+json",
             "description": "Converts documents.",

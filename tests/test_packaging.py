@@ -29,7 +29,7 @@ from ard_mcp.formats.catalog import parse_entry
 REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO.parent / "shared" / "specs"
 SERVER_SCHEMA = SPECS / "mcp-registry" / "server.schema.json"
-CATALOG_SCHEMA = SPECS / "ard-v0.5-schemas" / "ai-catalog.schema.json"
+CATALOG_SCHEMA = SPECS / "ard-spec" / "spec" / "schemas" / "ai-catalog.schema.json"  # ARD v0.9
 EXAMPLE_CATALOG = REPO / "examples" / "ai-catalog.json"
 NESTED_CATALOG = "application/ai-catalog+json"
 
@@ -173,7 +173,7 @@ def test_example_entry_passes_our_validator(location: str, entry: dict[str, Any]
 
 def test_our_validator_rejects_a_broken_example_entry() -> None:
     entry = copy.deepcopy(_load(EXAMPLE_CATALOG)["entries"][0])
-    entry["identifier"] = "urn:ai:nodot:weather:forecast"  # publisher is not a domain name
+    entry["identifier"] = "urn:air:nodot:weather:forecast"  # publisher is not a domain name
     with pytest.raises(InvalidArgument, match=r"entries\[0\]\.identifier"):
         parse_entry(entry, "entries[0]")
 

@@ -89,7 +89,7 @@ def test_nested_catalog_is_walked_and_rejections_name_field_and_rule(registry: R
         "entries": [
             WEATHER,
             {
-                "identifier": "urn:ai:example.com:bundle:office",
+                "identifier": "urn:air:example.com:bundle:office",
                 "displayName": "Office bundle",
                 "type": "application/ai-catalog+json",
                 "data": {"specVersion": "1.0", "entries": [SKILL, entry(PDF, identifier="pdf-forge")]},
@@ -100,7 +100,7 @@ def test_nested_catalog_is_walked_and_rejections_name_field_and_rule(registry: R
     report = registry.indexer.register_many(manifest_entries(manifest))
     assert report.added == 3
     assert report.rejected == [
-        "entries[1].data.entries[1].identifier: must be urn:ai:<publisher-domain>:...:<name>",
+        "entries[1].data.entries[1].identifier: must be urn:air:<publisher-domain>:...:<name> (urn:ai: is accepted too)",
         "entries[2]: exactly one of url and data must be present (ARD §3.4 value-or-reference)",
     ]
     assert registry.get(SKILL["identifier"]).displayName == "pptx-creator"

@@ -77,7 +77,7 @@ def test_the_copy_answers_as_the_store_does(copy: ResidentExamples, store: Store
 def test_it_follows_writes_and_deletes_of_this_process(copy: ResidentExamples, store: Store) -> None:
     _write(store, "agent3", "rewritten entirely", _vectors(2, 99))
     _write(store, "newcomer", "fresh words", _vectors(3, 98))
-    store.delete("urn:ai:example.com:agent5")
+    store.delete("urn:air:example.com:agent5")
     assert_same(copy, store, [*every_id(store), 6])  # 6 was agent5
     assert copy.loaded, "a few changes are overlaid, not a reason to drop the copy"
 
@@ -85,7 +85,7 @@ def test_it_follows_writes_and_deletes_of_this_process(copy: ResidentExamples, s
 def test_it_follows_writes_and_deletes_of_another_process(copy: ResidentExamples, store: Store, other: Store) -> None:
     assert_same(copy, store, every_id(store))
     _write(other, "agent1", "changed elsewhere", _vectors(4, 97))
-    other.delete("urn:ai:example.com:agent9")
+    other.delete("urn:air:example.com:agent9")
     assert_same(copy, store, [*every_id(store), 10])
     _write(other, "agent9", "back again", _vectors(1, 96))  # a new id: deleted agents' ids are not reused
     assert_same(copy, store, every_id(store))

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ard_mcp.index.records import FtsDocument, NewExample, TermText, term_finder
+from ard_mcp.index.records import FtsDocument, NewExample, TermText, content_hash, term_finder
 from ard_mcp.index.store.schema import SCHEMA_VERSION
 from ard_mcp.index.store.sqlite import Store
 
@@ -26,9 +26,9 @@ def _vectors(n: int, seed: int) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def _write(store: Store, name: str, words: str, vectors: np.ndarray) -> int:
+def _write(store: Store, name: str, words: str, vectors: np.ndarray, identifier: str | None = None) -> int:
     entry = {
-        "identifier": f"urn:ai:example.com:{name}",
+        "identifier": identifier or f"urn:air:example.com:{name}",
         "displayName": name,
         "type": "application/a2a-agent-card+json",
         "url": "https://example.com",
@@ -36,7 +36,8 @@ def _write(store: Store, name: str, words: str, vectors: np.ndarray) -> int:
     }
     fts = FtsDocument(name=name, keywords=f"{words} | tag{name}", description=f"{words} description", examples=f"{words} example")
     examples = [NewExample("query", f"q{i}", f"{name} text {i}", v) for i, v in enumerate(vectors)]
-    agent_id, _, _ = store.write(entry, f"hash-{words}", "example.com", None, {("type", entry["type"])}, fts, examples)
+    values = {("type", entry["type"]), ("identifier", entry["identifier"])}
+    agent_id, _, _ = store.write(entry, f"hash-{words}", "example.com", None, values, fts, examples)
     return agent_id
 
 
@@ -54,7 +55,7 @@ def _integrity(store: Store) -> None:
 def test_entries_and_vectors_round_trip(store: Store) -> None:
     vectors = _vectors(5, 1)
     _write(store, "alpha", "weather forecast", vectors)
-    stored = store.get("urn:ai:example.com:alpha")
+    stored = store.get("urn:air:example.com:alpha")
     assert stored is not None and stored.entry["extra"] == {"kept": [1, "two"]}
     back = np.stack([row.vector for row in store.examples_of([stored.id])])
     cosine = np.sum(back * vectors, axis=1) / np.linalg.norm(back, axis=1)
@@ -76,11 +77,11 @@ def test_replacing_and_deleting_keep_the_lexical_index_exact(store: Store) -> No
     assert [agent for agent, _ in store.lexical("currency", 10, WEIGHTS)] == [first]
     assert "currency" in store.agent_terms([first])[first].vocabulary
 
-    store.delete("urn:ai:example.com:beta")
+    store.delete("urn:air:example.com:beta")
     _integrity(store)
     assert store.document_frequencies(["weather", "invoices"]) == {}
     assert [agent for agent, _ in store.lexical("weather OR invoices", 10, WEIGHTS)] == []
-    assert store.get("urn:ai:example.com:beta") is None and store.examples_of([second]) == []
+    assert store.get("urn:air:example.com:beta") is None and store.examples_of([second]) == []
 
 
 def test_a_new_store_uses_the_compact_layout(store: Store) -> None:
@@ -120,7 +121,7 @@ def _layout_1_store(path: Path, agents: dict[str, tuple[str, np.ndarray]]) -> No
         db.executescript(LAYOUT_1)
         for agent_id, (name, (words, vectors)) in enumerate(agents.items(), start=1):
             entry = {
-                "identifier": f"urn:ai:example.com:{name}",
+                "identifier": f"urn:ai:example.com:{name}",  # the v0.5 spelling layout 1 stored
                 "displayName": name,
                 "type": "application/a2a-agent-card+json",
                 "url": "https://example.com",
@@ -142,7 +143,10 @@ def _layout_1_store(path: Path, agents: dict[str, tuple[str, np.ndarray]]) -> No
                     fts.keywords,
                 ),
             )
-            db.execute("INSERT INTO agent_values VALUES ('type', ?, ?)", (entry["type"], agent_id))
+            db.executemany(
+                "INSERT INTO agent_values VALUES (?, ?, ?)",
+                [("type", entry["type"], agent_id), ("identifier", entry["identifier"], agent_id)],
+            )
             db.execute(
                 "INSERT INTO agents_fts(rowid, name, keywords, description, examples) VALUES (?, ?, ?, ?, ?)", (agent_id, *fts.columns())
             )
@@ -163,8 +167,8 @@ def test_a_layout_1_store_is_migrated_once_without_its_model(tmp_path: Path) -> 
         columns = {row[1] for row in store._conn.execute("PRAGMA table_info(agents)")}  # noqa: SLF001
         assert "terms" not in columns and "keyword_terms" not in columns
         _integrity(store)
-        stored = store.get("urn:ai:example.com:alpha")
-        assert stored is not None and stored.entry["displayName"] == "alpha"
+        stored = store.get("urn:air:example.com:alpha")
+        assert stored is not None and stored.entry["displayName"] == "alpha" and stored.entry["identifier"] == stored.identifier
         back = np.stack([row.vector for row in store.examples_of([stored.id])])
         assert np.min(np.sum(back * alpha, axis=1) / np.linalg.norm(back, axis=1)) > 0.999
         assert store.document_frequencies(["weather", "forecast", "invoices", "tagbeta"]) == {
@@ -176,14 +180,39 @@ def test_a_layout_1_store_is_migrated_once_without_its_model(tmp_path: Path) -> 
         assert [agent for agent, _ in store.lexical("forecast", 10, WEIGHTS)] == [stored.id]
         assert [k._text for k in store.agent_terms([stored.id])[stored.id].keywords] == [" weather forecast ", " tagalpha "]  # noqa: SLF001
         assert store.read_rows().agent_ids.tolist() == [1, 2]
+        assert store.filter_agents({"identifier": ["urn:air:example.com:beta"]}) == {2}
 
         _write(store, "alpha", "currency exchange", _vectors(1, 3))  # a migrated agent is replaced and deleted like any other
-        store.delete("urn:ai:example.com:beta")
+        store.delete("urn:air:example.com:beta")
         _integrity(store)
         assert store.document_frequencies(["weather", "currency", "invoices"]) == {"currency": 1}
     finally:
         store.close()
     Store(path).close()  # opening it again migrates nothing
+
+
+def test_layout_3_identifiers_take_their_v09_spelling_and_case_twins_become_one(tmp_path: Path) -> None:
+    path = tmp_path / "catalog.sqlite3"
+    store = Store(path)
+    older = _write(store, "twin", "first copy", _vectors(2, 1), identifier="urn:ai:Example.com:twin")
+    newer = _write(store, "twin", "second copy", _vectors(1, 2), identifier="urn:ai:example.com:twin")
+    other = _write(store, "solo", "only one", _vectors(1, 3), identifier="urn:ai:example.com:solo")
+    assert len({older, newer, other}) == 3
+    store.set_meta("schema_version", "3")
+    store.close()
+    reopened = Store(path)
+    try:
+        assert reopened.meta("schema_version") == SCHEMA_VERSION
+        twin = reopened.get("urn:air:example.com:twin")
+        assert twin is not None and twin.id == newer and twin.entry["identifier"] == "urn:air:example.com:twin"
+        assert twin.content_hash == content_hash(twin.entry)
+        assert reopened.get("urn:ai:example.com:twin") is None and reopened.examples_of([older]) == []
+        assert reopened.filter_agents({"identifier": ["urn:air:example.com:solo"]}) == {other}
+        assert reopened.document_frequencies(["first", "second", "only"]) == {"second": 1, "only": 1}
+        _integrity(reopened)
+        assert reopened.changes_since(0) is not None
+    finally:
+        reopened.close()
 
 
 def test_layout_2_loses_the_plain_term_columns_only_layout_1_filled(tmp_path: Path) -> None:
@@ -198,7 +227,7 @@ def test_layout_2_loses_the_plain_term_columns_only_layout_1_filled(tmp_path: Pa
     try:
         assert reopened.meta("schema_version") == SCHEMA_VERSION
         assert {"terms", "keyword_terms"}.isdisjoint(row[1] for row in reopened._conn.execute("PRAGMA table_info(agents)"))  # noqa: SLF001
-        assert reopened.get("urn:ai:example.com:alpha") is not None
+        assert reopened.get("urn:air:example.com:alpha") is not None
     finally:
         reopened.close()
 
@@ -210,9 +239,9 @@ def test_the_agent_count_follows_writes_from_any_connection(tmp_path: Path) -> N
         _write(one, "alpha", "weather", _vectors(1, 1))
         assert one.count() == 1 and two.count() == 1
         _write(two, "beta", "invoices", _vectors(1, 2))
-        two.delete("urn:ai:example.com:alpha")
+        two.delete("urn:air:example.com:alpha")
         assert one.count() == 1 and two.count() == 1
-        assert [a.identifier for a in one.agents_by_id(range(10)).values()] == ["urn:ai:example.com:beta"]
+        assert [a.identifier for a in one.agents_by_id(range(10)).values()] == ["urn:air:example.com:beta"]
     finally:
         one.close()
         two.close()
@@ -240,7 +269,7 @@ def test_a_kept_filter_answer_follows_writes_from_any_connection(tmp_path: Path)
         assert one.filter_agents(flt) == {first}
         second = _write(two, "beta", "invoices", _vectors(1, 2))
         assert one.filter_agents(flt) == {first, second}
-        one.delete("urn:ai:example.com:alpha")
+        one.delete("urn:air:example.com:alpha")
         assert one.filter_agents(flt) == two.filter_agents(flt) == {second}
         assert one.filter_agents({"type": ["application/mcp-server+json"]}) == set()
     finally:

@@ -109,8 +109,8 @@ async def test_unknown_filter_key_is_named(server: Any) -> None:
 @pytest.mark.parametrize(
     ("changes", "expected"),
     [
-        ({"identifier": "weather-server"}, "entry.identifier: must be urn:ai:<publisher-domain>:...:<name>"),
-        ({"identifier": "urn:ai:nodomain:x"}, "entry.identifier: must be urn:ai:"),
+        ({"identifier": "weather-server"}, "entry.identifier: must be urn:air:<publisher-domain>:...:<name>"),
+        ({"identifier": "urn:air:nodomain:x"}, "entry.identifier: must be urn:air:"),
         ({"url": "https://example.com/w.json"}, "exactly one of url and data"),
         ({"data": None}, "exactly one of url and data"),
         ({"displayName": None}, "entry.displayName: is required"),

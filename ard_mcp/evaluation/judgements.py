@@ -37,7 +37,7 @@ class Judgement:
 
     `relevant` maps identifier -> grade (a plain list in the file means grade 1 each); `relevant_any_of`
     holds the groups of interchangeable identifiers. Identifiers are normalised the way the registry
-    normalises them (`urn:air:` -> `urn:ai:`) so a label never misses a result over spelling alone.
+    normalises them (`urn:ai:` -> `urn:air:`) so a label never misses a result over spelling alone.
     """
 
     id: str

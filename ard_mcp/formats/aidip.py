@@ -167,7 +167,7 @@ class AidipSearchRequest(WireModel):
 
 class AidipSummary(WireModel):
     id: str
-    identifier: str = Field(description="The ARD urn:ai: identifier of the same agent.")
+    identifier: str = Field(description="The ARD urn:air: identifier of the same agent.")
     name: str
     description: str | None = None
     endpoint: str | None = None

@@ -2,7 +2,7 @@
 
 Entries keep fields this version does not know (`extra="allow"`) so a publisher's extensions come back
 unchanged; the nested trust objects follow the schema's `additionalProperties: false`. Input may use the
-later `urn:air:` identifiers (see `identifiers`).
+`urn:air:` identifiers of v0.9 or the `urn:ai:` of v0.5 (see `identifiers`).
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class CatalogEntry(WireModel):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    identifier: str = Field(description="urn:ai:<publisher-domain>:<namespace...>:<name> (urn:air: accepted).")
+    identifier: str = Field(description="urn:air:<publisher-domain>:<namespace...>:<name> (v0.5 urn:ai: accepted).")
     displayName: str = Field(min_length=1)
     type: str = Field(min_length=1, description="Media type, e.g. application/mcp-server+json.")
     url: str | None = Field(default=None, description="Where the artifact is; exactly one of url and data.")

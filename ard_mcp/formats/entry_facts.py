@@ -23,7 +23,7 @@ AIDIP_TYPE = "application/aidip-agent+json"
 
 STATUS_KEY = "status"  # metadata.status: Xu / AIDIP operational status; absent means active
 EXPIRES_KEY = "expiresAt"  # metadata.expiresAt: Xu expires_at; after it the entry is removed
-SOURCE_ID_KEY = "sourceId"  # metadata.sourceId: the id the publisher used when it was not a urn:ai: identifier
+SOURCE_ID_KEY = "sourceId"  # metadata.sourceId: the id the publisher used when it was not a urn:air: identifier
 PUBLISHER_KEY = "publisher"  # metadata.publisher: AIDIP's publisher name
 REGION_KEY = "region"  # metadata.region: a scalar region constraint
 

@@ -1,7 +1,10 @@
-"""ARD identifiers: the `urn:ai:` form every entry is keyed by (§4.2.1), and the identifiers derived for
-agents registered in formats whose ids are not such URNs (Xu profile, AIDIP).
+"""ARD identifiers: the `urn:air:<publisher>:<namespace...>:<name>` form every entry is keyed by (ARD v0.9,
+ADR 0009), and the identifiers derived for agents registered in formats whose ids are not such URNs (Xu
+profile, AIDIP).
 
-Input may use the later `urn:air:` form; it is stored and emitted in the v0.5 `urn:ai:` form. The Xu
+The v0.5 form `urn:ai:` is accepted as input and names the same entry: every identifier is put in one
+canonical spelling, `urn:air:` with the publisher domain in lower case (DNS names compare
+case-insensitively, so `Victim.Example.Org` cannot register beside `victim.example.org`). The Xu
 profile allows any stable id (a URL, a DNS name, a registry-local name) and AIDIP a UUID or "a similarly
 unique value". The URN is derived so that the same id always gives the same URN (registration stays an
 idempotent upsert), and the publisher's own id is kept in `metadata.sourceId` so clients can keep using it.
@@ -16,20 +19,28 @@ from urllib.parse import urlsplit
 
 from ard_mcp.errors import InvalidArgument
 
-IDENTIFIER_RULE = "must be urn:ai:<publisher-domain>:...:<name>"
-_URN = re.compile(r"^urn:ai:(?P<publisher>[a-zA-Z0-9.-]+)(?::[a-zA-Z0-9._-]+)+$")
+NID = "urn:air:"
+IDENTIFIER_RULE = "must be urn:air:<publisher-domain>:...:<name> (urn:ai: is accepted too)"
+_URN = re.compile(r"^urn:air:(?P<publisher>[a-zA-Z0-9.-]+)(?::[a-zA-Z0-9._-]+)+$")
+_LEGACY = re.compile(r"^urn:(?:air|ai):", re.IGNORECASE)
 _DOMAIN = re.compile(r"^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z][a-zA-Z0-9-]{0,62}$|^localhost$")
 _UNSAFE = re.compile(r"[^a-zA-Z0-9._-]+")
 _NAMESPACE = uuid.UUID("6f1d7c2e-5b1a-4c8e-9a57-3c2f0f4d9b11")  # fixed: assigned ids must be stable across versions
 
 
 def normalize_identifier(identifier: str) -> str:
-    """Map the v0.9 `urn:air:` form onto v0.5 `urn:ai:` so both name the same stored entry."""
-    if identifier[:8].lower() == "urn:air:":
-        return "urn:ai:" + identifier[8:]
-    if identifier[:7].lower() == "urn:ai:":
-        return "urn:ai:" + identifier[7:]
-    return identifier
+    """The canonical spelling of an ARD identifier (`urn:air:`, publisher in lower case), so every
+    spelling of it names the same stored entry; anything that is not one is returned as it is."""
+    prefix = _LEGACY.match(identifier)
+    if prefix is None:
+        return identifier
+    publisher, colon, rest = identifier[prefix.end() :].partition(":")
+    return f"{NID}{publisher.lower()}{colon}{rest}"
+
+
+def is_identifier(reference: str) -> bool:
+    """Whether `reference` is spelled as an ARD identifier (`urn:air:` or `urn:ai:`, any case)."""
+    return _LEGACY.match(reference) is not None
 
 
 def check_identifier(identifier: str) -> str:
@@ -56,7 +67,7 @@ def _domain(host: str | None) -> str | None:
         return None
     host = host.lower().rstrip(".")
     try:
-        check_identifier(f"urn:ai:{host}:x")
+        check_identifier(f"{NID}{host}:x")
     except ValueError:
         return None
     return host
@@ -73,10 +84,9 @@ def assigned_id(name: str, endpoints: Iterable[str]) -> str:
 
 
 def derive_identifier(source_id: str, endpoints: Iterable[str], field: str = "id") -> str:
-    """`urn:ai:` ids are used as they are; a URL id becomes `urn:ai:<host>:<path segments>`; any other id
-    is anchored to the domain of the first endpoint (`urn:ai:<endpoint host>:<id segments>`)."""
-    lowered = source_id[:8].lower()
-    if lowered.startswith(("urn:ai:", "urn:air:")):
+    """ARD ids are used as they are; a URL id becomes `urn:air:<host>:<path segments>`; any other id is
+    anchored to the domain of the first endpoint (`urn:air:<endpoint host>:<id segments>`)."""
+    if is_identifier(source_id):
         try:
             return check_identifier(source_id)
         except ValueError as exc:
@@ -85,14 +95,14 @@ def derive_identifier(source_id: str, endpoints: Iterable[str], field: str = "id
     if domain is not None:
         parts = urlsplit(source_id)
         rest = _segments(parts.path + ("?" + parts.query if parts.query else "") + ("#" + parts.fragment if parts.fragment else ""))
-        return f"urn:ai:{domain}:{':'.join(rest or ['agent'])}"
+        return f"{NID}{domain}:{':'.join(rest or ['agent'])}"
     if _domain(source_id) is not None:  # a DNS-based name
-        return f"urn:ai:{source_id.lower().rstrip('.')}:agent"
+        return f"{NID}{source_id.lower().rstrip('.')}:agent"
     for endpoint in endpoints:
         domain = _domain(_host(endpoint))
         if domain is not None:
-            return f"urn:ai:{domain}:{':'.join(_segments(source_id) or ['agent'])}"
+            return f"{NID}{domain}:{':'.join(_segments(source_id) or ['agent'])}"
     raise InvalidArgument(
-        f"{field}: {source_id!r} is not a urn:ai: identifier or a URL, and no endpoint has a domain name to anchor it to; "
-        f"use an id such as urn:ai:<your-domain>:<name> or https://<your-domain>/<name>"
+        f"{field}: {source_id!r} is not a urn:air: identifier or a URL, and no endpoint has a domain name to anchor it to; "
+        f"use an id such as urn:air:<your-domain>:<name> or https://<your-domain>/<name>"
     )

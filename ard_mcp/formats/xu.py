@@ -3,7 +3,7 @@
 Agent Metadata is stored as an ARD catalog entry whose `data` is the document exactly as sent (so unknown
 fields survive) and whose ARD fields carry what discovery needs, following the draft's interoperability
 mapping (name → displayName, description, tags, version, updated_at → updatedAt; status, expires_at and
-the id, when it is not a urn:ai: URN, in scalar `metadata` keys). Example texts are indexed one vector each
+the id, when it is not a urn:air: URN, in scalar `metadata` keys). Example texts are indexed one vector each
 (see `ard_mcp.index.example_texts`). This module defines the documents; answering a Discovery Request is
 `ard_mcp.surfaces.xu_discovery`.
 """
@@ -212,7 +212,7 @@ class XuCandidate(WireModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     id: str = Field(description="The agent's id as its publisher gave it.")
-    identifier: str = Field(description="The same agent's ARD urn:ai: identifier in this registry.")
+    identifier: str = Field(description="The same agent's ARD urn:air: identifier in this registry.")
     name: str | None = None
     description: str | None = None
     tags: list[str] | None = None

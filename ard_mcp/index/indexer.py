@@ -8,8 +8,6 @@ vectors to a crash in between, and `restore_pending` gives them back without run
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -29,7 +27,7 @@ from ard_mcp.index.example_texts import Example, extract_examples
 from ard_mcp.index.expiry import ExpiryClock
 from ard_mcp.index.filter_values import entry_values
 from ard_mcp.index.lexical import fts_document
-from ard_mcp.index.records import NewExample, StoredAgent
+from ard_mcp.index.records import NewExample, StoredAgent, content_hash
 from ard_mcp.index.store.sqlite import Store
 from ard_mcp.index.vectors import VectorIndex
 
@@ -64,10 +62,6 @@ class _Plan:
     wire: dict[str, Any]
     content_hash: str
     stored: StoredAgent | None
-
-
-def content_hash(wire: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(wire, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def restore_pending(store: Store, index: VectorIndex) -> None:

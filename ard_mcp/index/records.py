@@ -8,6 +8,8 @@ zlib-compressed blob (`FtsDocument.pack`), which the store reads back as the age
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import zlib
 from collections.abc import Iterable, Sequence
@@ -21,6 +23,11 @@ _SEPARATOR = "\x1f"  # between the FTS columns in a packed document: never produ
 ORDERABLE = ("displayName", "identifier", "updatedAt", "createdAt", "type", "publisher")
 """Fields a listing can be ordered by; every store orders by them (the identifier breaks ties)."""
 Order = list[tuple[str, bool]]  # (field of ORDERABLE, descending)
+
+
+def content_hash(wire: dict[str, Any]) -> str:
+    """What decides whether a registration changes anything: the entry's canonical JSON, hashed."""
+    return hashlib.sha256(json.dumps(wire, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -249,7 +249,7 @@ def build_server(
             dict[str, Any],
             Field(
                 description=(
-                    "An ARD v0.5 catalog entry: identifier (urn:ai:<publisher-domain>:<namespace>:<name>), displayName, type "
+                    "An ARD v0.5 catalog entry: identifier (urn:air:<publisher-domain>:<namespace>:<name>), displayName, type "
                     "(media type), exactly one of url or data, and optionally description, tags, capabilities, "
                     "representativeQueries (2-5), version, updatedAt (ISO 8601), metadata, trustManifest. Also accepted: Xu "
                     "Agent Metadata (id, name, description, bindings, examples, ...) and AIDIP agent metadata (name, endpoint, "
@@ -270,7 +270,7 @@ def build_server(
     @server.tool(title="Get agent", annotations=READ)
     @_tool_errors
     def get_agent(
-        identifier: Annotated[str, Field(description="The entry's urn:ai: identifier (or the Xu / AIDIP id it was registered with).")],
+        identifier: Annotated[str, Field(description="The entry's urn:air: identifier (or the Xu / AIDIP id it was registered with).")],
         ctx: Context,
     ) -> CatalogEntry:
         """The stored catalog entry for an identifier, exactly as registered."""
@@ -300,7 +300,7 @@ def build_server(
     @server.tool(title="Deregister agent", annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False))
     @_tool_errors
     def deregister_agent(
-        identifier: Annotated[str, Field(description="The entry's urn:ai: identifier (or the Xu / AIDIP id it was registered with).")],
+        identifier: Annotated[str, Field(description="The entry's urn:air: identifier (or the Xu / AIDIP id it was registered with).")],
         ctx: Context,
     ) -> DeregisterResult:
         """Remove an entry and everything indexed for it."""

@@ -11,11 +11,15 @@ Older stores are migrated in one transaction each, so an interrupted migration l
 - layout 1 (JSON text entries, float16 vectors, an FTS index with its own content, terms in plain
   columns) is rewritten in the compact form without running the model;
 - layout 2 kept two plain-term columns that only layout 1 filled; they are dropped;
+- layout 3 kept identifiers as registered in v0.5 (`urn:ai:`); they are put in the canonical spelling of
+  `ard_mcp.formats.identifiers` (`urn:air:`, publisher in lower case), in the entries too. Two entries
+  whose identifiers differ only in the publisher's case become one: the most recently indexed stays;
 - a store made before `term_agents` existed has its terms counted.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import zlib
@@ -25,11 +29,13 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ard_mcp.index.records import FtsDocument, encode_vector
+from ard_mcp.formats.identifiers import normalize_identifier
+from ard_mcp.index.records import FtsDocument, content_hash, encode_vector
+from ard_mcp.index.store import writes
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 
 FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS agents_fts USING fts5(
     name, keywords, description, examples, content = '', tokenize = 'unicode61 remove_diacritics 2'
@@ -102,7 +108,11 @@ def prepare(db: sqlite3.Connection) -> None:
             log.info("dropping the plain-term columns of a layout 2 store (once)")
             for column in sorted(_PLAIN_TERM_COLUMNS & _columns(db, "agents")):
                 db.execute(f"ALTER TABLE agents DROP COLUMN {column}")
-            _set_meta(db, "schema_version", SCHEMA_VERSION)
+            _set_meta(db, "schema_version", "3")
+    with _transaction(db):
+        if _meta(db, "schema_version") == "3":
+            _canonical_identifiers(db)
+            _set_meta(db, "schema_version", "4")
     with _transaction(db):
         if _meta(db, "term_agents") is None:
             _count_terms(db)
@@ -141,6 +151,32 @@ def _compact_layout_1(db: sqlite3.Connection) -> None:
         [(agent_id, *document.columns()) for agent_id, document in documents.items()],
     )
     _set_meta(db, "schema_version", "2")
+
+
+def _canonical_identifiers(db: sqlite3.Connection) -> None:
+    """Layout 3 → 4: every identifier, in the `agents` column, the filter values and the entry itself, in its
+    canonical spelling; the content hash follows the entry, so re-registering it is still "unchanged"."""
+    spellings: dict[str, list[tuple[str, int, str]]] = {}
+    for agent_id, identifier, indexed_at in db.execute("SELECT id, identifier, indexed_at FROM agents"):
+        spellings.setdefault(normalize_identifier(identifier), []).append((indexed_at, agent_id, identifier))
+    changed = sum(1 for canonical, found in spellings.items() if len(found) > 1 or found[0][2] != canonical)
+    if changed:
+        log.warning("writing %d identifiers in their v0.9 spelling (urn:air:, publisher in lower case), once", changed)
+    for canonical, found in spellings.items():
+        *older, (_, agent_id, identifier) = sorted(found)
+        for _, loser, spelling in older:
+            log.warning("%s and %s name one entry; keeping the one indexed last (%s)", spelling, identifier, identifier)
+            writes.delete_agent(db, loser)  # its vectors stay in the vector index until a reindex; searches skip them
+        if identifier == canonical:
+            continue
+        entry = json.loads(zlib.decompress(db.execute("SELECT entry FROM agents WHERE id = ?", (agent_id,)).fetchone()[0]))
+        entry["identifier"] = canonical
+        db.execute(
+            "UPDATE agents SET identifier = ?, entry = ?, content_hash = ? WHERE id = ?",
+            (canonical, zlib.compress(json.dumps(entry).encode()), content_hash(entry), agent_id),
+        )
+        db.execute("UPDATE agent_values SET value = ? WHERE agent_id = ? AND field = 'identifier'", (canonical, agent_id))
+        writes.note_change(db, agent_id)
 
 
 def _count_terms(db: sqlite3.Connection) -> None:

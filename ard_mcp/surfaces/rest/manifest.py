@@ -18,9 +18,9 @@ REGISTRY_TYPE = "application/ai-registry+json"
 def _registry_identifier(base_url: str) -> str:
     host = urlsplit(base_url).hostname or "localhost"
     try:
-        return check_identifier(f"urn:ai:{host}:registry:ard-mcp")
+        return check_identifier(f"urn:air:{host}:registry:ard-mcp")
     except ValueError:
-        return "urn:ai:localhost:registry:ard-mcp"
+        return "urn:air:localhost:registry:ard-mcp"
 
 
 def manifest(registry: Registry, base_url: str) -> AiCatalog:

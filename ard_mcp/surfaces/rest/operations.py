@@ -101,7 +101,7 @@ def _endpoint(op: Operation) -> Callable[[Request], Awaitable[Response]]:
     return endpoint
 
 
-_ID = Param("id", "The agent's urn:ai: identifier, or the Xu / AIDIP id it was registered with (URL-encoded).", {"type": "string"})
+_ID = Param("id", "The agent's urn:air: identifier, or the Xu / AIDIP id it was registered with (URL-encoded).", {"type": "string"})
 _FORMAT = Param(
     "format",
     "The body's format: auto (default), ard, xu or aidip.",
