@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MCP = "application/mcp-server+json"
+MCP = "application/mcp-server-card+json"
 OPENAPI = "application/openapi+json"
 A2A = "application/a2a-agent-card+json"
 

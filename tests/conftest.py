@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 WEATHER: dict[str, Any] = {
     "identifier": "urn:air:example.com:weather:forecast",
     "displayName": "Weather Forecast Server",
-    "type": "application/mcp-server+json",
+    "type": "application/mcp-server-card+json",
     "description": "Current conditions and multi-day forecasts for any city.",
     "tags": ["weather", "forecast"],
     "capabilities": ["get_forecast", "get_current_conditions"],
@@ -52,7 +52,7 @@ INVOICES: dict[str, Any] = {
 PDF: dict[str, Any] = {
     "identifier": "urn:air:docs.example.org:convert:pdf-forge",
     "displayName": "PDF Forge",
-    "type": "application/mcp-server+json",
+    "type": "application/mcp-server-card+json",
     "description": "Document conversion toolkit.",
     "tags": ["documents"],
     "data": {

@@ -58,6 +58,6 @@ def test_search_client_registers_searches_and_explores(tmp_path: Path) -> None:
     assert re.search(r"best match: tool 'convert_to_pdf', similarity 0\.\d\d: ", out), out
 
     # The facet counts cover the whole catalog: 5 MCP servers (one inside the bundle) and the single skill.
-    assert "application/mcp-server+json (5)" in out
-    assert "application/ai-skill (1)" in out
+    assert "application/mcp-server-card+json (5)" in out
+    assert 'text/markdown; profile="urn:air:agent-skills" (1)' in out
     assert re.search(r"^tags: finance \(4\)", out, re.MULTILINE), out

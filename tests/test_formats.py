@@ -10,6 +10,7 @@ from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats.catalog import parse_entry
 from ard_mcp.formats.entry_facts import AIDIP_TYPE, XU_TYPE, bindings_of, protocols_of, source_id_of
 from ard_mcp.formats.identifiers import assigned_id, check_identifier, derive_identifier, normalize_identifier, publisher_of
+from ard_mcp.formats.media_types import canonical_type
 from ard_mcp.formats.registration import detect, to_entry
 
 XU: dict[str, Any] = {
@@ -104,3 +105,28 @@ def test_an_ard_entry_passes_through_and_takes_the_path_id_when_it_has_none() ->
     assert to_entry({**ard, "identifier": "urn:air:example.com:a"}) == {**ard, "identifier": "urn:air:example.com:a"}
     assert to_entry(ard, "ard", default_id="urn:air:example.com:b")["identifier"] == "urn:air:example.com:b"
     assert protocols_of(parse_entry({**ard, "identifier": "urn:air:example.com:a"}).wire()) == {"skill", "https"}
+
+
+@pytest.mark.parametrize(
+    ("spelling", "canonical"),
+    [
+        ("application/mcp-server+json", "application/mcp-server-card+json"),  # v0.5's name (ADR 0008)
+        ("Application/MCP-Server-Card+JSON", "application/mcp-server-card+json"),
+        ("application/mcp-server+json; version=1.0", "application/mcp-server-card+json"),
+        ("application/a2a-agent-card+json;charset=utf-8", "application/a2a-agent-card+json"),
+        ('text/markdown; profile="urn:air:agent-skills"', 'text/markdown; profile="urn:air:agent-skills"'),
+        ("text/markdown;profile=urn:air:agent-skills; variant=GFM", 'text/markdown; profile="urn:air:agent-skills"'),
+        ("text/markdown", "text/markdown"),  # any Markdown is not a skill: the profile is kept
+        ("application/x-custom", "application/x-custom"),
+    ],
+)
+def test_equivalent_media_types_have_one_canonical_spelling(spelling: str, canonical: str) -> None:
+    assert canonical_type(spelling) == canonical
+
+
+def test_the_renamed_mcp_type_implies_mcp_under_either_name() -> None:
+    for media_type in ("application/mcp-server+json", "application/mcp-server-card+json; version=2"):
+        wire = parse_entry(
+            {"identifier": "urn:air:example.com:m", "displayName": "M", "type": media_type, "url": "https://example.com/m"}
+        ).wire()
+        assert protocols_of(wire) == {"mcp", "https"} and wire["type"] == media_type  # returned as registered

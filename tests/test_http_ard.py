@@ -124,7 +124,7 @@ async def test_explore_whole_registry_and_narrowed(api: Api) -> None:
     assert_ard(body, "openapi:ExploreResponse")
     assert_ours(openapi, "/explore", "POST", response)
     types = {b["value"]: b["count"] for b in body["facets"]["type"]["buckets"]}
-    assert types == {"application/mcp-server+json": 2, "application/a2a-agent-card+json": 2, "application/ai-skill": 1}
+    assert types == {"application/mcp-server-card+json": 2, "application/a2a-agent-card+json": 2, "application/ai-skill": 1}
     assert body["facets"]["tags"]["buckets"] == [{"value": "documents", "count": 2}] and body["facets"]["tags"]["otherCount"] == 6
     narrowed = await client.post(
         "/explore",
@@ -174,11 +174,11 @@ def ids(body: dict[str, Any]) -> list[str]:
 async def test_list_with_appendix_a_expressions(api: Api) -> None:
     everything = await listing(api)
     assert everything["total"] == len(SAMPLE) and len(everything["items"]) == len(SAMPLE) and "pageToken" not in everything
-    mcp = await listing(api, filter="type = 'application/mcp-server+json'")
+    mcp = await listing(api, filter="type = 'application/mcp-server-card+json'")
     assert set(ids(mcp)) == {WEATHER["identifier"], PDF["identifier"]}
-    either = await listing(api, filter="type = 'application/mcp-server+json,application/ai-skill'")
+    either = await listing(api, filter="type = 'application/mcp-server-card+json,application/ai-skill'")
     assert set(ids(either)) == {WEATHER["identifier"], PDF["identifier"], SKILL["identifier"]}
-    quoted = await listing(api, filter="type = 'application/mcp-server+json', 'application/ai-skill' AND publisherId = github.com")
+    quoted = await listing(api, filter="type = 'application/mcp-server-card+json', 'application/ai-skill' AND publisherId = github.com")
     assert ids(quoted) == [SKILL["identifier"]]
     assert ids(await listing(api, filter="displayName = 'LINGUA'")) == [TRANSLATE["identifier"]]
     assert ids(await listing(api, filter="displayName = forge,'INVOICE'", orderBy="name")) == [INVOICES["identifier"], PDF["identifier"]]

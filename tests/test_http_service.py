@@ -171,7 +171,7 @@ async def test_mcp_tools_reach_every_capability(data_dir: Path) -> None:
         assert found["candidates"][0]["identifier"] == AIDIP_URN and found["unsupported_filters"] == ["unsupported_private_filter"]
         assert {"tag", "context", "example", "protocol", "freshness", "policy"} <= set(found["candidates"][0]["score_components"])
 
-        listed = await call(client, "list_agents", filter="type = 'application/mcp-server+json' AND tags = weather")
+        listed = await call(client, "list_agents", filter="type = 'application/mcp-server-card+json' AND tags = weather")
         assert [i["identifier"] for i in listed["items"]] == [WEATHER["identifier"]]
         assert (await call(client, "get_agent", identifier="agent-12345"))["identifier"] == AIDIP_URN
         assert (await call(client, "deregister_agent", identifier=XU_MINIMAL["id"]))["identifier"] == XU_MINIMAL_URN

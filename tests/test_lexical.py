@@ -50,7 +50,7 @@ def test_an_entry_is_indexed_under_its_name_tags_description_and_examples() -> N
         {
             "identifier": "urn:air:example.com:tools:pdf-forge",
             "displayName": "PDF Forge",
-            "type": "application/mcp-server+json",
+            "type": "application/mcp-server-card+json",
             "description": "Converts documents.",
             "tags": ["documents", "Office Suite"],
             "data": {"tools": [{"name": "merge_pdfs", "description": "Combine PDF files."}]},

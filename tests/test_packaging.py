@@ -185,9 +185,9 @@ def test_example_catalog_covers_the_documented_features() -> None:
         by_type.setdefault(e["type"], []).append(e)
     a2a = [e for e in by_type["application/a2a-agent-card+json"] if "data" in e]
     assert len(a2a) >= 2 and all(s.keys() >= {"id", "name", "description", "tags", "examples"} for e in a2a for s in e["data"]["skills"])
-    mcp = [e for e in by_type["application/mcp-server+json"] if "data" in e]
+    mcp = [e for e in by_type["application/mcp-server-card+json"] if "data" in e]
     assert len(mcp) >= 3 and all(t.keys() >= {"name", "description", "inputSchema"} for e in mcp for t in e["data"]["tools"])
-    assert all("url" in e for e in by_type["application/ai-skill"])
+    assert all("url" in e for e in by_type['text/markdown; profile="urn:air:agent-skills"'])
     assert any(2 <= len(e.get("representativeQueries", [])) <= 5 for e in entries)
     assert any(a["type"] == "SOC2-Type2" for e in entries for a in e.get("trustManifest", {}).get("attestations", []))
     assert len({e["identifier"] for e in entries}) == len(entries), "identifiers must be unique"

@@ -16,6 +16,7 @@ from ard_mcp.errors import DataDirInUse, InvalidArgument, ModelMismatch
 from ard_mcp.formats.manifests import manifest_entries
 from ard_mcp.index.embedding import bundled_model_dir
 from ard_mcp.registry import Registry
+from ard_mcp.search.query import SearchQuery
 from tests.conftest import INVOICES, PDF, SAMPLE, SKILL, TRANSLATE, WEATHER, entry, results
 
 pytestmark = pytest.mark.slow  # the model, Chroma or a server
@@ -121,7 +122,7 @@ def test_filters_follow_ard_semantics(loaded: Registry) -> None:
     assert ids({"tags": "documents"}) == {PDF["identifier"], SKILL["identifier"]}  # any element of an array
     many = ["documents", *(f"tag-{i}" for i in range(40_000))]  # more values than SQLite takes in one statement
     assert ids({"tags": many}) == {PDF["identifier"], SKILL["identifier"]}
-    assert ids({"type": ["application/ai-skill", "application/mcp-server+json"]}) == {
+    assert ids({"type": ["application/ai-skill", "application/mcp-server-card+json"]}) == {
         SKILL["identifier"],
         PDF["identifier"],
         WEATHER["identifier"],
@@ -133,6 +134,28 @@ def test_filters_follow_ard_semantics(loaded: Registry) -> None:
     assert ids({"capabilities": "translate_text"}) == set()
     with pytest.raises(InvalidArgument, match=r"filter\.tags: must list at least one value"):
         loaded_filter({"tags": []})
+
+
+def test_both_names_of_the_mcp_media_type_are_one_type(registry: Registry) -> None:
+    """v0.9 renamed application/mcp-server+json (ADR 0008): a filter, a facet or a listing by either name
+    finds entries registered under both, and each entry keeps the name it was registered with."""
+    spellings = {
+        "old": "application/mcp-server+json",
+        "new": "application/mcp-server-card+json",
+        "versioned": "Application/MCP-Server+JSON; version=1.0",
+    }
+    for name, media_type in spellings.items():
+        registry.indexer.register(entry(PDF, identifier=f"urn:air:docs.example.org:convert:{name}", type=media_type))
+    registry.indexer.register(SKILL)
+    every = {f"urn:air:docs.example.org:convert:{name}" for name in spellings}
+    for media_type in spellings.values():
+        assert {e.identifier for e in registry.list({"type": media_type}).items} == every
+        assert {e.identifier for e in registry.list(f"type = '{media_type.split(';')[0]}'").items} == every
+    facets = registry.explore(None, None, [_facet("type")]).facets["type"].buckets
+    assert [(b.value, b.count) for b in facets] == [("application/mcp-server-card+json", 3), ("application/ai-skill", 1)]
+    found = registry.search(SearchQuery.of("merge two pdf files", {"type": "application/mcp-server+json"}, page_size=5)).response().results
+    assert {r.identifier for r in found} == every and {r.type for r in found} == set(spellings.values())
+    assert registry.get("urn:air:docs.example.org:convert:old").type == "application/mcp-server+json"
 
 
 def test_a_second_registry_on_the_same_directory_is_refused(registry: Registry, data_dir: Path) -> None:
@@ -240,7 +263,7 @@ def test_filtered_search_by_widened_vector_query_agrees_with_exact_scoring(loade
 
     from ard_mcp.search.filters import parse_filter
 
-    allowed = loaded.store.filter_agents(parse_filter({"type": "application/mcp-server+json"}))
+    allowed = loaded.store.filter_agents(parse_filter({"type": "application/mcp-server-card+json"}))
     assert allowed
     exact = [hit.agent_id for hit in loaded.ranker.rank("combine pdf documents", allowed)]
     loaded.ranker.tuning = replace(loaded.ranker.tuning, exact_below=0)

@@ -215,6 +215,26 @@ def test_layout_3_identifiers_take_their_v09_spelling_and_case_twins_become_one(
         reopened.close()
 
 
+def test_layout_4_media_types_are_filtered_in_their_canonical_spelling(tmp_path: Path) -> None:
+    path = tmp_path / "catalog.sqlite3"
+    store = Store(path)
+    old = _write(store, "old", "old name", _vectors(1, 1))
+    new = _write(store, "new", "new name", _vectors(1, 2))
+    store._conn.execute("UPDATE agents SET type = 'application/mcp-server+json' WHERE id = ?", (old,))  # noqa: SLF001 - as layout 4 kept it
+    store._conn.execute("UPDATE agent_values SET value = 'application/mcp-server+json' WHERE field = 'type' AND agent_id = ?", (old,))  # noqa: SLF001
+    store._conn.execute("UPDATE agents SET type = 'application/mcp-server-card+json' WHERE id = ?", (new,))  # noqa: SLF001
+    store._conn.execute("UPDATE agent_values SET value = 'application/mcp-server-card+json' WHERE field = 'type' AND agent_id = ?", (new,))  # noqa: SLF001
+    store.set_meta("schema_version", "4")
+    store.close()
+    reopened = Store(path)
+    try:
+        assert reopened.meta("schema_version") == SCHEMA_VERSION
+        assert reopened.filter_agents({"type": ["application/mcp-server-card+json"]}) == {old, new}
+        assert reopened.facet("type", None) == [("application/mcp-server-card+json", 2)]
+    finally:
+        reopened.close()
+
+
 def test_layout_2_loses_the_plain_term_columns_only_layout_1_filled(tmp_path: Path) -> None:
     path = tmp_path / "catalog.sqlite3"
     store = Store(path)
@@ -271,7 +291,7 @@ def test_a_kept_filter_answer_follows_writes_from_any_connection(tmp_path: Path)
         assert one.filter_agents(flt) == {first, second}
         one.delete("urn:air:example.com:alpha")
         assert one.filter_agents(flt) == two.filter_agents(flt) == {second}
-        assert one.filter_agents({"type": ["application/mcp-server+json"]}) == set()
+        assert one.filter_agents({"type": ["application/mcp-server-card+json"]}) == set()
     finally:
         one.close()
         two.close()

@@ -176,7 +176,7 @@ async def test_explore_counts_the_whole_matched_set(server: Any) -> None:
         await seed(client)
         everything = await call(client, "explore_facets", facets=[{"field": "type"}, {"field": "tags", "limit": 1}])
         types = {b["value"]: b["count"] for b in everything["facets"]["type"]["buckets"]}
-        assert types == {"application/mcp-server+json": 2, "application/a2a-agent-card+json": 2, "application/ai-skill": 1}
+        assert types == {"application/mcp-server-card+json": 2, "application/a2a-agent-card+json": 2, "application/ai-skill": 1}
         tags = everything["facets"]["tags"]
         assert tags["buckets"] == [{"value": "documents", "count": 2}]
         assert tags["otherCount"] == 6  # weather, forecast, finance, invoicing, language, presentations

@@ -98,7 +98,7 @@ class CatalogEntry(WireModel):
 
     identifier: str = Field(description="urn:air:<publisher-domain>:<namespace...>:<name> (v0.5 urn:ai: accepted).")
     displayName: str = Field(min_length=1)
-    type: str = Field(min_length=1, description="Media type, e.g. application/mcp-server+json.")
+    type: str = Field(min_length=1, description="Media type, e.g. application/mcp-server-card+json.")
     url: str | None = Field(default=None, description="Where the artifact is; exactly one of url and data.")
     data: dict[str, Any] | None = Field(default=None, description="The artifact inline; exactly one of url and data.")
     description: str | None = None

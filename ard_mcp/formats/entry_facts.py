@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from ard_mcp.formats import media_types
 from ard_mcp.formats.catalog import parse_timestamp
 
 XU_TYPE = "application/agent-discovery-metadata+json"
@@ -27,14 +28,17 @@ SOURCE_ID_KEY = "sourceId"  # metadata.sourceId: the id the publisher used when 
 PUBLISHER_KEY = "publisher"  # metadata.publisher: AIDIP's publisher name
 REGION_KEY = "region"  # metadata.region: a scalar region constraint
 
-# Protocols implied by the ARD media types a registry commonly holds.
+# Protocols implied by the ARD media types a registry commonly holds (keyed by `canonical_type`).
 _TYPE_PROTOCOLS = {
-    "application/mcp-server+json": "mcp",
-    "application/mcp-server-card+json": "mcp",
-    "application/a2a-agent-card+json": "a2a",
-    "application/ai-registry+json": "ard",
+    media_types.MCP_SERVER_CARD: "mcp",
+    media_types.A2A_AGENT_CARD: "a2a",
+    media_types.AGENT_CARD: "a2a",
+    media_types.AI_REGISTRY: "ard",
     "application/ai-registry": "ard",
-    "application/ai-catalog+json": "ai-catalog",
+    media_types.AI_CATALOG: "ai-catalog",
+    media_types.AGENT_SKILLS_ZIP: "skill",
+    media_types.AGENT_SKILLS_GZIP: "skill",
+    media_types.AGENT_SKILLS_MARKDOWN: "skill",
     "application/ai-skill": "skill",
     AIDIP_TYPE: "aidip",
 }
@@ -142,7 +146,7 @@ def bindings_of(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
     media_type = str(entry.get("type"))
     url = entry.get("url")
     endpoint = url if isinstance(url, str) else str(entry["identifier"])
-    protocol = _TYPE_PROTOCOLS.get(media_type) or (_scheme(endpoint) if isinstance(url, str) else None) or "ard"
+    protocol = _TYPE_PROTOCOLS.get(media_types.canonical_type(media_type)) or (_scheme(endpoint) if isinstance(url, str) else None) or "ard"
     return [{"protocol": protocol, "endpoint": endpoint, "media_types": [media_type]}]
 
 
@@ -154,7 +158,7 @@ def protocols_of(entry: Mapping[str, Any]) -> set[str]:
             found.add(binding["protocol"].lower())
         if isinstance(binding.get("endpoint"), str) and (scheme := _scheme(binding["endpoint"])):
             found.add(scheme)
-    implied = _TYPE_PROTOCOLS.get(str(entry.get("type")))
+    implied = _TYPE_PROTOCOLS.get(media_types.canonical_type(str(entry.get("type"))))
     if implied:
         found.add(implied)
     return found

@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats.catalog import CatalogManifest, describe_validation_error
+from ard_mcp.formats.media_types import AI_CATALOG, canonical_type
 
-CATALOG_TYPE = "application/ai-catalog+json"
 MAX_DEPTH = 8
 
 
@@ -45,7 +45,8 @@ def manifest_entries(manifest: Any, where: str = "", depth: int = 0) -> Iterator
         location = f"{prefix}entries[{i}]"
         yield location, entry
         data = entry.get("data") if isinstance(entry, dict) else None
-        if isinstance(entry, dict) and entry.get("type") == CATALOG_TYPE and isinstance(data, dict) and depth < MAX_DEPTH:
+        nested = isinstance(data, dict) and isinstance(entry.get("type"), str) and canonical_type(entry["type"]) == AI_CATALOG
+        if nested and depth < MAX_DEPTH:
             try:
                 yield from manifest_entries(data, f"{location}.data", depth + 1)
             except InvalidArgument as exc:

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ard_mcp.formats.identifiers import publisher_of
+from ard_mcp.formats.media_types import canonical_type
 
 FIELDS: tuple[str, ...] = (
     "identifier",
@@ -65,10 +66,11 @@ def _leaves(value: Any, path: list[str]) -> Iterator[Any]:
 
 
 def entry_values(entry: Mapping[str, Any]) -> set[tuple[str, str]]:
-    """Every `(field, value)` an entry can be filtered or faceted on."""
-    pairs: set[tuple[str, str]] = {("publisher", publisher_of(entry["identifier"]))}
+    """Every `(field, value)` an entry can be filtered or faceted on; the type in its canonical spelling,
+    so both names of one media type are one value."""
+    pairs: set[tuple[str, str]] = {("publisher", publisher_of(entry["identifier"])), ("type", canonical_type(entry["type"]))}
     for field in FIELDS:
-        if field != "publisher":
+        if field not in ("publisher", "type"):
             pairs.update((field, scalar_text(v)) for v in _leaves(entry, field.split(".")))
     for key, value in (entry.get("metadata") or {}).items():
         pairs.update((METADATA_PREFIX + key, scalar_text(v)) for v in _leaves(value, []))

@@ -1,6 +1,6 @@
 """ARD Appendix A filter expressions, the `filter` parameter of `GET /agents`.
 
-    type = 'application/mcp-server+json,application/a2a-agent-card+json' AND createdAfter > '2026-01-01'
+    type = 'application/mcp-server-card+json,application/a2a-agent-card+json' AND createdAfter > '2026-01-01'
 
 Conditions are joined by `AND`; a condition is `field op value[,value...]`; comma means OR within a
 condition. Appendix A names `displayName` (case-insensitive: entries whose name contains a value),

@@ -10,6 +10,7 @@ from typing import Any
 
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats.identifiers import normalize_identifier
+from ard_mcp.formats.media_types import canonical_type
 from ard_mcp.index.filter_values import FIELDS, METADATA_PREFIX, Filter, scalar_text
 
 
@@ -39,5 +40,7 @@ def parse_filter(raw: Mapping[str, Any] | None) -> Filter:
             texts = [normalize_identifier(t) for t in texts]
         elif field == "publisher":
             texts = [t.lower() for t in texts]
+        elif field == "type":
+            texts = [canonical_type(t) for t in texts]
         parsed[field] = list(dict.fromkeys(texts))
     return parsed

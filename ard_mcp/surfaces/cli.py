@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(search)
     search.add_argument("text")
     search.add_argument(
-        "--filter", type=json.loads, default=None, help='ARD filter as JSON, e.g. \'{"type": ["application/mcp-server+json"]}\''
+        "--filter", type=json.loads, default=None, help='ARD filter as JSON, e.g. \'{"type": ["application/mcp-server-card+json"]}\''
     )
     search.add_argument("--page-size", type=int, default=10)
     search.add_argument("--page-token", default=None)

@@ -63,7 +63,7 @@ FilterArg = Annotated[
         description=(
             "ARD §7.1 filter: keys are field paths (type, tags, capabilities, publisher, identifier, displayName, version, "
             "trustManifest.attestations.type, metadata.<key>, ...), values are lists (OR within a key, AND across keys). "
-            'Example: {"type": ["application/mcp-server+json"], "tags": ["finance"]}'
+            'Example: {"type": ["application/mcp-server-card+json"], "tags": ["finance"]}'
         )
     ),
 ]
@@ -285,7 +285,7 @@ def build_server(
             Field(
                 description=(
                     "An ARD §7.1 filter object as for search_agents, or an ARD Appendix A expression string such as "
-                    "\"type = 'application/mcp-server+json' AND createdAfter > '2026-01-01'\" (displayName, type, publisherId, "
+                    "\"type = 'application/mcp-server-card+json' AND createdAfter > '2026-01-01'\" (displayName, type, publisherId, "
                     "createdAfter, updatedAfter and any filter key; comma = OR)."
                 )
             ),

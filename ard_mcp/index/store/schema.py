@@ -14,6 +14,8 @@ Older stores are migrated in one transaction each, so an interrupted migration l
 - layout 3 kept identifiers as registered in v0.5 (`urn:ai:`); they are put in the canonical spelling of
   `ard_mcp.formats.identifiers` (`urn:air:`, publisher in lower case), in the entries too. Two entries
   whose identifiers differ only in the publisher's case become one: the most recently indexed stays;
+- layout 4 kept media types as registered in the `type` filter values and ordering column; they are put
+  in their canonical spelling (`ard_mcp.formats.media_types`), so both names of one type filter alike;
 - a store made before `term_agents` existed has its terms counted.
 """
 
@@ -30,12 +32,13 @@ from contextlib import contextmanager
 import numpy as np
 
 from ard_mcp.formats.identifiers import normalize_identifier
+from ard_mcp.formats.media_types import canonical_type
 from ard_mcp.index.records import FtsDocument, content_hash, encode_vector
 from ard_mcp.index.store import writes
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 
 FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS agents_fts USING fts5(
     name, keywords, description, examples, content = '', tokenize = 'unicode61 remove_diacritics 2'
@@ -114,6 +117,10 @@ def prepare(db: sqlite3.Connection) -> None:
             _canonical_identifiers(db)
             _set_meta(db, "schema_version", "4")
     with _transaction(db):
+        if _meta(db, "schema_version") == "4":
+            _canonical_types(db)
+            _set_meta(db, "schema_version", "5")
+    with _transaction(db):
         if _meta(db, "term_agents") is None:
             _count_terms(db)
 
@@ -177,6 +184,16 @@ def _canonical_identifiers(db: sqlite3.Connection) -> None:
         )
         db.execute("UPDATE agent_values SET value = ? WHERE agent_id = ? AND field = 'identifier'", (canonical, agent_id))
         writes.note_change(db, agent_id)
+
+
+def _canonical_types(db: sqlite3.Connection) -> None:
+    """Layout 4 → 5: the `type` filter values and ordering column in the canonical spelling of each type."""
+    for (raw,) in db.execute("SELECT DISTINCT type FROM agents").fetchall():
+        canonical = canonical_type(raw)
+        if canonical != raw:
+            log.info("media type %r is now filtered and faceted as %r", raw, canonical)
+            db.execute("UPDATE agents SET type = ? WHERE type = ?", (canonical, raw))
+            db.execute("UPDATE agent_values SET value = ? WHERE field = 'type' AND value = ?", (canonical, raw))
 
 
 def _count_terms(db: sqlite3.Connection) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ard_mcp.formats.media_types import canonical_type
 from ard_mcp.index.filter_values import Filter
 from ard_mcp.index.records import (
     AgentRows,
@@ -166,7 +167,7 @@ class Store:
             "entry": zlib.compress(json.dumps(entry).encode()),
             "content_hash": content_hash,
             "display_name": entry["displayName"],
-            "type": entry["type"],
+            "type": canonical_type(entry["type"]),  # listings order equivalent spellings as one type
             "publisher": publisher,
             "updated_at": updated_at,
             "indexed_at": stamp,

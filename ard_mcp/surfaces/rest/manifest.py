@@ -8,11 +8,11 @@ from urllib.parse import urlsplit
 from ard_mcp import __version__
 from ard_mcp.formats.catalog import CatalogEntry, HostInfo
 from ard_mcp.formats.identifiers import check_identifier
+from ard_mcp.formats.media_types import AI_REGISTRY
 from ard_mcp.formats.messages import AiCatalog
 from ard_mcp.registry import Registry
 
 MANIFEST_INLINE_LIMIT = 1000  # beyond this the manifest lists only the registry entry (its search API finds the rest)
-REGISTRY_TYPE = "application/ai-registry+json"
 
 
 def _registry_identifier(base_url: str) -> str:
@@ -27,7 +27,7 @@ def manifest(registry: Registry, base_url: str) -> AiCatalog:
     own = CatalogEntry(
         identifier=_registry_identifier(base_url),
         displayName="ard-mcp agent registry",
-        type=REGISTRY_TYPE,
+        type=AI_REGISTRY,
         url=base_url,
         description="Search (POST /search), explore (POST /explore) and list (GET /agents) the agents, MCP servers and skills "
         "registered here; Xu discovery at POST /discover, AIDIP at /agents; MCP at /mcp.",

@@ -140,7 +140,7 @@ OPERATIONS: tuple[Operation, ...] = (
         params=(
             Param(
                 "filter",
-                "Appendix A expression, e.g. type = 'application/mcp-server+json' AND createdAfter > '2026-01-01'",
+                "Appendix A expression, e.g. type = 'application/mcp-server-card+json' AND createdAfter > '2026-01-01'",
                 {"type": "string"},
             ),
             Param("orderBy", "displayName, identifier, type, publisher, createdAt or updatedAt, each optionally DESC", {"type": "string"}),

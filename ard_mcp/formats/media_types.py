@@ -1,0 +1,36 @@
+"""The media types of catalog entries (ARD v0.9 §3), and which spellings of them are one type.
+
+v0.9 renamed `application/mcp-server+json` to `application/mcp-server-card+json` (ADR 0008) and says a
+registry should not reject entries over the rename (§3.3). So a registry holds both spellings, and a
+client filters with either: every comparison goes through `canonical_type`, which maps the old name to
+the new one, ignores case and parameters (`; version=1.0`), but keeps `profile`, which is what makes
+`text/markdown; profile="urn:air:agent-skills"` a skill rather than any Markdown file. An entry's own
+`type` is always returned as it was registered.
+"""
+
+from __future__ import annotations
+
+MCP_SERVER_CARD = "application/mcp-server-card+json"
+MCP_SERVER_V05 = "application/mcp-server+json"  # v0.5's name of the same type
+A2A_AGENT_CARD = "application/a2a-agent-card+json"
+AGENT_CARD = "application/agent-card+json"
+AI_CATALOG = "application/ai-catalog+json"
+AI_REGISTRY = "application/ai-registry+json"
+AGENT_SKILLS_ZIP = "application/agent-skills+zip"
+AGENT_SKILLS_GZIP = "application/agent-skills+gzip"
+AGENT_SKILLS_MARKDOWN = 'text/markdown; profile="urn:air:agent-skills"'
+
+_RENAMED = {MCP_SERVER_V05: MCP_SERVER_CARD}
+_KEPT_PARAMETERS = ("profile",)
+
+
+def canonical_type(media_type: str) -> str:
+    """The one spelling every equivalent spelling of `media_type` compares as."""
+    base, *parameters = media_type.split(";")
+    base = base.strip().lower()
+    kept = []
+    for parameter in parameters:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() in _KEPT_PARAMETERS:
+            kept.append(f'{name.strip().lower()}="{value.strip().strip(chr(34))}"')
+    return "; ".join([_RENAMED.get(base, base), *kept])
