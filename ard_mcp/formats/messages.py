@@ -136,7 +136,12 @@ class SearchRequest(WireModel):
     federation: Literal["auto", "referrals", "none"] = Field(
         default="auto", description="With no upstream registries configured, auto and referrals behave as none."
     )
-    pageSize: int = Field(default=10, ge=1, le=100)
+    pageSize: int = Field(
+        default=10,
+        ge=1,
+        description="Results per page. v0.9 sets no maximum: a larger size is served as this registry's maximum (100), "
+        "and the response's X-Page-Size header says so.",
+    )
     pageToken: str | None = None
 
 

@@ -234,6 +234,16 @@ OPERATIONS: tuple[Operation, ...] = (
         errors=(),
     ),
     Operation(
+        "GET",
+        "/.well-known/ard.json",
+        "ardManifest",
+        "The same manifest where ARD v0.9 also looks",
+        well_known,
+        Dialect.ARD,
+        AiCatalog,
+        errors=(),
+    ),
+    Operation(
         "GET", "/healthz", "health", "Liveness and the number of registered entries", healthz, Dialect.ARD, Health, errors=(), tag="Service"
     ),
 )

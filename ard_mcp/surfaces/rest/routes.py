@@ -32,6 +32,7 @@ from ard_mcp.formats.messages import (
     SearchResponse,
 )
 from ard_mcp.registry import Registry
+from ard_mcp.search.paging import MAX_PAGE_SIZE
 from ard_mcp.search.query import SearchQuery
 from ard_mcp.surfaces import xu_discovery
 from ard_mcp.surfaces.aidip_search import search as attribute_search
@@ -80,10 +81,14 @@ async def search(request: Request, state: AppState) -> Response:
     req = parse_as(SearchRequest, await json_body(request), "request")
     if req.query.text is None:
         raise InvalidArgument("request.query.text: is required for /search (use /explore for aggregations without text)")
-    query = SearchQuery.of(req.query.text, req.query.filter, page_size=req.pageSize, page_token=req.pageToken)
+    size = min(req.pageSize, MAX_PAGE_SIZE)  # the v0.9 OpenAPI sets no maximum: clamp, and say so, rather than refuse
+    query = SearchQuery.of(req.query.text, req.query.filter, page_size=size, page_token=req.pageToken)
     registry = state.open_registry()
     found: SearchResponse = await run(lambda: registry.search(query).response())
-    return model_response(ArdSearchResponse(results=found.results, pageToken=found.pageToken))
+    response = model_response(ArdSearchResponse(results=found.results, pageToken=found.pageToken))
+    if size != req.pageSize:
+        response.headers["X-Page-Size"] = f"{size} (asked {req.pageSize}; this registry's maximum)"
+    return response
 
 
 async def explore(request: Request, state: AppState) -> Response:
