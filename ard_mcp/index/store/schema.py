@@ -26,7 +26,7 @@ import logging
 import sqlite3
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
@@ -103,23 +103,11 @@ def prepare(db: sqlite3.Connection) -> None:
     with _transaction(db):
         if _meta(db, "schema_version") is None:  # a new store: every earlier layout recorded its version
             _set_meta(db, "schema_version", SCHEMA_VERSION)
-    with _transaction(db):
-        if _meta(db, "schema_version") == "1":
-            _compact_layout_1(db)
-    with _transaction(db):
-        if _meta(db, "schema_version") == "2":
-            log.info("dropping the plain-term columns of a layout 2 store (once)")
-            for column in sorted(_PLAIN_TERM_COLUMNS & _columns(db, "agents")):
-                db.execute(f"ALTER TABLE agents DROP COLUMN {column}")
-            _set_meta(db, "schema_version", "3")
-    with _transaction(db):
-        if _meta(db, "schema_version") == "3":
-            _canonical_identifiers(db)
-            _set_meta(db, "schema_version", "4")
-    with _transaction(db):
-        if _meta(db, "schema_version") == "4":
-            _canonical_types(db)
-            _set_meta(db, "schema_version", "5")
+    for version, step in enumerate(_STEPS, start=1):
+        with _transaction(db):
+            if _meta(db, "schema_version") == str(version):
+                step(db)
+                _set_meta(db, "schema_version", str(version + 1))
     with _transaction(db):
         if _meta(db, "term_agents") is None:
             _count_terms(db)
@@ -157,7 +145,13 @@ def _compact_layout_1(db: sqlite3.Connection) -> None:
         "INSERT INTO agents_fts(rowid, name, keywords, description, examples) VALUES (?, ?, ?, ?, ?)",
         [(agent_id, *document.columns()) for agent_id, document in documents.items()],
     )
-    _set_meta(db, "schema_version", "2")
+
+
+def _drop_plain_term_columns(db: sqlite3.Connection) -> None:
+    """Layout 2 → 3: the plain-term columns only layout 1 filled."""
+    log.info("dropping the plain-term columns of a layout 2 store (once)")
+    for column in sorted(_PLAIN_TERM_COLUMNS & _columns(db, "agents")):
+        db.execute(f"ALTER TABLE agents DROP COLUMN {column}")
 
 
 def _canonical_identifiers(db: sqlite3.Connection) -> None:
@@ -194,6 +188,15 @@ def _canonical_types(db: sqlite3.Connection) -> None:
             log.info("media type %r is now filtered and faceted as %r", raw, canonical)
             db.execute("UPDATE agents SET type = ? WHERE type = ?", (canonical, raw))
             db.execute("UPDATE agent_values SET value = ? WHERE field = 'type' AND value = ?", (canonical, raw))
+
+
+_STEPS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _compact_layout_1,
+    _drop_plain_term_columns,
+    _canonical_identifiers,
+    _canonical_types,
+)
+"""Step i (from 1) migrates layout i to layout i + 1; the last one reaches SCHEMA_VERSION."""
 
 
 def _count_terms(db: sqlite3.Connection) -> None:
