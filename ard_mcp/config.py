@@ -1,5 +1,5 @@
 """Where things live: the data directory, the model directory, the Chroma server and the registry's
-public name. How the HTTP server runs is `ard_mcp.surfaces.rest.settings`.
+public name and identity. How the HTTP server runs is `ard_mcp.surfaces.rest.settings`.
 
 Every CLI flag has an `ARD_MCP_*` environment fallback (MCP hosts configure servers through env vars).
 """
@@ -11,6 +11,13 @@ import sys
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from urllib.parse import urlsplit
+
+from ard_mcp.formats.identifiers import NID, is_publisher_domain
+
+LOCAL_PUBLISHER = "ard-mcp.localhost"
+"""The publisher of a registry with no public name. The naming guide (§2) forbids `localhost` as a
+publisher and recommends a name under the RFC 2606 `.localhost` TLD for local-only registries."""
 
 
 def default_data_dir() -> Path:
@@ -37,6 +44,15 @@ class Config:
     chroma_url: str | None = None  # a `chroma run` server shared by several processes; None = embedded Chroma
 
     @cached_property
+    def identifier(self) -> str:
+        """This registry's own ARD identifier: anchored to the host of its URL when that is a domain
+        name, else the local placeholder (an IP address or `localhost` cannot be a publisher)."""
+        host = urlsplit(self.source_url).hostname if self.source_url else None
+        publisher = host if host and is_publisher_domain(host) and host != "localhost" else LOCAL_PUBLISHER
+        return f"{NID}{publisher}:registry:ard-mcp"
+
+    @cached_property
     def source(self) -> str:
-        """The `source` of every result: the public URL when one is set, else this data directory."""
-        return self.source_url or self.data_dir.resolve().as_uri()
+        """The `source` of every result (ARD: "the registry where this entry was indexed"): the URL the
+        registry is reached at, or for a registry only reached over stdio its identifier (a URI too)."""
+        return self.source_url or self.identifier

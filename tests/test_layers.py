@@ -13,8 +13,8 @@ MAX_LINES = 410
 LAYERS = {  # a module may import from its own layer and those below
     "ard_mcp": 0,
     "ard_mcp.errors": 0,
-    "ard_mcp.config": 0,
     "ard_mcp.formats": 1,
+    "ard_mcp.config": 1,  # names the registry with an identifier, so it reads them through formats
     "ard_mcp.index": 2,
     "ard_mcp.search": 3,
     "ard_mcp.registry": 4,

@@ -43,11 +43,16 @@ def is_identifier(reference: str) -> bool:
     return _LEGACY.match(reference) is not None
 
 
+def is_publisher_domain(host: str) -> bool:
+    """Whether `host` can be the `<publisher>` of an identifier: a DNS name, not an IP address."""
+    return _DOMAIN.match(host) is not None
+
+
 def check_identifier(identifier: str) -> str:
     """Return the normalised identifier or raise `ValueError` with the rule it breaks."""
     identifier = normalize_identifier(identifier)
     match = _URN.match(identifier)
-    if not match or not _DOMAIN.match(match["publisher"]):
+    if not match or not is_publisher_domain(match["publisher"]):
         raise ValueError(IDENTIFIER_RULE)
     return identifier
 
@@ -66,11 +71,7 @@ def _domain(host: str | None) -> str | None:
     if not host:
         return None
     host = host.lower().rstrip(".")
-    try:
-        check_identifier(f"{NID}{host}:x")
-    except ValueError:
-        return None
-    return host
+    return host if is_publisher_domain(host) else None
 
 
 def _host(url: str) -> str | None:

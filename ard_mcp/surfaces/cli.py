@@ -196,7 +196,7 @@ def _serve_http(args: argparse.Namespace) -> int:
     settings = HttpSettings(args.transport, args.host, args.port, allowed, _csv(args.cors_origins), args.max_body_bytes, tokens)
     if allowed is None and not is_loopback(args.host):
         log.warning("answering any Host header on %s; pass --allowed-hosts with the names clients use", args.host)
-    config = _config(args)
+    config = settings.named(_config(args))
     registry = Registry(config)  # opened before listening, so a data directory in use is a clear error
     mcp_path = "/sse" if args.transport == "sse" else "/mcp"
     log.info(

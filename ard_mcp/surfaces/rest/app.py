@@ -68,6 +68,7 @@ def transport_security(settings: HttpSettings) -> TransportSecuritySettings:
 def build_app(config: Config, settings: HttpSettings, *, registry: Registry | None = None, warm: bool = True) -> Starlette:
     """The app. `registry`, when given, is an already opened registry the app takes over (and closes at
     shutdown); otherwise the app opens one at start-up. MCP tools and REST routes share it."""
+    config = settings.named(config)
     state = AppState(config, settings)
     server = build_server(config, warm=False, shared=state.open_registry, tokens=settings.tokens)
     security = transport_security(settings)

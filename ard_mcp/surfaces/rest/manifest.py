@@ -3,11 +3,8 @@ entry and, while the registry is small enough, every entry it holds."""
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 from ard_mcp import __version__
 from ard_mcp.formats.catalog import CatalogEntry, HostInfo
-from ard_mcp.formats.identifiers import check_identifier
 from ard_mcp.formats.media_types import AI_REGISTRY
 from ard_mcp.formats.messages import AiCatalog
 from ard_mcp.registry import Registry
@@ -15,20 +12,13 @@ from ard_mcp.registry import Registry
 MANIFEST_INLINE_LIMIT = 1000  # beyond this the manifest lists only the registry entry (its search API finds the rest)
 
 
-def _registry_identifier(base_url: str) -> str:
-    host = urlsplit(base_url).hostname or "localhost"
-    try:
-        return check_identifier(f"urn:air:{host}:registry:ard-mcp")
-    except ValueError:
-        return "urn:air:localhost:registry:ard-mcp"
-
-
-def manifest(registry: Registry, base_url: str) -> AiCatalog:
+def manifest(registry: Registry) -> AiCatalog:
+    """The registry's identity and URL are its configuration's (see `Config.identifier`)."""
     own = CatalogEntry(
-        identifier=_registry_identifier(base_url),
+        identifier=registry.config.identifier,
         displayName="ard-mcp agent registry",
         type=AI_REGISTRY,
-        url=base_url,
+        url=registry.config.source,
         description="Search (POST /search), explore (POST /explore) and list (GET /agents) the agents, MCP servers and skills "
         "registered here; Xu discovery at POST /discover, AIDIP at /agents; MCP at /mcp.",
         tags=["registry", "search"],

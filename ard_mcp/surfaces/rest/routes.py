@@ -61,9 +61,6 @@ class AppState:
             raise ArdError("the registry is not open (the server is starting or stopping)")
         return self.registry
 
-    def base_url(self, request: Request) -> str:
-        return (self.config.source_url or str(request.base_url)).rstrip("/") + "/"
-
 
 def state_of(request: Request) -> AppState:
     """The app's shared state (`build_app` puts it there)."""
@@ -171,7 +168,7 @@ async def discover(request: Request, state: AppState) -> Response:
 
 
 async def well_known(request: Request, state: AppState) -> Response:
-    return model_response(await run(manifest, state.open_registry(), state.base_url(request)))
+    return model_response(await run(manifest, state.open_registry()))
 
 
 async def healthz(request: Request, state: AppState) -> Response:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, field
+import socket
+from dataclasses import dataclass, field, replace
 
+from ard_mcp.config import Config
 from ard_mcp.surfaces.auth import TokenStore
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024  # the MCP SDK's own default, so /mcp and the REST routes agree
@@ -32,6 +34,19 @@ class HttpSettings:
     cors_origins: tuple[str, ...] = ()  # empty: no CORS headers at all
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     tokens: TokenStore = field(default_factory=TokenStore)
+
+    def base_url(self) -> str:
+        """The URL this server is reached at when no public URL was given: the bound address, or for a
+        wildcard bind this machine's name (what another machine would use)."""
+        host = self.host.strip("[]")
+        if host in ("0.0.0.0", "::", ""):
+            host = socket.gethostname()
+        return f"http://[{host}]:{self.port}/" if ":" in host else f"http://{host}:{self.port}/"
+
+    def named(self, config: Config) -> Config:
+        """`config` with the registry's URL filled from the bound address when `--public-url` was not
+        given, so results name a `source` a client can reach and the registry an identity of its own."""
+        return config if config.source_url else replace(config, source_url=self.base_url())
 
     def host_patterns(self) -> tuple[str, ...]:
         """Allowed Host headers, in the MCP SDK's syntax (`name` or `name:*`); `*` alone allows any."""
