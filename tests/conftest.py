@@ -15,6 +15,9 @@ from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
 
 REPO = Path(__file__).resolve().parents[1]
+SPECS = REPO / "tests" / "specs"  # vendored, pinned: see specs/README.md
+ARD_SPEC = SPECS / "ard-spec"  # ARD v0.9
+ARD_SCHEMAS = ARD_SPEC / "spec" / "schemas"
 
 WEATHER: dict[str, Any] = {
     "identifier": "urn:air:example.com:weather:forecast",

@@ -12,7 +12,6 @@ from typing import Any
 
 import httpx
 import jsonschema
-import pytest
 import yaml
 from referencing import Registry as SchemaRegistry
 from referencing import Resource
@@ -21,15 +20,11 @@ from referencing.jsonschema import DRAFT202012
 from ard_mcp.config import Config
 from ard_mcp.surfaces.rest.app import build_app
 from ard_mcp.surfaces.rest.settings import HttpSettings
+from tests.conftest import ARD_SCHEMAS
 from tests.conftest import entry as doc  # noqa: F401 - the HTTP tests import it from here
 from tests.test_packaging import FORMATS
 
-SPECS = Path(__file__).resolve().parents[2] / "shared" / "specs"
-ARD_SCHEMAS = SPECS / "ard-spec" / "spec" / "schemas"  # ARD v0.9
 BASE_URL = "http://127.0.0.1:8000"
-needs_ard_schemas = pytest.mark.skipif(
-    not ARD_SCHEMAS.is_dir(), reason=f"ARD schemas not found at {ARD_SCHEMAS} (expected beside the repository)"
-)
 
 # The draft's own examples (Xu §4.9 and §13.1, AIDIP §3.3).
 XU_HR: dict[str, Any] = {

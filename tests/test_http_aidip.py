@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import PDF, SAMPLE, SKILL, WEATHER
-from tests.http_support import AIDIP_TRANSLATOR, AIDIP_URN, XU_HR, Api, assert_ard, assert_ours, doc, needs_ard_schemas, seeded
+from tests.http_support import AIDIP_TRANSLATOR, AIDIP_URN, XU_HR, Api, assert_ard, assert_ours, doc, seeded
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -63,7 +63,6 @@ async def test_register_get_update_delete(api: Api) -> None:
     await aidip_error(api, "DELETE", "/agents/agent-12345", 404, "NotFound")
 
 
-@needs_ard_schemas
 async def test_one_document_is_both_an_ard_entry_and_aidip_metadata(api: Api) -> None:
     client, _ = api
     await client.post("/agents", json=doc(AIDIP_TRANSLATOR, id="agent-both"))
@@ -205,3 +204,4 @@ async def test_registration_errors_name_the_field(api: Api, body: dict[str, Any]
 async def test_two_broken_fields_are_listed_as_details(api: Api) -> None:
     error = await aidip_error(api, "POST", "/agents", 400, "InvalidInput", json=doc(AIDIP_TRANSLATOR, name=None, tags="nlp"))
     assert error["details"] == ["agent.name: is required", "agent.tags: input should be a valid list"]
+

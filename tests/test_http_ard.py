@@ -10,9 +10,9 @@ from urllib.parse import quote
 import pytest
 
 from tests.conftest import INVOICES, PDF, SAMPLE, SKILL, TRANSLATE, WEATHER
-from tests.http_support import Api, assert_ard, assert_ours, needs_ard_schemas, seeded
+from tests.http_support import Api, assert_ard, assert_ours, seeded
 
-pytestmark = [pytest.mark.slow, pytest.mark.anyio, needs_ard_schemas]
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 
 @pytest.fixture(scope="module")

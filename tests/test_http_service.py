@@ -26,7 +26,6 @@ from tests.http_support import (
     XU_MINIMAL,
     XU_MINIMAL_URN,
     assert_ard,
-    needs_ard_schemas,
     running,
 )
 
@@ -68,7 +67,6 @@ async def test_full_detail_shows_auth_only_to_a_token_holder(tmp_path: Path, tok
         assert trusted["candidates"][0]["auth"] == XU_HR["auth"] and "redacted" not in trusted["candidates"][0]
 
 
-@needs_ard_schemas
 async def test_bodies_over_the_limit_get_413(tmp_path: Path) -> None:
     async with running(tmp_path / "data", HttpSettings(max_body_bytes=2000)) as client:
         big = {"query": {"text": "x" * 3000}}

@@ -22,7 +22,6 @@ from tests.http_support import (
     assert_ard,
     assert_ours,
     doc,
-    needs_ard_schemas,
     running,
     seeded,
 )
@@ -66,7 +65,6 @@ async def test_minimal_d0_metadata_is_accepted_and_resolvable(api: Api) -> None:
     assert again.status_code == 200  # an idempotent upsert
 
 
-@needs_ard_schemas
 async def test_xu_metadata_is_stored_as_a_valid_catalog_entry(api: Api) -> None:
     client, _ = api
     body = (await client.get(f"/agents/{XU_HR_URN}")).json()

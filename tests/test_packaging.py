@@ -1,7 +1,6 @@
 """What we publish: server.json for the MCP registry, the example catalog, and a wheel that carries the model.
 
-The schemas live in the shared specs directory beside the repository (`../shared/specs`); the tests that need
-them are skipped, with the reason, when it is not there.
+The schemas are the vendored, pinned copies in `tests/specs/` (see its README).
 """
 
 from __future__ import annotations
@@ -25,15 +24,13 @@ import pytest
 import ard_mcp
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats.catalog import parse_entry
+from tests.conftest import ARD_SCHEMAS, SPECS
 
 REPO = Path(__file__).resolve().parents[1]
-SPECS = REPO.parent / "shared" / "specs"
 SERVER_SCHEMA = SPECS / "mcp-registry" / "server.schema.json"
-CATALOG_SCHEMA = SPECS / "ard-spec" / "spec" / "schemas" / "ai-catalog.schema.json"  # ARD v0.9
+CATALOG_SCHEMA = ARD_SCHEMAS / "ai-catalog.schema.json"  # ARD v0.9
 EXAMPLE_CATALOG = REPO / "examples" / "ai-catalog.json"
 NESTED_CATALOG = "application/ai-catalog+json"
-
-needs_specs = pytest.mark.skipif(not SPECS.is_dir(), reason=f"shared specs directory not found at {SPECS} (expected beside the repository)")
 
 # jsonschema checks "uri" and "date-time" only with optional extra packages; check them here so a bad URL or
 # timestamp in a published file fails the test instead of passing silently.
@@ -89,18 +86,15 @@ def _all_entries(manifest: dict[str, Any], where: str = "") -> list[tuple[str, d
 # --- server.json -------------------------------------------------------------------------------------------
 
 
-@needs_specs
 def test_server_json_validates_against_mcp_registry_schema() -> None:
     validator = _validator(SERVER_SCHEMA)
     assert _errors(validator, _load(REPO / "server.json")) == []
 
 
-@needs_specs
 def test_server_json_schema_url_is_the_schemas_own_id() -> None:
     assert _load(REPO / "server.json")["$schema"] == _load(SERVER_SCHEMA)["$id"]
 
 
-@needs_specs
 def test_server_schema_check_is_not_vacuous() -> None:
     """The validator used above does reject a broken server.json (bad name, long description, no transport)."""
     validator = _validator(SERVER_SCHEMA)
@@ -136,7 +130,6 @@ def test_server_json_package_runs_the_stdio_server_with_documented_env_vars() ->
 # --- examples/ai-catalog.json ------------------------------------------------------------------------------
 
 
-@needs_specs
 def test_example_catalog_validates_against_ard_schema() -> None:
     validator = _validator(CATALOG_SCHEMA)
     manifest = _load(EXAMPLE_CATALOG)
@@ -148,7 +141,6 @@ def test_example_catalog_validates_against_ard_schema() -> None:
         assert len(bundle["data"]["entries"]) == 2
 
 
-@needs_specs
 def test_ard_schema_check_is_not_vacuous() -> None:
     """The same validator rejects an entry with both url and data, a bad identifier and a bad timestamp."""
     validator = _validator(CATALOG_SCHEMA)
