@@ -28,13 +28,14 @@ def ard(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
 def test_ingest_search_and_eval(tmp_path: Path) -> None:
     catalog = tmp_path / "ai-catalog.json"
     bad = entry(WEATHER, identifier="urn:air:example.com:weather:bad", url="https://example.com/x.json")
-    catalog.write_text(json.dumps({"specVersion": "1.0", "host": {"displayName": "Test"}, "entries": [*SAMPLE, bad]}))
+    catalog.write_text(json.dumps({"host": {"displayName": "Test"}, "entries": [*SAMPLE, bad]}))  # no specVersion: read as 1.0
     data_dir = tmp_path / "data"
 
     first = ard("ingest", str(catalog), data_dir=data_dir)
     assert first.returncode == 0, first.stderr
-    assert first.stdout.splitlines()[0] == f"added {len(SAMPLE)}, updated 0, unchanged 0, rejected 1"
-    assert "ai-catalog.json: entries[5]: exactly one of url and data" in first.stdout
+    assert first.stdout.splitlines()[0] == f"added {len(SAMPLE)}, updated 0, unchanged 0, rejected 1, warnings 1"
+    assert "  rejected ai-catalog.json: entries[5]: exactly one of url and data" in first.stdout
+    assert "  warning ai-catalog.json: specVersion: missing; read as 1.0" in first.stdout
     assert "embedding ai-catalog.json" in first.stderr  # the progress bar goes to stderr
 
     again = ard("ingest", str(catalog), "--json", data_dir=data_dir)

@@ -205,3 +205,26 @@ async def test_two_broken_fields_are_listed_as_details(api: Api) -> None:
     error = await aidip_error(api, "POST", "/agents", 400, "InvalidInput", json=doc(AIDIP_TRANSLATOR, name=None, tags="nlp"))
     assert error["details"] == ["agent.name: is required", "agent.tags: input should be a valid list"]
 
+
+async def test_registration_reports_what_it_normalised(api: Api) -> None:
+    client, openapi = api
+    lenient = doc(
+        WEATHER,
+        identifier="urn:air:example.com:weather:lenient",
+        metadata={"limits": {"daily": 1000}},
+        trustManifest={
+            "identity": "did:web:example.com",
+            "identityType": "x509",
+            "attestations": [{"type": "SOC2", "uri": "https://example.com/a.pdf"}],
+        },
+    )
+    for method, path, status in (("POST", "/agents", 201), ("PUT", "/agents/urn:air:example.com:weather:lenient", 200)):
+        response = await client.request(method, path, json=lenient)
+        assert response.status_code == status, response.text
+        assert_ours(openapi, "/agents" if method == "POST" else "/agents/{id}", method, response)
+        body = response.json()
+        fields = ["entry.metadata", "entry.trustManifest.identityType", "entry.trustManifest.attestations[0].mediaType"]
+        assert [w.split(":")[0] for w in body["warnings"]] == fields
+        assert_ard({k: v for k, v in body.items() if k in WEATHER or k in lenient}, "catalog:catalogEntry")
+    fetched = (await client.get("/agents/urn:air:example.com:weather:lenient")).json()
+    assert "warnings" not in fetched and fetched["metadata"] == {"limits.daily": 1000}

@@ -108,8 +108,10 @@ def test_nested_catalog_is_walked_and_rejections_name_field_and_rule(registry: R
 
 
 def test_bad_manifest_is_refused_whole() -> None:
-    with pytest.raises(InvalidArgument, match="specVersion"):
-        list(manifest_entries({"specVersion": "2.0", "entries": []}))
+    with pytest.raises(InvalidArgument, match="entries: is required"):
+        list(manifest_entries({"specVersion": "1.0", "agents": []}))
+    with pytest.raises(InvalidArgument, match="manifest: must be a JSON object"):
+        list(manifest_entries(["not", "a", "manifest"]))
 
 
 def test_filters_follow_ard_semantics(loaded: Registry) -> None:

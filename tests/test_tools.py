@@ -115,7 +115,7 @@ async def test_unknown_filter_key_is_named(server: Any) -> None:
         ({"data": None}, "exactly one of url and data"),
         ({"displayName": None}, "entry.displayName: is required"),
         ({"updatedAt": "yesterday"}, "entry.updatedAt: must be an ISO 8601 date-time"),
-        ({"representativeQueries": ["only one"]}, "entry.representativeQueries"),
+        ({"representativeQueries": "only one"}, "entry.representativeQueries"),
         ({"tags": "weather"}, "entry.tags"),
     ],
 )
@@ -125,6 +125,23 @@ async def test_bad_entries_are_refused_with_field_and_rule(server: Any, changes:
         assert expected in message
         listed = await call(client, "list_agents")
     assert listed["items"] == []  # nothing half-written
+
+
+async def test_register_accepts_what_it_can_read_and_says_what_it_normalised(server: Any) -> None:
+    queries = ["rain this weekend", "forecast for Lisbon", "is it sunny", "need a coat?", "wind at the coast", "hail warning tomorrow"]
+    lenient = entry(WEATHER, identifier="urn:air:Example.com:weather~v2", updatedAt="2026-05-01T12:00:00", representativeQueries=queries)
+    async with Client(server) as client:
+        registered = await call(client, "register_agent", entry=lenient)
+        assert registered["status"] == "created"
+        assert [w.split(":")[0] for w in registered["warnings"]] == ["entry.identifier", "entry.updatedAt", "entry.representativeQueries"]
+        stored = registered["entry"]
+        assert stored["identifier"] == "urn:air:example.com:weather-v2" and stored["updatedAt"] == "2026-05-01T12:00:00Z"
+        assert stored["representativeQueries"] == queries[:5]
+        assert (await call(client, "get_agent", identifier="urn:air:example.com:weather~v2"))["identifier"] == stored["identifier"]
+        found = await call(client, "search_agents", text=queries[-1])  # the query beyond the schema's five is indexed too
+        assert found["results"][0]["evidence"]["matchedExamples"][0]["text"] == queries[-1]
+        assert (await call(client, "register_agent", entry=lenient))["status"] == "unchanged"  # read the same way each time
+        assert "warnings" not in await call(client, "register_agent", entry=WEATHER)
 
 
 async def test_register_is_an_idempotent_upsert_and_refuses_stale(server: Any) -> None:

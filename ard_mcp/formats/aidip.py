@@ -145,9 +145,16 @@ class AgentDocument(CatalogEntry):
     operations: list[dict[str, Any]] | None = None
 
 
-def document(entry: CatalogEntry) -> AgentDocument:
+class RegisteredDocument(AgentDocument):
+    """What registration answers: the stored agent and what was normalised to accept it."""
+
+    warnings: list[str] | None = Field(default=None, description="What was normalised to accept the entry (field: what was done).")
+
+
+def document(entry: CatalogEntry, warnings: list[str] | None = None) -> AgentDocument:
     wire = entry.wire()
-    return AgentDocument.model_validate({**agent_view(wire), **wire})
+    view = {**agent_view(wire), **wire}
+    return AgentDocument.model_validate(view) if warnings is None else RegisteredDocument.model_validate({**view, "warnings": warnings})
 
 
 class AidipFilters(WireModel):

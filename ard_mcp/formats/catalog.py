@@ -1,8 +1,10 @@
-"""ARD v0.5 catalog objects (spec §4-5, `ai-catalog.schema.json`): the one definition every surface uses.
+"""ARD v0.9 catalog objects (spec §4-5, `ai-catalog.schema.json`): the one definition every surface uses.
 
-Entries keep fields this version does not know (`extra="allow"`) so a publisher's extensions come back
-unchanged; the nested trust objects follow the schema's `additionalProperties: false`. Input may use the
-`urn:air:` identifiers of v0.9 or the `urn:ai:` of v0.5 (see `identifiers`).
+These are strict: what they accept is what the schema accepts, so what the registry serves validates.
+Input the schema refuses but can be read one way (v0.5 `urn:ai:` identifiers, a timestamp without a zone,
+six queries, ...) is normalised before it gets here, by `leniency`. Entries keep fields this version does
+not know (`extra="allow"`) so a publisher's extensions come back unchanged; the nested trust objects follow
+the schema's `additionalProperties: false`.
 """
 
 from __future__ import annotations
@@ -12,12 +14,24 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats.identifiers import check_identifier, publisher_of
 
 M = TypeVar("M", bound=BaseModel)
+MIN_QUERIES, MAX_QUERIES = 2, 5  # the schema's bounds on representativeQueries
+_LOSSLESS = "lossless"
 _URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:\S+$")
 
 
@@ -104,7 +118,9 @@ class CatalogEntry(WireModel):
     description: str | None = None
     tags: list[str] | None = None
     capabilities: list[str] | None = None
-    representativeQueries: list[str] | None = Field(default=None, min_length=2, max_length=5)
+    representativeQueries: list[str] | None = Field(
+        default=None, description="2-5 natural-language queries; more are indexed, the first 5 served (see `leniency`)."
+    )
     version: str | None = None
     updatedAt: str | None = Field(default=None, description="ISO 8601 date-time of the last change.")
     metadata: dict[str, MetadataValue] | None = None
@@ -127,6 +143,14 @@ class CatalogEntry(WireModel):
             parse_timestamp(value)
         return value
 
+    @field_serializer("representativeQueries")
+    def _schema_queries(self, value: list[str] | None, info: SerializationInfo) -> list[str] | None:
+        """Served entries hold the schema's 2-5 queries; the store keeps all of them (`stored()`), since
+        every one is indexed. A lone query is indexed but not served: the schema has no place for it."""
+        if value is None or (info.context or {}).get(_LOSSLESS):
+            return value
+        return value[:MAX_QUERIES] if len(value) >= MIN_QUERIES else None
+
     @model_validator(mode="after")
     def _url_or_data(self) -> CatalogEntry:
         if (self.url is None) == (self.data is None):
@@ -142,14 +166,18 @@ class CatalogEntry(WireModel):
         return parse_timestamp(self.updatedAt) if self.updatedAt else None
 
     def wire(self) -> dict[str, Any]:
-        """The entry as JSON, exactly as registered apart from the normalised identifier."""
+        """The entry as served: as registered apart from what `leniency` normalised, valid against the schema."""
         return self.model_dump(mode="json", by_alias=True)
+
+    def stored(self) -> dict[str, Any]:
+        """The entry as kept: like `wire()` but with every representative query, which all get indexed."""
+        return self.model_dump(mode="json", by_alias=True, context={_LOSSLESS: True})
 
 
 class CatalogManifest(WireModel):
     """An `ai-catalog.json` file. Entries stay raw here so one bad entry is rejected alone, not the file."""
 
-    specVersion: Literal["1.0"]
+    specVersion: str | None = Field(default=None, description="1.0; a missing or other value is read as 1.0 with a warning.")
     host: HostInfo | None = None
     entries: list[dict[str, Any]]
 

@@ -4,7 +4,10 @@ profile, AIDIP).
 
 The v0.5 form `urn:ai:` is accepted as input and names the same entry: every identifier is put in one
 canonical spelling, `urn:air:` with the publisher domain in lower case (DNS names compare
-case-insensitively, so `Victim.Example.Org` cannot register beside `victim.example.org`). The Xu
+case-insensitively, so `Victim.Example.Org` cannot register beside `victim.example.org`) and segment
+characters RFC 8141 allows but the v0.9 schema does not (`~`, `+`, `@`, ...) read as `-`, so what is
+served validates; `agent~v2` and `agent-v2` of one publisher are then one entry, which only that
+publisher can cause. The Xu
 profile allows any stable id (a URL, a DNS name, a registry-local name) and AIDIP a UUID or "a similarly
 unique value". The URN is derived so that the same id always gives the same URN (registration stays an
 idempotent upsert), and the publisher's own id is kept in `metadata.sourceId` so clients can keep using it.
@@ -25,17 +28,29 @@ _URN = re.compile(r"^urn:air:(?P<publisher>[a-zA-Z0-9.-]+)(?::[a-zA-Z0-9._-]+)+$
 _LEGACY = re.compile(r"^urn:(?:air|ai):", re.IGNORECASE)
 _DOMAIN = re.compile(r"^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z][a-zA-Z0-9-]{0,62}$|^localhost$")
 _UNSAFE = re.compile(r"[^a-zA-Z0-9._-]+")
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_RFC8141_NAMES = re.compile(r"^[A-Za-z0-9._~!$&'()*+,;=@:-]+$")  # RFC 8141 NSS characters, escapes decoded
+_RFC8141_EXTRA = re.compile(r"[~!$&'()*+,;=@]")
 _NAMESPACE = uuid.UUID("6f1d7c2e-5b1a-4c8e-9a57-3c2f0f4d9b11")  # fixed: assigned ids must be stable across versions
 
 
+def _schema_segments(rest: str) -> str:
+    """Name segments in the v0.9 schema's characters: RFC 8141 allows `~`, `+`, `!`, `@`, ... and
+    percent-escapes that the schema's `[a-zA-Z0-9._-]` does not; each such character (an escape is
+    decoded first) reads as `-`, the schema's own separator. Anything else is left for the check to refuse."""
+    decoded = _ESCAPE.sub(lambda m: chr(int(m[1], 16)) if chr(int(m[1], 16)).isascii() else m[0], rest)
+    return _RFC8141_EXTRA.sub("-", decoded) if _RFC8141_NAMES.match(decoded) else rest
+
+
 def normalize_identifier(identifier: str) -> str:
-    """The canonical spelling of an ARD identifier (`urn:air:`, publisher in lower case), so every
-    spelling of it names the same stored entry; anything that is not one is returned as it is."""
+    """The canonical spelling of an ARD identifier (`urn:air:`, publisher in lower case, segments in the
+    schema's characters), so every spelling of it names the same stored entry; anything that is not one
+    is returned as it is."""
     prefix = _LEGACY.match(identifier)
     if prefix is None:
         return identifier
     publisher, colon, rest = identifier[prefix.end() :].partition(":")
-    return f"{NID}{publisher.lower()}{colon}{rest}"
+    return f"{NID}{publisher.lower()}{colon}{_schema_segments(rest)}"
 
 
 def is_identifier(reference: str) -> bool:

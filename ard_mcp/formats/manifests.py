@@ -8,7 +8,7 @@ sits (`catalog.json: entries[2].data.entries[0]`), which is what rejection messa
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats.catalog import CatalogManifest, describe_validation_error
+from ard_mcp.formats.leniency import Notice, read_manifest
 from ard_mcp.formats.media_types import AI_CATALOG, canonical_type
 
 MAX_DEPTH = 8
@@ -31,15 +32,21 @@ def load_manifest(path: Path) -> Any:
     return raw
 
 
-def manifest_entries(manifest: Any, where: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
+def manifest_entries(raw: Any, where: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
     """Every entry of a manifest with its location; raises `InvalidArgument` if the manifest itself is bad.
 
     A nested manifest that is bad is yielded as the `InvalidArgument` in place of an entry, so the
-    registry reports it among the rejections without giving up on the rest of the file."""
+    registry reports it among the rejections without giving up on the rest of the file; what was
+    normalised in a manifest's own fields is yielded as `Notice`s, for the ingest summary."""
+    if not isinstance(raw, Mapping):
+        raise InvalidArgument(f"{where or 'manifest'}: must be a JSON object")
+    manifest, notes = read_manifest(raw)
     try:
         CatalogManifest.model_validate(manifest)
     except ValidationError as exc:
         raise InvalidArgument(describe_validation_error(exc, where)) from None
+    for note in notes:
+        yield where, Notice(note)
     prefix = f"{where}." if where else ""
     for i, entry in enumerate(manifest["entries"]):
         location = f"{prefix}entries[{i}]"
@@ -55,4 +62,4 @@ def manifest_entries(manifest: Any, where: str = "", depth: int = 0) -> Iterator
 
 def file_entries(path: Path) -> Iterator[tuple[str, Any]]:
     for location, entry in manifest_entries(load_manifest(path)):
-        yield f"{path.name}: {location}", entry
+        yield f"{path.name}: {location}" if location else path.name, entry

@@ -107,6 +107,7 @@ class ExploreResponse(WireModel):
 class RegisterResult(WireModel):
     status: Literal["created", "updated", "unchanged"]
     entry: CatalogEntry
+    warnings: list[str] | None = Field(default=None, description="What was normalised to accept the entry (field: what was done).")
 
 
 class DeregisterResult(WireModel):

@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 
 from ard_mcp.errors import ArdError, NotFound, StaleEntry
-from ard_mcp.formats.catalog import CatalogEntry, parse_entry
+from ard_mcp.formats.catalog import CatalogEntry
 from ard_mcp.formats.entry_facts import EXPIRES_KEY
 from ard_mcp.formats.identifiers import normalize_identifier, publisher_of
+from ard_mcp.formats.leniency import Notice, read_entry
 from ard_mcp.formats.messages import DeregisterResult, RegisterResult
 from ard_mcp.index.embedding import Embedder, ModelSpec
 from ard_mcp.index.example_texts import Example, extract_examples
@@ -45,15 +46,23 @@ class IngestReport:
     updated: int = 0
     unchanged: int = 0
     rejected: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what was accepted after normalising (see `leniency`)
 
     def add(self, other: IngestReport) -> None:
         self.added += other.added
         self.updated += other.updated
         self.unchanged += other.unchanged
         self.rejected += other.rejected
+        self.warnings += other.warnings
 
     def as_dict(self) -> dict[str, Any]:
-        return {"added": self.added, "updated": self.updated, "unchanged": self.unchanged, "rejected": self.rejected}
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "rejected": self.rejected,
+            "warnings": self.warnings,
+        }
 
 
 @dataclass
@@ -91,13 +100,14 @@ class Indexer:
 
     # -- registration -------------------------------------------------------------------------------
     def register(self, raw: Any) -> RegisterResult:
-        entry = parse_entry(raw)
+        entry, warnings = read_entry(raw)
         with self._lock:
             plan = self._plan(entry)
-            if plan is None:
-                return RegisterResult(status="unchanged", entry=entry)
-            self._apply([plan])
-        return RegisterResult(status="updated" if plan.stored else "created", entry=entry)
+            if plan is not None:
+                self._apply([plan])
+        if plan is None:
+            return RegisterResult(status="unchanged", entry=entry, warnings=warnings or None)
+        return RegisterResult(status="updated" if plan.stored else "created", entry=entry, warnings=warnings or None)
 
     def register_many(self, items: Iterable[tuple[str, Any]], progress: Progress | None = None) -> IngestReport:
         """Ingest many entries: invalid or stale ones are reported, the rest written in chunks of
@@ -123,16 +133,20 @@ class Indexer:
 
         with self._lock:
             for where, raw in items:
+                if isinstance(raw, Notice):
+                    report.warnings.append(f"{where}: {raw.message}" if where else raw.message)
+                    continue
                 try:
                     if isinstance(raw, ArdError):
                         raise raw
-                    entry = parse_entry(raw, where)
+                    entry, warnings = read_entry(raw, where)
                     if entry.identifier in plans:
                         del plans[entry.identifier]  # a later copy in the same chunk supersedes an earlier one
                     plan = self._plan(entry)
                 except ArdError as exc:
                     report.rejected.append(exc.message if exc.message.startswith(where) else f"{where}: {exc.message}")
                     continue
+                report.warnings += warnings
                 if plan is None:
                     report.unchanged += 1
                     continue
@@ -146,7 +160,7 @@ class Indexer:
 
     def _plan(self, entry: CatalogEntry) -> _Plan | None:
         """What registering `entry` would change; None when nothing would."""
-        wire = entry.wire()
+        wire = entry.stored()
         digest = content_hash(wire)
         stored = self._store.get(entry.identifier)
         if stored is not None:

@@ -226,9 +226,14 @@ def _ingest(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(total.as_dict(), indent=2))
     else:
-        print(f"added {total.added}, updated {total.updated}, unchanged {total.unchanged}, rejected {len(total.rejected)}")
+        print(
+            f"added {total.added}, updated {total.updated}, unchanged {total.unchanged}, rejected {len(total.rejected)}, "
+            f"warnings {len(total.warnings)}"
+        )
         for reason in total.rejected:
             print(f"  rejected {reason}")
+        for warning in total.warnings:
+            print(f"  warning {warning}")
     return 1 if total.rejected and not (total.added or total.updated or total.unchanged) else 0
 
 

@@ -121,7 +121,7 @@ async def register_agent(request: Request, state: AppState) -> Response:
     raw = await json_body(request)
     entry = registration.to_entry(raw, request.query_params.get("format", "auto"))
     result = await run(state.open_registry().indexer.register, entry)
-    return model_response(aidip.document(result.entry), _register_status(result.status))
+    return model_response(aidip.document(result.entry, result.warnings), _register_status(result.status))
 
 
 def _same_agent(path_id: str, entry: dict[str, Any], existing: CatalogEntry | None) -> bool:
@@ -144,7 +144,7 @@ async def put_agent(request: Request, state: AppState) -> Response:
     if not _same_agent(path_id, entry, existing):
         raise InvalidArgument(f"the body describes {entry.get('identifier')!r}, not the agent {path_id!r} named in the path")
     result = await run(lambda: registry.indexer.register(entry))
-    return model_response(aidip.document(result.entry), _register_status(result.status))
+    return model_response(aidip.document(result.entry, result.warnings), _register_status(result.status))
 
 
 async def delete_agent(request: Request, state: AppState) -> Response:
