@@ -54,6 +54,10 @@ def _data(entry: Mapping[str, Any]) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
@@ -117,6 +121,18 @@ def regions_of(entry: Mapping[str, Any]) -> set[str]:
     return {r.lower() for r in found}
 
 
+def card_interfaces(card: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The `{url, protocolBinding}` of each interface of an A2A agent card, preferred first, whichever the
+    version: v1.0 lists `supportedInterfaces`; v0.3 has `url` with `preferredTransport`, and `additionalInterfaces`."""
+    found: dict[str, dict[str, str]] = {}
+    v03 = {"url": card.get("url"), "transport": card.get("preferredTransport")}
+    for item in [*_list(card.get("supportedInterfaces")), v03, *_list(card.get("additionalInterfaces"))]:
+        if isinstance(item, Mapping) and isinstance(item.get("url"), str) and item["url"]:
+            binding = item.get("protocolBinding") or item.get("transport")
+            found.setdefault(item["url"], {"url": item["url"], "protocolBinding": binding if isinstance(binding, str) else "JSONRPC"})
+    return list(found.values())
+
+
 def _scheme(endpoint: str) -> str | None:
     parts = urlsplit(endpoint)
     return parts.scheme.lower() if parts.scheme and parts.netloc else None
@@ -144,9 +160,17 @@ def bindings_of(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
             }
         ]
     media_type = str(entry.get("type"))
+    protocol = _TYPE_PROTOCOLS.get(media_types.canonical_type(media_type))
+    if protocol == "a2a" and data:
+        cards = card_interfaces(data)
+        if cards:
+            return [
+                {"protocol": "a2a", "endpoint": i["url"], "media_types": [media_type], "protocol_binding": i["protocolBinding"]}
+                for i in cards
+            ]
     url = entry.get("url")
     endpoint = url if isinstance(url, str) else str(entry["identifier"])
-    protocol = _TYPE_PROTOCOLS.get(media_types.canonical_type(media_type)) or (_scheme(endpoint) if isinstance(url, str) else None) or "ard"
+    protocol = protocol or (_scheme(endpoint) if isinstance(url, str) else None) or "ard"
     return [{"protocol": protocol, "endpoint": endpoint, "media_types": [media_type]}]
 
 

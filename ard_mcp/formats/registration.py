@@ -1,8 +1,10 @@
-"""Registration accepts three metadata formats; this decides which one a document is and maps it to ARD.
+"""Registration accepts four metadata formats; this decides which one a document is and maps it to ARD.
 
 Detection is by the fields only one format requires: ARD entries have `identifier`, Xu Agent Metadata has
-`bindings`, AIDIP agent metadata has `endpoint`, `operations`, `capabilities` or `publisher`; anything else with an `id` or `name` is
-read as Xu metadata, so the error names the missing field. A caller can also name the format.
+`bindings`, an A2A agent card `supportedInterfaces` (v1.0) or a `url` beside card fields (v0.3), AIDIP
+agent metadata `endpoint`, `operations`, `capabilities` or `publisher` (checked after cards, whose
+`capabilities` is an object); anything else with an `id` or `name` is read as Xu metadata, so the error
+names the missing field. A caller can also name the format.
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from ard_mcp.errors import InvalidArgument
-from ard_mcp.formats import aidip, xu
+from ard_mcp.formats import a2a, aidip, xu
 
-Format = Literal["auto", "ard", "xu", "aidip"]
-FORMATS: tuple[str, ...] = ("auto", "ard", "xu", "aidip")
+Format = Literal["auto", "ard", "xu", "aidip", "a2a"]
+FORMATS: tuple[str, ...] = ("auto", "ard", "xu", "aidip", "a2a")
 _AIDIP_FIELDS = ("endpoint", "operations", "supported_languages", "authentication", "inputs", "capabilities", "publisher")
 
 
@@ -23,13 +25,16 @@ def detect(document: Mapping[str, Any]) -> str:
         return "ard"
     if "bindings" in document:
         return "xu"
+    if a2a.is_agent_card(document):
+        return "a2a"
     if any(key in document for key in _AIDIP_FIELDS):
         return "aidip"
     if any(key in document for key in ("id", "name", "examples")):
         return "xu"  # the closest fit; its validation then names what is missing (bindings)
     raise InvalidArgument(
         "entry: not a format this registry reads; send an ARD catalog entry (identifier, displayName, type, url or data), "
-        "Xu Agent Metadata (id, name, description, bindings) or AIDIP agent metadata (name, endpoint, operations)"
+        "Xu Agent Metadata (id, name, description, bindings), an A2A agent card (name, url or supportedInterfaces, skills) "
+        "or AIDIP agent metadata (name, endpoint, operations)"
     )
 
 
@@ -44,6 +49,8 @@ def to_entry(document: Any, format: str = "auto", default_id: str | None = None)
         return xu.to_entry(document if "id" in document or default_id is None else {**document, "id": default_id})
     if kind == "aidip":
         return aidip.to_entry(document, default_id)
+    if kind == "a2a":
+        return a2a.to_entry(document, default_id)
     if "identifier" not in document and default_id is not None:
         return {**document, "identifier": default_id}
     return dict(document)

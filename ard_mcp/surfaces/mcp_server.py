@@ -36,6 +36,7 @@ from ard_mcp.formats.messages import (
     RegisterResult,
     SearchResponse,
 )
+from ard_mcp.formats.registration import Format
 from ard_mcp.index import datadir
 from ard_mcp.search.criteria import Criteria
 from ard_mcp.search.query import SearchQuery
@@ -249,18 +250,18 @@ def build_server(
             dict[str, Any],
             Field(
                 description=(
-                    "An ARD v0.5 catalog entry: identifier (urn:air:<publisher-domain>:<namespace>:<name>), displayName, type "
-                    "(media type), exactly one of url or data, and optionally description, tags, capabilities, "
-                    "representativeQueries (2-5), version, updatedAt (ISO 8601), metadata, trustManifest. Also accepted: Xu "
-                    "Agent Metadata (id, name, description, bindings, examples, ...) and AIDIP agent metadata (name, endpoint, "
-                    "operations, capabilities, ...), stored as catalog entries."
+                    "An ARD v0.9 catalog entry: identifier (urn:air:<publisher-domain>:<namespace>:<name>), displayName, type "
+                    "(media type, e.g. application/mcp-server-card+json), exactly one of url or data, and optionally "
+                    "description, tags, capabilities, representativeQueries (2-5), version, updatedAt (ISO 8601), metadata, "
+                    "trustManifest. Also accepted: an A2A agent card (v0.3 or v1.0), Xu Agent Metadata (id, name, description, "
+                    "bindings, examples, ...) and AIDIP agent metadata (name, endpoint, operations, ...), stored as catalog "
+                    "entries. What the schema refuses but can be read one way (urn:ai:, a timestamp without a zone, six "
+                    "queries, ...) is normalised and listed in warnings."
                 )
             ),
         ],
         ctx: Context,
-        format: Annotated[
-            Literal["auto", "ard", "xu", "aidip"], Field(description="The entry's format; auto tells them apart by their fields.")
-        ] = "auto",
+        format: Annotated[Format, Field(description="The entry's format; auto tells them apart by their fields.")] = "auto",
     ) -> RegisterResult:
         """Publish or update a catalog entry (upsert by identifier). An entry whose updatedAt is older than the stored one is
         refused as stale; an identical entry is reported unchanged."""

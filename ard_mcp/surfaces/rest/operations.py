@@ -104,7 +104,7 @@ def _endpoint(op: Operation) -> Callable[[Request], Awaitable[Response]]:
 _ID = Param("id", "The agent's urn:air: identifier, or the Xu / AIDIP id it was registered with (URL-encoded).", {"type": "string"})
 _FORMAT = Param(
     "format",
-    "The body's format: auto (default), ard, xu or aidip.",
+    "The body's format: auto (default), ard, xu, aidip or a2a (an A2A agent card).",
     {"type": "string", "enum": list(registration.FORMATS), "default": "auto"},
 )
 
