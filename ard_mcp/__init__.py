@@ -1,3 +1,3 @@
-"""ard-mcp: an agent discovery registry (ARD v0.5) served over MCP."""
+"""ard-mcp: an agent discovery registry (ARD v0.9) served over MCP."""
 
 __version__ = "0.1.0"

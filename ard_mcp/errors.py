@@ -1,4 +1,4 @@
-"""The registry's failures, each with the ARD v0.5 error code (Appendix B) and HTTP status it maps to.
+"""The registry's failures, each with the ARD error code (v0.9 Appendix B) and HTTP status it maps to.
 
 The core raises only these; the MCP tools turn them into `ToolError`s and the HTTP routes into
 the spec's error object, so a caller on any surface sees the same specific message.

@@ -1,4 +1,4 @@
-"""The ARD v0.5 REST surface (§7, Appendix A-B) through a real HTTP client, validated against the published
+"""The ARD v0.9 REST surface (§7, Appendix A-B) through a real HTTP client, validated against the published
 schemas (ard.openapi.yaml, ai-catalog.schema.json) and against our own /openapi.json."""
 
 from __future__ import annotations

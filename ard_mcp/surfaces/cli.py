@@ -70,7 +70,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ard-mcp", description="Agent discovery registry (ARD v0.5) as an MCP server.")
+    parser = argparse.ArgumentParser(prog="ard-mcp", description="Agent discovery registry (ARD v0.9) as an MCP server.")
     parser.add_argument("--version", action="version", version=f"ard-mcp {__version__}")
     commands = parser.add_subparsers(dest="command")
 

@@ -52,10 +52,11 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 INSTRUCTIONS = (
-    "ard-mcp is an agent discovery registry (ARD v0.5). Describe a task in plain words with search_agents to get "
+    "ard-mcp is an agent discovery registry (ARD v0.9). Describe a task in plain words with search_agents to get "
     "ranked catalog entries (agents, MCP servers, skills) with the evidence for each match; use explore_facets to see "
     "which types, tags and publishers exist; discover_agents takes a Xu discovery-profile request (hard tag and protocol "
-    "filters, constraints, evidence); register_agent publishes an ARD entry, Xu Agent Metadata or AIDIP agent metadata."
+    "filters, constraints, evidence); register_agent publishes an ARD entry, an A2A agent card, Xu Agent Metadata or "
+    "AIDIP agent metadata."
 )
 
 FilterArg = Annotated[

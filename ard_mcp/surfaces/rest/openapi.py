@@ -97,7 +97,7 @@ def build_openapi(transport: str = "streamable-http") -> dict[str, Any]:
             "title": "ard-mcp registry REST API",
             "version": __version__,
             "description": (
-                "ARD v0.5 search, explore and list; the Xu agent discovery profile (POST /discover, conformance D2); AIDIP "
+                "ARD v0.9 search, explore and list; the Xu agent discovery profile (POST /discover, conformance D2); AIDIP "
                 f"registration and search (/agents). MCP is served on the same port at {mcp}. Writes need a bearer token "
                 "when the server has tokens. Errors: ARD routes answer {error: {code, message}, errorCode, message}; "
                 "/discover answers {code, message, correlation_id}; AIDIP routes answer {error: {code, message, details?}}."
