@@ -1,8 +1,9 @@
 """ARD v0.9 catalog objects (spec §4-5, `ai-catalog.schema.json`): the one definition every surface uses.
 
-These are strict: what they accept is what the schema accepts, so what the registry serves validates.
+These are as strict as the schema, so what the registry serves validates; the one exception is the
+number of representative queries, which is bounded when an entry is served (every query is indexed).
 Input the schema refuses but can be read one way (v0.5 `urn:ai:` identifiers, a timestamp without a zone,
-six queries, ...) is normalised before it gets here, by `leniency`. Entries keep fields this version does
+nested metadata, ...) is normalised before it gets here, by `leniency`. Entries keep fields this version does
 not know (`extra="allow"`) so a publisher's extensions come back unchanged; the nested trust objects follow
 the schema's `additionalProperties: false`.
 """

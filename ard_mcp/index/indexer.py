@@ -68,7 +68,7 @@ class IngestReport:
 @dataclass
 class _Plan:
     entry: CatalogEntry
-    wire: dict[str, Any]
+    document: dict[str, Any]  # the entry as stored (`CatalogEntry.stored()`)
     content_hash: str
     stored: StoredAgent | None
 
@@ -160,8 +160,8 @@ class Indexer:
 
     def _plan(self, entry: CatalogEntry) -> _Plan | None:
         """What registering `entry` would change; None when nothing would."""
-        wire = entry.stored()
-        digest = content_hash(wire)
+        document = entry.stored()
+        digest = content_hash(document)
         stored = self._store.get(entry.identifier)
         if stored is not None:
             if stored.content_hash == digest:
@@ -172,7 +172,7 @@ class Indexer:
                 raise StaleEntry(
                     f"{entry.identifier}: updatedAt {entry.updatedAt} is older than the stored {stored_at}; nothing was changed"
                 )
-        return _Plan(entry, wire, digest, stored)
+        return _Plan(entry, document, digest, stored)
 
     def _apply(self, plans: list[_Plan], progress: Progress | None = None) -> None:
         if not plans:
@@ -191,25 +191,25 @@ class Indexer:
         batch_vectors: list[np.ndarray] = []
         batch_agents: list[int] = []
         for p in plans:
-            agent_id, removed, added = self._write(p.entry, p.wire, p.content_hash, examples[p.entry.identifier], known)
+            agent_id, removed, added = self._write(p.entry, p.document, p.content_hash, examples[p.entry.identifier], known)
             if removed:
                 self._vectors.delete([(e, agent_id) for e in removed])
             batch_ids += [(e, agent_id) for e in added]
             batch_vectors += [known[e.text] for e in examples[p.entry.identifier]]
             batch_agents.append(agent_id)
-            self._expiry.note(p.wire)
+            self._expiry.note(p.document)
             if len(batch_ids) >= _FLUSH_EVERY:
                 self._flush(batch_ids, batch_vectors, batch_agents)
         self._flush(batch_ids, batch_vectors, batch_agents)
 
     def _write(
-        self, entry: CatalogEntry, wire: dict[str, Any], digest: str, examples: list[Example], vectors: dict[str, np.ndarray]
+        self, entry: CatalogEntry, document: dict[str, Any], digest: str, examples: list[Example], vectors: dict[str, np.ndarray]
     ) -> tuple[int, list[int], list[int]]:
         """One agent into the store: its entry, filter values, lexical document and examples."""
         rows = [NewExample(e.kind, e.label, e.text, vectors[e.text]) for e in examples]
         updated = entry.updated.isoformat() if entry.updated else None
         return self._store.write(
-            wire, digest, publisher_of(entry.identifier), updated, entry_values(wire), fts_document(entry, examples), rows
+            document, digest, publisher_of(entry.identifier), updated, entry_values(document), fts_document(entry, examples), rows
         )
 
     def _record_model(self) -> None:
