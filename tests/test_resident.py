@@ -49,13 +49,12 @@ def other(path: Path, store: Store) -> Iterator[Store]:
 
 
 def assert_same(copy: ResidentExamples, store: Store, ids: Sequence[int]) -> None:
-    mine, theirs = copy.candidate_examples(ids), store.candidate_examples(ids)
+    (mine, mine_terms), (theirs, their_terms) = copy.examples_and_terms(ids), store.examples_and_terms(ids)
     for field in ("ids", "agent_ids", "is_description", "vectors"):
         if len(theirs.ids):
             np.testing.assert_array_equal(getattr(mine, field), getattr(theirs, field), err_msg=field)
         else:  # the store leaves an empty answer without a dimension
             assert getattr(mine, field).size == 0
-    mine_terms, their_terms = copy.agent_terms(ids), store.agent_terms(ids)
     assert mine_terms.keys() == their_terms.keys()
     for agent, terms in their_terms.items():
         assert set(mine_terms[agent].vocabulary._text.split()) - {"|"} == set(terms.vocabulary._text.split()) - {"|"}  # noqa: SLF001

@@ -44,7 +44,7 @@ class _Copy:
 
 
 class ResidentExamples:
-    """`candidate_examples` and `agent_terms` as the store answers them, from memory once loaded."""
+    """`examples_and_terms` as the store answers it, from memory once loaded."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -75,11 +75,18 @@ class ResidentExamples:
             loader.join()
         self._copy = None
 
-    def candidate_examples(self, agent_ids: Sequence[int]) -> CandidateExamples:
+    def examples_and_terms(self, agent_ids: Sequence[int]) -> tuple[CandidateExamples, dict[int, AgentTerms]]:
+        """Both from one copy (or one store transaction): a search sees one state of the registry."""
         copy = self._current()
         if copy is None:
-            return self._store.candidate_examples(agent_ids)
+            return self._store.examples_and_terms(agent_ids)
         wanted = np.unique(np.asarray(agent_ids, np.int64))
+        return self._examples(copy, wanted), {
+            agent: terms for rows, ids in copy.parts(wanted) for agent, terms in rows.agent_terms(ids).items()
+        }
+
+    @staticmethod
+    def _examples(copy: _Copy, wanted: np.ndarray) -> CandidateExamples:
         pieces = []
         for rows, ids in copy.parts(wanted):
             found, agents = rows.rows_of(ids)
@@ -90,13 +97,6 @@ class ResidentExamples:
         agents, ids, descriptions, encoded = (np.concatenate(column) for column in zip(*pieces, strict=True))
         order = np.lexsort((ids, agents)) if len(pieces) > 1 else slice(None)
         return CandidateExamples(ids[order], agents[order], descriptions[order], decode_vectors(encoded[order]))
-
-    def agent_terms(self, agent_ids: Sequence[int]) -> dict[int, AgentTerms]:
-        copy = self._current()
-        if copy is None:
-            return self._store.agent_terms(agent_ids)
-        wanted = np.unique(np.asarray(agent_ids, np.int64))
-        return {agent: terms for rows, ids in copy.parts(wanted) for agent, terms in rows.agent_terms(ids).items()}
 
     def _current(self) -> _Copy | None:
         """The copy, brought in step with the store first; None while only the store can answer."""

@@ -144,9 +144,7 @@ def _matched(kind: str, label: str, text: str, similarity: float) -> MatchedExam
 class ExampleSource(Protocol):
     """Where candidates' examples and terms are read: the store, or its in-memory copy (`ard_mcp.index.resident`)."""
 
-    def candidate_examples(self, agent_ids: Sequence[int]) -> CandidateExamples: ...
-
-    def agent_terms(self, agent_ids: Sequence[int]) -> dict[int, AgentTerms]: ...
+    def examples_and_terms(self, agent_ids: Sequence[int]) -> tuple[CandidateExamples, dict[int, AgentTerms]]: ...
 
 
 class Ranker:
@@ -186,6 +184,7 @@ class Ranker:
         end = found.starts[index + 1] if index + 1 < len(found.starts) else len(found.similarity)
         local = start + np.argsort(-found.similarity[start:end], kind="stable")[: self.tuning.evidence_examples]
         texts = self.store.example_texts([int(found.examples.ids[i]) for i in local])
+        local = [i for i in local if int(found.examples.ids[i]) in texts]  # an update since ranking replaced the others
         terms = found.terms[agent_id]
         keywords = [*(entry.get("tags") or []), *(entry.get("capabilities") or [])]
         return Ranked(
@@ -210,7 +209,7 @@ class Ranker:
         pool = self._dense_candidates(intents, allowed, documents) | self._bm25(qterms, frequencies, allowed)
         if not pool:
             return None
-        examples = self.examples.candidate_examples(sorted(pool))
+        examples, agent_terms = self.examples.examples_and_terms(sorted(pool))
         if not len(examples.ids):  # Chroma named agents the store does not have (e.g. a server index shared with another store)
             return None
         sims = (examples.vectors @ intents.T).max(axis=1)  # each example's best over the task and its parts
@@ -229,7 +228,6 @@ class Ranker:
         centroids /= np.clip(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-9, None)
         all_examples = centroids @ intents[0]
 
-        agent_terms = self.examples.agent_terms(agent_ids.tolist())
         finder = term_finder(qterms)
         present = [agent_terms[int(a)].vocabulary.present(finder) for a in agent_ids]
         shared = [[t for t in qterms if t in found] for found in present]  # tags are in the vocabulary too

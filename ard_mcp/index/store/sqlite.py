@@ -270,6 +270,16 @@ class Store:
             vectors=decode_blobs([blobs[i] for i in order]),
         )
 
+    def examples_and_terms(self, agent_ids: Sequence[int]) -> tuple[CandidateExamples, dict[int, AgentTerms]]:
+        """`candidate_examples` and `agent_terms` read in one transaction, so a write cannot land between
+        them (an agent deleted in between had examples and no terms: a KeyError under concurrent writes)."""
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                return self.candidate_examples(agent_ids), self.agent_terms(agent_ids)
+            finally:
+                self._conn.execute("COMMIT")
+
     def example_texts(self, example_ids: Sequence[int]) -> dict[int, tuple[str, str, str]]:
         """(kind, label, text) of some examples: what evidence shows for the page being returned."""
         rows = self._rows_in("SELECT id, kind, label, text FROM examples WHERE id IN ({ids})", example_ids)
