@@ -218,6 +218,8 @@ async def test_list_orders_and_pages(api: Api) -> None:
         ({"pageSize": "101"}, "pageSize"),
         ({"orderBy": "colour"}, "orderBy"),
         ({"pageToken": "garbage"}, "pageToken"),
+        ({"pageToken": "eyJvIjogMWU0MDAsICJrIjogIngifQ=="}, "pageToken"),  # a forged offset of 1e400 once gave a 500
+        ({"pageToken": "eyJvIjogMTAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMCwgImsiOiAieCJ9"}, "pageToken"),  # 10**24: past SQLite's integer
         ({"capabilities": "translation"}, "POST /agents/search"),
     ],
 )

@@ -14,6 +14,7 @@ from typing import Any
 from ard_mcp.errors import InvalidArgument
 
 MAX_PAGE_SIZE = 100
+MAX_OFFSET = 2**31  # far past any registry; an offset SQLite and numpy can always hold
 
 
 def check_page_size(page_size: int) -> None:
@@ -37,9 +38,11 @@ def decode_token(token: str | None, request: Any) -> int:
         return 0
     try:
         data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-        offset, key = int(data["o"]), data["k"]
+        offset, key = data["o"], data["k"]
     except (ValueError, KeyError, TypeError):
         raise InvalidArgument("pageToken: not a token this registry issued") from None
-    if key != _key(request) or offset < 0:
+    if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= MAX_OFFSET:
+        raise InvalidArgument("pageToken: not a token this registry issued")  # forged: 1e400 once overflowed into a 500
+    if key != _key(request):
         raise InvalidArgument("pageToken: belongs to a different query; repeat the query it came from")
     return offset
