@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ard_mcp.formats.identifiers import NID, is_publisher_domain
+from ard_mcp.formats.limits import DEFAULT_LIMITS, EntryLimits
 
 LOCAL_PUBLISHER = "ard-mcp.localhost"
 """The publisher of a registry with no public name. The naming guide (§2) forbids `localhost` as a
@@ -42,6 +43,7 @@ class Config:
     model_dir: Path | None = None
     source_url: str | None = None
     chroma_url: str | None = None  # a `chroma run` server shared by several processes; None = embedded Chroma
+    limits: EntryLimits = DEFAULT_LIMITS
 
     @cached_property
     def identifier(self) -> str:

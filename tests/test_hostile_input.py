@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import base64
 import json
+import re
+from typing import Any
 
 import pytest
 
 from ard_mcp.errors import InvalidArgument
+from ard_mcp.formats import registration
+from ard_mcp.formats.leniency import read_entry
+from ard_mcp.formats.limits import EntryLimits
+from ard_mcp.search.criteria import Criteria
+from ard_mcp.search.filters import parse_filter
 from ard_mcp.search.paging import decode_token, encode_token
+from tests.conftest import WEATHER, entry
 
 
 def _forged(data: object) -> str:
@@ -38,3 +46,62 @@ def test_a_token_of_another_query_is_refused_and_ours_is_read() -> None:
     assert decode_token(token, {"q": "x"}) == 40
     with pytest.raises(InvalidArgument, match="belongs to a different query"):
         decode_token(token, {"q": "y"})
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    data: dict[str, Any] = {"leaf": True}
+    for _ in range(depth - 1):
+        data = {"x": data}
+    return data
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"data": _nested(252)}, "entry: nested deeper than 32 levels of objects and arrays"),
+        ({"data": _nested(5000)}, "entry: nested deeper than 32 levels"),
+        ({"tags": [f"t{i}" for i in range(100_000)]}, "entry.tags: more than 256 items (100000)"),
+        ({"capabilities": ["x" * 300]}, "entry.capabilities[0]: longer than 256 characters (300)"),
+        ({"description": "d" * 10_001}, "entry.description: longer than 10000 characters"),
+        ({"metadata": {f"k{i}": i for i in range(300)}}, "entry.metadata: more than 256 keys (300)"),
+        ({"data": {"blob": "x" * 300_000}}, "bytes of JSON, over the limit of 262144 (see --max-entry-bytes)"),
+        ({"displayName": "Weather\x00Admin"}, "entry.displayName: contains the invisible control character U+0000"),
+        ({"displayName": "Weather \u202eevil"}, "entry.displayName: contains the invisible control character U+202E"),
+        ({"tags": ["ok", "a\u2066b"]}, "entry.tags[1]: contains the invisible control character U+2066"),
+        ({"data": None, "url": "file:///etc/passwd"}, "entry.url: must be an http or https URL (got file)"),
+        ({"data": None, "url": "javascript:alert(1)"}, "entry.url: must be an http or https URL (got javascript)"),
+        ({"data": None, "url": "data:text/html,<script>x</script>"}, "entry.url: must be an http or https URL (got data)"),
+        ({"data": None, "url": "gopher://example.com/"}, "entry.url: must be an http or https URL (got gopher)"),
+        ({"data": None, "url": "http://169.254.169.254/latest/meta-data/"}, "entry.url: must not point at a link-local address"),
+        ({"data": None, "url": "http://[fe80::1]/agent"}, "entry.url: must not point at a link-local address"),
+    ],
+)
+def test_entries_over_a_limit_are_refused_naming_it(changes: dict[str, Any], expected: str) -> None:
+    with pytest.raises(InvalidArgument, match=re.escape(expected)):
+        read_entry(entry(WEATHER, **changes))
+
+
+def test_limits_leave_real_entries_alone_and_the_entry_size_is_configurable() -> None:
+    assert read_entry(entry(WEATHER, description="Weather\tforecasts\nfor the week."))[0].displayName == WEATHER["displayName"]
+    assert read_entry(entry(WEATHER, data=None, url="http://localhost:8080/mcp"))[0].url == "http://localhost:8080/mcp"  # local dev
+    big = entry(WEATHER, data={"blob": "x" * 300_000})
+    assert read_entry(big, limits=EntryLimits(max_entry_bytes=1_000_000))[0].identifier == WEATHER["identifier"]
+
+
+def test_registration_refuses_deep_documents_of_every_format_before_parsing_them() -> None:
+    for document in (entry(WEATHER, data=_nested(3000)), {"name": "x", "bindings": [], "deep": _nested(3000)}):
+        with pytest.raises(InvalidArgument, match="nested deeper than 32"):
+            registration.to_entry(document)
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        (lambda: parse_filter({"tags": [f"t{i}" for i in range(101)]}), "filter.tags: at most 100 values (got 101)"),
+        (lambda: parse_filter({f"metadata.k{i}": "x" for i in range(33)}), "filter: at most 32 keys (got 33)"),
+        (lambda: Criteria.of(required_tags=[f"t{i}" for i in range(10_000)]), "required_tags: at most 100 values (got 10000)"),
+    ],
+)
+def test_requests_over_a_limit_are_refused_naming_it(call: Any, expected: str) -> None:
+    with pytest.raises(InvalidArgument, match=re.escape(expected)):
+        call()

@@ -10,7 +10,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.conftest import INVOICES, PDF, SAMPLE, SKILL, TRANSLATE, WEATHER
-from tests.http_support import Api, assert_ard, assert_ours, seeded
+from tests.http_support import Api, assert_ard, assert_ours, doc, seeded
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -96,6 +96,7 @@ async def test_search_filters_pages_and_federation(api: Api) -> None:
         ({"query": {"text": 42}}, "query.text"),
         ({"query": "weather"}, "request.query"),
         ({"query": {"text": "x" * 5000}}, "at most 4000"),
+        ({"query": {"text": "weather", "filter": {"tags": [f"t{i}" for i in range(10_000)]}}}, "filter.tags: at most 100 values"),
     ],
 )
 async def test_search_refuses_bad_requests(api: Api, body: dict[str, Any], expected: str) -> None:
@@ -118,6 +119,22 @@ async def test_search_refuses_bad_requests(api: Api, body: dict[str, Any], expec
 async def test_malformed_bodies_are_400_not_500(api: Api, content: bytes, expected: str) -> None:
     message = await ard_error(api, "POST", "/search", 400, content=content, headers={"content-type": "application/json"})
     assert expected in message
+
+
+async def test_explore_refuses_more_facets_than_its_limit(api: Api) -> None:
+    body = {"resultType": {"facets": [{"field": "tags"}] * 400}}
+    assert "facets: at most 20 per request (got 400)" in await ard_error(api, "POST", "/explore", 400, json=body)
+
+
+async def test_a_deeply_nested_entry_is_refused_and_search_keeps_working(api: Api) -> None:
+    client, _ = api
+    data: dict[str, Any] = {"leaf": True}
+    for _ in range(251):
+        data = {"x": data}
+    deep = doc(WEATHER, identifier="urn:air:example.com:weather:deep", data=data)
+    refused = await client.post("/agents", json=deep)
+    assert refused.status_code == 400 and "nested deeper than 32 levels" in refused.text  # was stored, then broke searches
+    assert (await client.post("/search", json={"query": {"text": "weather"}})).status_code == 200
 
 
 async def test_explore_whole_registry_and_narrowed(api: Api) -> None:

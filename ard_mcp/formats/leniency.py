@@ -31,6 +31,7 @@ from ard_mcp.formats.catalog import (
     parse_entry,
 )
 from ard_mcp.formats.identifiers import is_identifier, normalize_identifier, publisher_of
+from ard_mcp.formats.limits import DEFAULT_LIMITS, EntryLimits, check_entry
 
 SPEC_VERSION = "1.0"
 IDENTITY_TYPES = ("spiffe", "did", "https", "other")
@@ -148,10 +149,12 @@ def _trust(entry: dict[str, Any], field: str = "trustManifest") -> Iterator[str]
 ENTRY_RULES: tuple[Rule, ...] = (_identifier, _updated_at, _metadata, _queries, _trust)
 
 
-def read_entry(raw: Any, where: str = "entry") -> tuple[CatalogEntry, list[str]]:
-    """The entry `raw` describes and a warning (`where.field: what was done`) per change made to it."""
+def read_entry(raw: Any, where: str = "entry", limits: EntryLimits = DEFAULT_LIMITS) -> tuple[CatalogEntry, list[str]]:
+    """The entry `raw` describes and a warning (`where.field: what was done`) per change made to it; an
+    entry over a limit (see `limits`) is refused before anything else reads it."""
     if not isinstance(raw, Mapping):
         raise InvalidArgument(f"{where}: must be a JSON object")
+    check_entry(raw, where, limits)
     entry = dict(raw)
     warnings = [f"{where}.{note}" for rule in ENTRY_RULES for note in rule(entry)]
     return parse_entry(entry, where), warnings

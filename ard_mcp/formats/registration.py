@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats import a2a, aidip, xu
+from ard_mcp.formats.limits import check_depth
 
 Format = Literal["auto", "ard", "xu", "aidip", "a2a"]
 FORMATS: tuple[str, ...] = ("auto", "ard", "xu", "aidip", "a2a")
@@ -44,6 +45,7 @@ def to_entry(document: Any, format: str = "auto", default_id: str | None = None)
         raise InvalidArgument("entry: must be a JSON object")
     if format not in FORMATS:
         raise InvalidArgument(f"format: must be one of {', '.join(FORMATS)} (got {format!r})")
+    check_depth(document, "entry")  # before any format's model reads it: deep nesting overflows a parser
     kind = detect(document) if format == "auto" else format
     if kind == "xu":
         return xu.to_entry(document if "id" in document or default_id is None else {**document, "id": default_id})

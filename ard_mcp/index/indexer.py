@@ -22,6 +22,7 @@ from ard_mcp.formats.catalog import CatalogEntry
 from ard_mcp.formats.entry_facts import EXPIRES_KEY
 from ard_mcp.formats.identifiers import normalize_identifier, publisher_of
 from ard_mcp.formats.leniency import Notice, read_entry
+from ard_mcp.formats.limits import EntryLimits
 from ard_mcp.formats.messages import DeregisterResult, RegisterResult
 from ard_mcp.index.embedding import Embedder, ModelSpec
 from ard_mcp.index.example_texts import Example, extract_examples
@@ -89,7 +90,14 @@ class Indexer:
     registry waits for); `expiry` learns every expiry written, so reads know when one falls due."""
 
     def __init__(
-        self, store: Store, vectors: VectorIndex, embedder: Embedder, model: ModelSpec, lock: threading.RLock, expiry: ExpiryClock
+        self,
+        store: Store,
+        vectors: VectorIndex,
+        embedder: Embedder,
+        model: ModelSpec,
+        lock: threading.RLock,
+        expiry: ExpiryClock,
+        limits: EntryLimits,
     ) -> None:
         self._store = store
         self._vectors = vectors
@@ -97,10 +105,11 @@ class Indexer:
         self._model = model
         self._lock = lock
         self._expiry = expiry
+        self._limits = limits
 
     # -- registration -------------------------------------------------------------------------------
     def register(self, raw: Any) -> RegisterResult:
-        entry, warnings = read_entry(raw)
+        entry, warnings = read_entry(raw, limits=self._limits)
         with self._lock:
             plan = self._plan(entry)
             if plan is not None:
@@ -139,7 +148,7 @@ class Indexer:
                 try:
                     if isinstance(raw, ArdError):
                         raise raw
-                    entry, warnings = read_entry(raw, where)
+                    entry, warnings = read_entry(raw, where, self._limits)
                     if entry.identifier in plans:
                         del plans[entry.identifier]  # a later copy in the same chunk supersedes an earlier one
                     plan = self._plan(entry)

@@ -13,6 +13,9 @@ from ard_mcp.formats.identifiers import normalize_identifier
 from ard_mcp.formats.media_types import canonical_type
 from ard_mcp.index.filter_values import FIELDS, METADATA_PREFIX, Filter, scalar_text
 
+MAX_FILTER_KEYS = 32
+MAX_FILTER_VALUES = 100  # per key: each value is an index lookup, and 10,000 of them once took seconds
+
 
 def check_field(field: Any, what: str = "filter key") -> str:
     if not isinstance(field, str) or not (field in FIELDS or (field.startswith(METADATA_PREFIX) and len(field) > len(METADATA_PREFIX))):
@@ -27,12 +30,16 @@ def parse_filter(raw: Mapping[str, Any] | None) -> Filter:
         return {}
     if not isinstance(raw, Mapping):
         raise InvalidArgument("filter: must be an object mapping field paths to lists of values")
+    if len(raw) > MAX_FILTER_KEYS:
+        raise InvalidArgument(f"filter: at most {MAX_FILTER_KEYS} keys (got {len(raw)})")
     parsed: Filter = {}
     for key, value in raw.items():
         field = check_field(key)
         values = value if isinstance(value, list) else [value]
         if not values:
             raise InvalidArgument(f"filter.{field}: must list at least one value")
+        if len(values) > MAX_FILTER_VALUES:
+            raise InvalidArgument(f"filter.{field}: at most {MAX_FILTER_VALUES} values (got {len(values)})")
         if any(isinstance(v, (dict, list)) for v in values):
             raise InvalidArgument(f"filter.{field}: values must be strings, numbers or booleans")
         texts = [scalar_text(v) for v in values]

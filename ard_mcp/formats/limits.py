@@ -1,0 +1,116 @@
+"""What one entry may ask of the registry, and point its clients at, checked before anything parses it.
+
+Each limit answers a failure an adversarial test produced: `data` nested 252 levels deep was stored and
+then broke every search that matched it (serialising it overflowed), deeper nesting was a bare 500; an
+entry with 100,000 tags made facet requests take 140 s; a 1 MB entry made each matching search return
+2.3 MB; NUL and bidi-override characters were accepted in names (text that renders as something else in
+a host's UI); `url` took `file:`, `javascript:` and link-local addresses. The limits sit far above what
+real catalogs hold (the largest entry of the shared benchmark catalogs is 42 KB, 15 levels deep, with 35
+capabilities).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from ard_mcp.errors import InvalidArgument
+
+MAX_DEPTH = 32  # nesting of objects and arrays, the entry itself being level 1
+DEFAULT_MAX_ENTRY_BYTES = 256 * 1024
+MAX_ITEMS = 256  # tags, capabilities, representativeQueries, metadata keys
+MAX_SHORT_TEXT = 256  # displayName, version, each tag and capability
+MAX_LONG_TEXT = 10_000  # description, each representative query
+_SHORT = ("displayName", "version")
+_SHORT_LISTS = ("tags", "capabilities")
+_LONG = ("description",)
+_LONG_LISTS = ("representativeQueries",)
+# C0 controls but tab, newline and carriage return; DEL; bidi embeddings, overrides and isolates ("Trojan Source").
+_HIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+
+
+@dataclass(frozen=True)
+class EntryLimits:
+    """The configurable limit (`--max-entry-bytes`); the others are constants, documented in the README."""
+
+    max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES
+
+
+DEFAULT_LIMITS = EntryLimits()
+
+
+def check_depth(value: Any, where: str) -> None:
+    """Refuse nesting deeper than `MAX_DEPTH`, walking without recursion (so any depth is safe to check)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InvalidArgument(f"{where}: nested deeper than {MAX_DEPTH} levels of objects and arrays")
+        if isinstance(item, Mapping):
+            stack += [(v, depth + 1) for v in item.values()]
+        elif isinstance(item, list):
+            stack += [(v, depth + 1) for v in item]
+
+
+def _text(value: Any, where: str, limit: int) -> None:
+    if not isinstance(value, str):
+        return  # the model names the wrong type
+    if len(value) > limit:
+        raise InvalidArgument(f"{where}: longer than {limit} characters ({len(value)})")
+    hidden = _HIDDEN.search(value)
+    if hidden:
+        raise InvalidArgument(f"{where}: contains the invisible control character U+{ord(hidden[0]):04X}, which is not allowed")
+
+
+def _texts(value: Any, where: str, limit: int) -> None:
+    if not isinstance(value, list):
+        return
+    if len(value) > MAX_ITEMS:
+        raise InvalidArgument(f"{where}: more than {MAX_ITEMS} items ({len(value)})")
+    for i, item in enumerate(value):
+        _text(item, f"{where}[{i}]", limit)
+
+
+def _link_local(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_link_local
+    except ValueError:
+        return host.lower().rstrip(".") == "metadata.google.internal"
+
+
+def _check_url(value: str, where: str) -> None:
+    """An entry's `url` is where a client fetches the artifact: only http(s), and never a link-local address
+    (169.254.0.0/16, fe80::/10, where cloud instance metadata and its credentials live). `file:`,
+    `javascript:`, `data:` and the like were accepted before and handed to every client that searched."""
+    parts = urlsplit(value)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise InvalidArgument(f"{where}: must be an http or https URL (got {parts.scheme or 'no scheme'})")
+    if _link_local(parts.hostname):
+        raise InvalidArgument(f"{where}: must not point at a link-local address (169.254.0.0/16, fe80::/10), where cloud metadata lives")
+
+
+def check_entry(raw: Mapping[str, Any], where: str, limits: EntryLimits) -> None:
+    """Refuse an entry over a limit or pointing where no client should go, naming the field and the rule.
+    Checked on input only: entries stored before a limit existed stay readable."""
+    check_depth(raw, where)
+    for name in _SHORT:
+        _text(raw.get(name), f"{where}.{name}", MAX_SHORT_TEXT)
+    for name in _LONG:
+        _text(raw.get(name), f"{where}.{name}", MAX_LONG_TEXT)
+    for name in _SHORT_LISTS:
+        _texts(raw.get(name), f"{where}.{name}", MAX_SHORT_TEXT)
+    for name in _LONG_LISTS:
+        _texts(raw.get(name), f"{where}.{name}", MAX_LONG_TEXT)
+    if isinstance(raw.get("url"), str):
+        _check_url(raw["url"], f"{where}.url")
+    metadata = raw.get("metadata")
+    if isinstance(metadata, Mapping) and len(metadata) > MAX_ITEMS:
+        raise InvalidArgument(f"{where}.metadata: more than {MAX_ITEMS} keys ({len(metadata)})")
+    size = len(json.dumps(raw, ensure_ascii=False, default=str).encode())
+    if size > limits.max_entry_bytes:
+        raise InvalidArgument(f"{where}: {size} bytes of JSON, over the limit of {limits.max_entry_bytes} (see --max-entry-bytes)")
