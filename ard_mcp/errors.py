@@ -89,3 +89,10 @@ class VectorIndexUnavailable(ArdError):
 
     code = "UNAVAILABLE"
     http_status = 503
+
+
+class RequestTimeout(ArdError):
+    """A request body that did not arrive in time: a client trickling bytes would otherwise hold a worker."""
+
+    code = "DEADLINE_EXCEEDED"
+    http_status = 408

@@ -3,10 +3,12 @@ document; the MCP tools reaching the same capabilities; and `serve`'s refusal to
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import jsonschema
 import pytest
 from mcp import Client
@@ -15,6 +17,7 @@ from ard_mcp.config import Config
 from ard_mcp.surfaces import cli
 from ard_mcp.surfaces.auth import TokenStore
 from ard_mcp.surfaces.mcp_server import build_server
+from ard_mcp.surfaces.rest.app import build_app
 from ard_mcp.surfaces.rest.operations import OPERATIONS
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from tests.conftest import INVOICES, SAMPLE, TRANSLATE, WEATHER
@@ -108,6 +111,57 @@ async def test_foreign_hosts_form_bodies_and_cors(tmp_path: Path) -> None:
             "/search", headers={"host": "registry.example.com", "origin": "https://app.example", "access-control-request-method": "POST"}
         )
         assert preflight.headers["access-control-allow-origin"] == "https://app.example"
+
+
+async def test_host_names_compare_case_insensitively_on_every_route(tmp_path: Path) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    headers = {"host": "LOCALHOST:8000", "accept": "application/json, text/event-stream"}
+    async with running(tmp_path / "data") as client:
+        assert (await client.get("/healthz", headers=headers)).status_code == 200
+        mcp = await client.post("/mcp", json=initialize, headers=headers)
+        assert mcp.status_code == 200, mcp.text  # was 421 on /mcp while REST answered
+
+
+async def test_a_body_that_does_not_arrive_in_time_gets_408(tmp_path: Path) -> None:
+    """A client trickling its body is cut off at the deadline (ASGI driven by hand: no client library
+    sends a body this slowly)."""
+    app = build_app(Config(tmp_path / "data"), HttpSettings(body_timeout=0.5), warm=False)
+    sent: list[dict[str, Any]] = []
+
+    async def trickle() -> dict[str, Any]:
+        if not sent:
+            await anyio.sleep(0.05)
+            return {"type": "http.request", "body": b'{"query": ', "more_body": True}
+        await anyio.sleep(60)  # never finishes
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/search",
+        "raw_path": b"/search",
+        "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json")],
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 50000),
+        "scheme": "http",
+        "http_version": "1.1",
+        "root_path": "",
+    }
+    async with app.router.lifespan_context(app):
+        with anyio.fail_after(10):
+            await app(scope, trickle, send)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = json.loads(b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body"))
+    assert start["status"] == 408 and body["errorCode"] == "DEADLINE_EXCEEDED"
 
 
 async def test_health_and_openapi(tmp_path: Path) -> None:

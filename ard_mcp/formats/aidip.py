@@ -204,6 +204,7 @@ AIDIP_CODES = {
     403: "Forbidden",
     404: "NotFound",
     405: "MethodNotAllowed",
+    408: "RequestTimeout",
     409: "Conflict",
     413: "PayloadTooLarge",
     415: "UnsupportedMediaType",

@@ -250,6 +250,7 @@ XU_CODES = {
     401: "unauthorized",
     403: "forbidden",
     404: "not_found",
+    408: "timeout",
     409: "conflict",
     410: "stale_metadata",
     429: "rate_limited",

@@ -1,18 +1,26 @@
 """What is refused before any route: a Host header this server does not answer for (DNS rebinding, 421),
-a body over the size limit (413) and, for REST writes, a body type a browser can send cross-site without
-a CORS preflight (415). Answered in the error object of the operation the request was for."""
+a body over the size limit (413) or not sent in time (408) and, for REST writes, a body type a browser can
+send cross-site without a CORS preflight (415). Answered in the error object of the operation the request
+was for.
+
+A request body is read here, under one deadline, and handed on whole: a client sending a byte every few
+seconds no longer holds a worker, and the MCP endpoint gets the same limits as the REST routes. The Host
+header is lower-cased first (host names are case-insensitive; `LOCALHOST:8000` was answered by REST and
+refused by the MCP endpoint)."""
 
 from __future__ import annotations
 
+import anyio
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ard_mcp.errors import ArdError, MisdirectedRequest, PayloadTooLarge, UnsupportedMediaType
+from ard_mcp.errors import ArdError, MisdirectedRequest, PayloadTooLarge, RequestTimeout, UnsupportedMediaType
 from ard_mcp.surfaces.rest.errors import error_response
 from ard_mcp.surfaces.rest.operations import dialect_for
 from ard_mcp.surfaces.rest.settings import HttpSettings
 
 _SIMPLE_BODY_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data", "text/plain")
+_BODY_METHODS = ("POST", "PUT")
 
 
 class GuardMiddleware:
@@ -24,16 +32,22 @@ class GuardMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        scope = {**scope, "headers": [(k, v.lower() if k == b"host" else v) for k, v in scope["headers"]]}
         request = Request(scope)
         dialect = dialect_for(request.method, request.url.path)
         refusal = self._refusal(request)
+        if refusal is None and request.method in _BODY_METHODS:
+            body = await self._read_body(receive)
+            if body is None:
+                return  # the client went away
+            if isinstance(body, ArdError):
+                refusal = body
+            else:
+                receive = _replay(body, receive)
         if refusal is not None:
             await error_response(dialect, refusal)(scope, receive, send)
             return
-        if request.url.path.startswith(("/mcp", "/sse", "/messages")):
-            await self.app(scope, receive, send)  # the SDK enforces the same limit and answers in JSON-RPC
-            return
-        await self.app(scope, self._limited(receive), send)
+        await self.app(scope, receive, send)
 
     def _refusal(self, request: Request) -> ArdError | None:
         if not self.settings.host_allowed(request.headers.get("host")):
@@ -47,17 +61,35 @@ class GuardMiddleware:
                 return UnsupportedMediaType(f"request body must be application/json (got {media_type})")
         return None
 
-    def _limited(self, receive: Receive) -> Receive:
-        limit = self.settings.max_body_bytes
-        seen = 0
+    async def _read_body(self, receive: Receive) -> bytes | ArdError | None:
+        """The whole body, or the error refusing it; None when the client disconnected."""
+        limit, chunks, seen = self.settings.max_body_bytes, [], 0
+        try:
+            with anyio.fail_after(self.settings.body_timeout):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return None
+                    chunk = message.get("body", b"")
+                    seen += len(chunk)
+                    if seen > limit:
+                        return PayloadTooLarge(f"request body is over the limit of {limit} bytes")
+                    chunks.append(chunk)
+                    if not message.get("more_body"):
+                        return b"".join(chunks)
+        except TimeoutError:
+            return RequestTimeout(f"request body not received within {self.settings.body_timeout:g} s")
 
-        async def limited() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise PayloadTooLarge(f"request body is over the limit of {limit} bytes")
-            return message
 
-        return limited
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that hands the app the body already read, then the client's own messages (disconnect)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

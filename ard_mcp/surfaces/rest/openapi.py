@@ -27,6 +27,7 @@ STATUS_TEXT = {
     400: "Malformed request, invalid field or filter",
     401: "Missing or invalid bearer token",
     404: "No such agent (or an id no route can carry, e.g. one with a line break)",
+    408: "Request body not received in time",
     409: "Registration older than the stored entry (stale)",
     413: "Request body over the size limit",
     415: "Body is not JSON",
@@ -38,7 +39,7 @@ STATUS_TEXT = {
 def _statuses(op: Operation) -> list[int]:
     statuses = set(op.errors) | {421, 500}
     if op.method in ("POST", "PUT"):
-        statuses |= {400, 413, 415}
+        statuses |= {400, 408, 413, 415}
     if op.params:
         statuses.add(400)
     if op.write:

@@ -12,6 +12,7 @@ from ard_mcp.config import Config
 from ard_mcp.surfaces.auth import TokenStore
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024  # the MCP SDK's own default, so /mcp and the REST routes agree
+DEFAULT_BODY_TIMEOUT = 30.0  # a 4 MiB body needs ~1.1 Mbit/s to make it
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]")
 
 
@@ -34,6 +35,7 @@ class HttpSettings:
     cors_origins: tuple[str, ...] = ()  # empty: no CORS headers at all
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     tokens: TokenStore = field(default_factory=TokenStore)
+    body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds for a whole request body to arrive
 
     def base_url(self) -> str:
         """The URL this server is reached at when no public URL was given: the bound address, or for a
