@@ -37,6 +37,13 @@ class StaleEntry(ArdError):
     http_status = 409
 
 
+class Conflict(ArdError):
+    """Two ids of formats without URNs that map to one identifier: refused, never one replacing the other."""
+
+    code = "ALREADY_EXISTS"
+    http_status = 409
+
+
 class DataDirInUse(ArdError):
     """Another process owns the data directory (two writers corrupt Chroma and race on SQLite)."""
 

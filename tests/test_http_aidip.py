@@ -228,3 +228,14 @@ async def test_registration_reports_what_it_normalised(api: Api) -> None:
         assert_ard({k: v for k, v in body.items() if k in WEATHER or k in lenient}, "catalog:catalogEntry")
     fetched = (await client.get("/agents/urn:air:example.com:weather:lenient")).json()
     assert "warnings" not in fetched and fetched["metadata"] == {"limits.daily": 1000}
+
+
+async def test_ids_that_map_to_one_identifier_do_not_replace_each_other(api: Api) -> None:
+    client, _ = api
+    first = {"id": "Translator v2", "name": "Translator two", "endpoint": "https://api.example.com/agents/t2"}
+    created = await client.post("/agents", json=first)
+    assert created.status_code == 201, created.text
+    error = await aidip_error(api, "POST", "/agents", 409, "Conflict", json={**first, "id": "Translator-v2", "name": "Another"})
+    assert "'Translator-v2'" in error["message"] and "'Translator v2'" in error["message"]
+    kept = (await client.get("/agents/Translator v2")).json()
+    assert kept["name"] == "Translator two" and kept["identifier"] == created.json()["identifier"]

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ard_mcp.errors import ArdError, NotFound, StaleEntry
+from ard_mcp.errors import ArdError, Conflict, NotFound, StaleEntry
 from ard_mcp.formats.catalog import CatalogEntry
-from ard_mcp.formats.entry_facts import EXPIRES_KEY
+from ard_mcp.formats.entry_facts import EXPIRES_KEY, SOURCE_ID_KEY
 from ard_mcp.formats.identifiers import normalize_identifier, publisher_of
 from ard_mcp.formats.leniency import Notice, read_entry
 from ard_mcp.formats.limits import EntryLimits
@@ -83,6 +83,18 @@ def restore_pending(store: Store, index: VectorIndex) -> None:
         if rows:
             index.add([(r.id, r.agent_id) for r in rows], np.stack([r.vector for r in rows]))
         store.mark_vectors_done(pending)
+
+
+def _check_same_source(entry: CatalogEntry, stored: dict[str, Any]) -> None:
+    """Xu and AIDIP ids become URN segments, which is lossy (`Translator v2` and `Translator-v2` both give
+    `...:Translator-v2`): an agent registered under another id of the same URN is refused, where it once
+    silently replaced the first one."""
+    new, old = (entry.metadata or {}).get(SOURCE_ID_KEY), (stored.get("metadata") or {}).get(SOURCE_ID_KEY)
+    if new is not None and old is not None and new != old:
+        raise Conflict(
+            f"{entry.identifier}: the id {new!r} maps to the identifier the agent registered as {old!r} already has; "
+            "give an id that differs in its letters or digits, or a urn:air: identifier"
+        )
 
 
 class Indexer:
@@ -175,6 +187,7 @@ class Indexer:
         if stored is not None:
             if stored.content_hash == digest:
                 return None
+            _check_same_source(entry, stored.entry)
             new, old = entry.updated, CatalogEntry.model_validate(stored.entry).updated
             if new is not None and old is not None and new < old:
                 stored_at = stored.entry.get("updatedAt")

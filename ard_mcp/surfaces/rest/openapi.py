@@ -28,7 +28,7 @@ STATUS_TEXT = {
     401: "Missing or invalid bearer token",
     404: "No such agent (or an id no route can carry, e.g. one with a line break)",
     408: "Request body not received in time",
-    409: "Registration older than the stored entry (stale)",
+    409: "Registration older than the stored entry (stale), or an id another agent's identifier already derives from",
     413: "Request body over the size limit",
     415: "Body is not JSON",
     421: "Host header not allowed",
