@@ -65,6 +65,13 @@ class Unauthenticated(ArdError):
     http_status = 401
 
 
+class PermissionDenied(ArdError):
+    """A valid credential writing an entry of a publisher it is not scoped to."""
+
+    code = "PERMISSION_DENIED"
+    http_status = 403
+
+
 class PayloadTooLarge(ArdError):
     """A request body over the configured limit, refused before it is read to the end."""
 

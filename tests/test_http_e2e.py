@@ -18,12 +18,13 @@ from tests.processes import serving
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 TOKEN = "e2e-token-0123456789abcdef"
+SCOPED = "acme-token-0123456789abcdef"  # may write acme-finance.com's entries only
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 
 
 async def test_mcp_and_rest_on_one_port_share_the_registry(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"
-    tokens.write_text(f"e2e {TOKEN}\n")
+    tokens.write_text(f"e2e {TOKEN} *\nacme {SCOPED} acme-finance.com\n")
     tokens.chmod(0o600)
     with serving(tmp_path / "data", "--transport", "streamable-http", "--token-file", str(tokens)) as base:
         async with httpx.AsyncClient(base_url=base, timeout=60) as rest:
@@ -44,6 +45,18 @@ async def test_mcp_and_rest_on_one_port_share_the_registry(tmp_path: Path) -> No
             assert search.json()["results"][0]["identifier"] == WEATHER["identifier"]  # registered over MCP
             discovered = await rest.post("/discover", json={"query": "rain forecast", "protocols": ["mcp"]})
             assert [c["identifier"] for c in discovered.json()["candidates"]] == [WEATHER["identifier"]]
+
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {SCOPED}"}, timeout=60) as scoped_http,
+                Client(streamable_http_client(f"{base}/mcp", http_client=scoped_http)) as scoped,
+            ):
+                refused = await scoped.call_tool("deregister_agent", {"identifier": WEATHER["identifier"]})
+                assert refused.is_error and "may not write entries of the publisher example.com" in refused.content[0].text  # type: ignore[union-attr]
+                refused = await scoped.call_tool("register_agent", {"entry": {**WEATHER, "description": "hijacked"}})
+                assert refused.is_error
+                assert not (await scoped.call_tool("register_agent", {"entry": INVOICES})).is_error  # its own publisher
+                assert not (await scoped.call_tool("deregister_agent", {"identifier": INVOICES["identifier"]})).is_error
+            assert (await rest.get(f"/agents/{WEATHER['identifier']}")).json()["description"] == WEATHER["description"]
 
             async with Client(f"{base}/mcp") as anonymous:
                 refused = await anonymous.call_tool("register_agent", {"entry": INVOICES})

@@ -15,12 +15,12 @@ from mcp import Client
 
 from ard_mcp.config import Config
 from ard_mcp.surfaces import cli
-from ard_mcp.surfaces.auth import TokenStore
+from ard_mcp.surfaces.auth import Principal, TokenStore
 from ard_mcp.surfaces.mcp_server import build_server
 from ard_mcp.surfaces.rest.app import build_app
 from ard_mcp.surfaces.rest.operations import OPERATIONS
 from ard_mcp.surfaces.rest.settings import HttpSettings
-from tests.conftest import INVOICES, SAMPLE, TRANSLATE, WEATHER
+from tests.conftest import INVOICES, PDF, SAMPLE, TRANSLATE, WEATHER
 from tests.http_support import (
     AIDIP_TRANSLATOR,
     AIDIP_URN,
@@ -238,7 +238,13 @@ def test_serve_refuses_an_open_non_loopback_address(data_dir: Path, capsys: pyte
 
 @pytest.mark.parametrize(
     ("content", "expected"),
-    [(None, "No such file"), ("# nothing\n\n", "holds no tokens"), ("short\n", "at least 16"), ("a b c\n", "expected '[name] token'")],
+    [
+        (None, "No such file"),
+        ("# nothing\n\n", "holds no tokens"),
+        ("short\n", "at least 16"),
+        ("a b c d\n", "expected '[name] token [publisher domains]'"),
+        ("ci 0123456789abcdef0123 example.com,not_a_domain\n", "'not_a_domain' is not a publisher domain"),
+    ],
 )
 def test_bad_token_files_stop_serve(tmp_path: Path, content: str | None, expected: str, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "tokens"
@@ -246,6 +252,41 @@ def test_bad_token_files_stop_serve(tmp_path: Path, content: str | None, expecte
         path.write_text(content)
     code = cli.main(["serve", "--transport", "streamable-http", "--token-file", str(path), "--data-dir", str(tmp_path / "data")])
     assert code == 2 and expected in capsys.readouterr().err
+
+
+def test_token_file_scopes_principals_to_publishers(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "tokens"
+    path.write_text(f"acme {TOKEN} Example.com,*.example.org\nops {TOKEN[::-1]} *\nold {TOKEN.upper()}\n")
+    store = TokenStore.load(path)
+    acme = store.principal({"authorization": f"Bearer {TOKEN}"})
+    assert acme is not None and acme.publishers == ("example.com", "*.example.org")
+    assert acme.may_write("example.com") and acme.may_write("docs.example.org") and acme.may_write("A.B.Example.ORG")
+    assert not acme.may_write("example.org") and not acme.may_write("evilexample.com") and not acme.may_write("example.com.evil.net")
+    ops = store.principal({"authorization": f"Bearer {TOKEN[::-1]}"})
+    assert ops is not None and ops.may_write("anything.example")
+    assert "old may write the entries of every publisher" in caplog.text  # a line without the column keeps its old meaning
+
+
+async def test_a_scoped_token_writes_only_its_publishers_entries(tmp_path: Path) -> None:
+    other = "other-token-0123456789abcdef"
+    tokens = TokenStore({TOKEN: Principal("acme", ("example.com",)), other: Principal("other", ("*.example.org",))})
+    theirs = {"Authorization": f"Bearer {other}"}
+    async with running(tmp_path / "data", HttpSettings(tokens=tokens)) as client:
+        assert (await client.post("/agents", json=WEATHER, headers=BEARER)).status_code == 201
+        for method, path in (
+            ("POST", "/agents"),
+            ("PUT", f"/agents/{WEATHER['identifier']}"),
+            ("DELETE", f"/agents/{WEATHER['identifier']}"),
+        ):
+            body = {**WEATHER, "description": "hijacked"} if method != "DELETE" else None
+            refused = await client.request(method, path, json=body, headers=theirs)
+            assert refused.status_code == 403 and refused.json()["error"]["code"] == "Forbidden", refused.text
+        kept = (await client.get(f"/agents/{WEATHER['identifier']}")).json()
+        assert kept["description"] == WEATHER["description"]
+        assert (await client.post("/agents", json=PDF, headers=theirs)).status_code == 201  # docs.example.org is its own
+        future = {**WEATHER, "updatedAt": "9999-12-31T00:00:00Z"}
+        locked = await client.post("/agents", json=future, headers=BEARER)
+        assert locked.status_code == 400 and "in the future" in locked.text  # would lock every later update out as stale
 
 
 def test_token_file_names_principals(tmp_path: Path) -> None:

@@ -12,12 +12,12 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 
-from ard_mcp.errors import ArdError, Conflict, NotFound, StaleEntry
+from ard_mcp.errors import ArdError, Conflict, InvalidArgument, NotFound, PermissionDenied, StaleEntry
 from ard_mcp.formats.catalog import CatalogEntry
 from ard_mcp.formats.entry_facts import EXPIRES_KEY, SOURCE_ID_KEY
 from ard_mcp.formats.identifiers import normalize_identifier, publisher_of
@@ -36,6 +36,8 @@ from ard_mcp.index.vectors import VectorIndex
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
+MayWrite = Callable[[str], bool]  # whether the caller may write entries of a publisher domain
+MAX_FUTURE = timedelta(minutes=5)  # clock skew allowed in updatedAt; 9999-12-31 once locked the owner out
 INGEST_CHUNK = 2000  # agents planned, embedded and written together: memory stays flat, and each chunk is durable
 _EMBED_STEP = 512  # texts embedded between progress reports
 _FLUSH_EVERY = 4000  # example vectors sent to Chroma together
@@ -85,6 +87,11 @@ def restore_pending(store: Store, index: VectorIndex) -> None:
         store.mark_vectors_done(pending)
 
 
+def _check_scope(identifier: str, may_write: MayWrite | None) -> None:
+    if may_write is not None and not may_write(publisher_of(identifier)):
+        raise PermissionDenied(f"{identifier}: this credential may not write entries of the publisher {publisher_of(identifier)}")
+
+
 def _check_same_source(entry: CatalogEntry, stored: dict[str, Any]) -> None:
     """Xu and AIDIP ids become URN segments, which is lossy (`Translator v2` and `Translator-v2` both give
     `...:Translator-v2`): an agent registered under another id of the same URN is refused, where it once
@@ -120,8 +127,10 @@ class Indexer:
         self._limits = limits
 
     # -- registration -------------------------------------------------------------------------------
-    def register(self, raw: Any) -> RegisterResult:
+    def register(self, raw: Any, may_write: MayWrite | None = None) -> RegisterResult:
+        """Register or update one entry; `may_write`, when given, must cover the entry's publisher."""
         entry, warnings = read_entry(raw, limits=self._limits)
+        _check_scope(entry.identifier, may_write)
         with self._lock:
             plan = self._plan(entry)
             if plan is not None:
@@ -181,6 +190,11 @@ class Indexer:
 
     def _plan(self, entry: CatalogEntry) -> _Plan | None:
         """What registering `entry` would change; None when nothing would."""
+        if entry.updated is not None and entry.updated > datetime.now(UTC) + MAX_FUTURE:
+            raise InvalidArgument(
+                f"{entry.identifier}: updatedAt {entry.updatedAt} is in the future (more than {MAX_FUTURE.seconds // 60} minutes "
+                "ahead of this registry's clock); it would make every later update look stale"
+            )
         document = entry.stored()
         digest = content_hash(document)
         stored = self._store.get(entry.identifier)
@@ -258,8 +272,9 @@ class Indexer:
         return out
 
     # -- removal --------------------------------------------------------------------------------------
-    def deregister(self, identifier: str) -> DeregisterResult:
+    def deregister(self, identifier: str, may_write: MayWrite | None = None) -> DeregisterResult:
         identifier = normalize_identifier(identifier)
+        _check_scope(identifier, may_write)
         with self._lock:
             deleted = self._store.delete(identifier)
             if deleted is None:

@@ -1,10 +1,12 @@
 """Who may write: bearer tokens from a token file, checked the same way for REST routes and MCP write tools.
 
-The file has one token per line, optionally preceded by a name (`ci-publisher 3f9c...`); blank lines and
-`#` comments are ignored. A request proves itself with `Authorization: Bearer <token>` and is answered
-with the `Principal` the token names. Today any principal may write any entry; per-publisher ownership
-will attach publisher domains to principals and pass the principal to the registry's write methods,
-without changing how tokens are read or checked.
+The file has one token per line: `[name] token [publishers]`, blank lines and `#` comments ignored.
+`publishers` is a comma-separated list of the publisher domains the token may create, update and delete
+entries of (`example.com,*.example.org`; `*` for an operator); a line without it may write every
+publisher's entries, as before scoping existed, and is warned about at start. A request proves itself
+with `Authorization: Bearer <token>` and is answered with the `Principal` the token names, whose
+`may_write` the registry's write methods check against the entry's publisher (an adversarial test found
+any token could overwrite or delete any publisher's entry).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ard_mcp.errors import Unauthenticated
+from ard_mcp.formats.identifiers import is_publisher_domain
 
 log = logging.getLogger(__name__)
 
@@ -25,11 +28,31 @@ MIN_TOKEN_CHARS = 16
 ANONYMOUS = "anonymous"
 
 
+EVERY_PUBLISHER = ("*",)
+
+
 @dataclass(frozen=True)
 class Principal:
-    """The caller a valid token names (`anonymous` when the registry has no tokens)."""
+    """The caller a valid token names (`anonymous` when the registry has no tokens), and the publisher
+    domains it may write: `example.com` itself, `*.example.org` its subdomains, `*` every publisher."""
 
     name: str
+    publishers: tuple[str, ...] = EVERY_PUBLISHER
+
+    def may_write(self, publisher: str) -> bool:
+        publisher = publisher.lower()
+        return any(p in ("*", publisher) or (p.startswith("*.") and publisher.endswith(p[1:])) for p in self.publishers)
+
+
+def parse_publishers(text: str, where: str) -> tuple[str, ...]:
+    """A token's third column: `*`, or domains and `*.`-prefixed domains, comma-separated."""
+    found = tuple(p.strip().lower() for p in text.split(",") if p.strip())
+    for pattern in found:
+        if pattern != "*" and not is_publisher_domain(pattern.removeprefix("*.")):
+            raise ValueError(f"{where}: {pattern!r} is not a publisher domain (example.com, *.example.org or *)")
+    if not found:
+        raise ValueError(f"{where}: the publishers column is empty")
+    return found
 
 
 def _digest(token: str) -> bytes:
@@ -39,9 +62,9 @@ def _digest(token: str) -> bytes:
 class TokenStore:
     """Token digests and the principals they name; only digests are kept in memory."""
 
-    def __init__(self, tokens: Mapping[str, str] | None = None) -> None:
-        """`tokens` maps each token to its principal's name."""
-        self._entries = [(_digest(token), Principal(name)) for token, name in (tokens or {}).items()]
+    def __init__(self, tokens: Mapping[str, str | Principal] | None = None) -> None:
+        """`tokens` maps each token to its principal (or just its name: then it may write every publisher)."""
+        self._entries = [(_digest(t), p if isinstance(p, Principal) else Principal(p)) for t, p in (tokens or {}).items()]
 
     @classmethod
     def load(cls, path: Path) -> TokenStore:
@@ -52,17 +75,22 @@ class TokenStore:
             raise ValueError(f"token file {path}: {exc.strerror or exc}") from None
         if path.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO):
             log.warning("token file %s is readable by other users; chmod 600 it", path)
-        tokens: dict[str, str] = {}
+        tokens: dict[str, str | Principal] = {}
         for number, line in enumerate(text.splitlines(), 1):
             fields = line.split("#", 1)[0].split()
+            where = f"token file {path}, line {number}"
             if not fields:
                 continue
-            if len(fields) > 2:
-                raise ValueError(f"token file {path}, line {number}: expected '[name] token'")
-            name, token = (fields[0], fields[1]) if len(fields) == 2 else (f"token-{number}", fields[0])
+            if len(fields) > 3:
+                raise ValueError(f"{where}: expected '[name] token [publisher domains]'")
+            name, token = (fields[0], fields[1]) if len(fields) >= 2 else (f"token-{number}", fields[0])
             if len(token) < MIN_TOKEN_CHARS:
-                raise ValueError(f"token file {path}, line {number}: tokens must be at least {MIN_TOKEN_CHARS} characters")
-            tokens[token] = name
+                raise ValueError(f"{where}: tokens must be at least {MIN_TOKEN_CHARS} characters")
+            if len(fields) == 3:
+                tokens[token] = Principal(name, parse_publishers(fields[2], where))
+            else:
+                log.warning("%s: %s may write the entries of every publisher; add a third column (example.com,*.example.org)", where, name)
+                tokens[token] = name
         if not tokens:
             raise ValueError(f"token file {path} holds no tokens")
         return cls(tokens)

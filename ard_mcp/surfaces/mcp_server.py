@@ -40,7 +40,7 @@ from ard_mcp.formats.registration import Format
 from ard_mcp.index import datadir
 from ard_mcp.search.criteria import Criteria
 from ard_mcp.search.query import SearchQuery
-from ard_mcp.surfaces.auth import TokenStore
+from ard_mcp.surfaces.auth import ANONYMOUS, Principal, TokenStore
 from ard_mcp.surfaces.xu_discovery import discover
 
 if TYPE_CHECKING:  # imported when first opened: they bring numpy, SQLite and the ranking, which tools/list needs none of
@@ -157,9 +157,9 @@ def build_server(
 
     server: MCPServer[Callable[[], Registry]] = MCPServer("ard-mcp", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan)
 
-    def check_writer(ctx: Context) -> None:
-        if tokens is not None:
-            tokens.writer(ctx.headers)
+    def writer(ctx: Context) -> Principal:
+        """Over HTTP, the principal of the request's token (scoped to its publishers); over stdio, the local user."""
+        return tokens.writer(ctx.headers) if tokens is not None else Principal(ANONYMOUS)
 
     @server.tool(title="Search agents", annotations=READ)
     @_tool_errors
@@ -266,8 +266,8 @@ def build_server(
     ) -> RegisterResult:
         """Publish or update a catalog entry (upsert by identifier). An entry whose updatedAt is older than the stored one is
         refused as stale; an identical entry is reported unchanged."""
-        check_writer(ctx)
-        return _registry(ctx).indexer.register(registration.to_entry(entry, format))
+        may_write = writer(ctx).may_write
+        return _registry(ctx).indexer.register(registration.to_entry(entry, format), may_write)
 
     @server.tool(title="Get agent", annotations=READ)
     @_tool_errors
@@ -306,9 +306,9 @@ def build_server(
         ctx: Context,
     ) -> DeregisterResult:
         """Remove an entry and everything indexed for it."""
-        check_writer(ctx)
+        may_write = writer(ctx).may_write
         registry = _registry(ctx)
-        return registry.indexer.deregister(registry.get(identifier).identifier)
+        return registry.indexer.deregister(registry.get(identifier).identifier, may_write)
 
     @server.resource(AGENT_RESOURCE, name="agent", title="Catalog entry", mime_type="application/json")
     def agent_resource(identifier: str, ctx: Context) -> str:

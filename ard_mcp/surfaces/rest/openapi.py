@@ -26,6 +26,7 @@ STATUS_TEXT = {
     201: "Created",
     400: "Malformed request, invalid field or filter",
     401: "Missing or invalid bearer token",
+    403: "The token is not scoped to the entry's publisher",
     404: "No such agent (or an id no route can carry, e.g. one with a line break)",
     408: "Request body not received in time",
     409: "Registration older than the stored entry (stale), or an id another agent's identifier already derives from",
@@ -43,7 +44,7 @@ def _statuses(op: Operation) -> list[int]:
     if op.params:
         statuses.add(400)
     if op.write:
-        statuses.add(401)
+        statuses |= {401, 403}
     return sorted(statuses)
 
 

@@ -86,8 +86,8 @@ def _endpoint(op: Operation) -> Callable[[Request], Awaitable[Response]]:
         state = state_of(request)
         correlation_id = uuid.uuid4().hex
         try:
-            if op.write:
-                state.settings.tokens.writer(request.headers)
+            if op.write:  # before the body is read: an unauthenticated write costs nothing
+                request.state.writer = state.settings.tokens.writer(request.headers)
             return await op.handler(request, state)
         except ArdError as exc:
             if exc.http_status >= 500:

@@ -36,6 +36,7 @@ from ard_mcp.search.paging import MAX_PAGE_SIZE
 from ard_mcp.search.query import SearchQuery
 from ard_mcp.surfaces import xu_discovery
 from ard_mcp.surfaces.aidip_search import search as attribute_search
+from ard_mcp.surfaces.auth import Principal
 from ard_mcp.surfaces.rest.manifest import manifest
 from ard_mcp.surfaces.rest.requests import json_body, page_size
 from ard_mcp.surfaces.rest.settings import HttpSettings
@@ -60,6 +61,12 @@ class AppState:
         if self.registry is None:
             raise ArdError("the registry is not open (the server is starting or stopping)")
         return self.registry
+
+
+def writer_of(request: Request) -> Principal:
+    """Who a write operation's request is from (the operation table checks the token before the handler runs)."""
+    principal: Principal = request.state.writer
+    return principal
 
 
 def state_of(request: Request) -> AppState:
@@ -120,7 +127,7 @@ def _register_status(status: str) -> int:
 async def register_agent(request: Request, state: AppState) -> Response:
     raw = await json_body(request)
     entry = registration.to_entry(raw, request.query_params.get("format", "auto"))
-    result = await run(state.open_registry().indexer.register, entry)
+    result = await run(state.open_registry().indexer.register, entry, writer_of(request).may_write)
     return model_response(aidip.document(result.entry, result.warnings), _register_status(result.status))
 
 
@@ -143,14 +150,14 @@ async def put_agent(request: Request, state: AppState) -> Response:
         existing = None
     if not _same_agent(path_id, entry, existing):
         raise InvalidArgument(f"the body describes {entry.get('identifier')!r}, not the agent {path_id!r} named in the path")
-    result = await run(lambda: registry.indexer.register(entry))
+    result = await run(registry.indexer.register, entry, writer_of(request).may_write)
     return model_response(aidip.document(result.entry, result.warnings), _register_status(result.status))
 
 
 async def delete_agent(request: Request, state: AppState) -> Response:
     registry = state.open_registry()
     entry = await run(registry.get, request.path_params["id"])
-    result: DeregisterResult = await run(lambda: registry.indexer.deregister(entry.identifier))
+    result: DeregisterResult = await run(registry.indexer.deregister, entry.identifier, writer_of(request).may_write)
     return model_response(result)
 
 
