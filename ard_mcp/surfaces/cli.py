@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -139,6 +140,38 @@ def build_parser() -> argparse.ArgumentParser:
         "--queries", type=Path, required=True, metavar="FILE.jsonl", help='lines of {"query", "relevant", "relevant_any_of"}'
     )
     evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    export = commands.add_parser(
+        "export",
+        help="write the whole registry as one ai-catalog.json manifest",
+        description="Write every stored entry as one ARD v0.9 ai-catalog.json manifest, streamed in batches (flat memory at any "
+        "size). Entries are written as stored, with every representative query, so `ard-mcp ingest` of the file into an empty "
+        "data directory restores the same entries; an entry registered with one query or more than five is then outside the "
+        "schema's 2-5 (ingest reads it back with a warning), and --served writes entries as served instead (the first five, a "
+        "lone one left out), always schema-valid. Reads the store read-only without claiming the "
+        "data directory, so it works while a server runs on it, and needs neither the model nor Chroma.",
+    )
+    _common(export)
+    export.add_argument(
+        "path", nargs="?", default="-", metavar="PATH", help="file to write, replaced only once complete; - (default) is stdout"
+    )
+    export.add_argument(
+        "--served", action="store_true", help="write entries as served (schema-valid: at most five representative queries), not as stored"
+    )
+
+    backup = commands.add_parser(
+        "backup",
+        help="copy the catalog store (catalog.sqlite3) with SQLite's online backup, safe while a server runs",
+        description="Copy the data directory's catalog.sqlite3 to DEST with SQLite's online backup API: one consistent snapshot, "
+        "taken read-only while a server on the same data directory keeps serving and writing (the store is in WAL mode; the "
+        "directory is not claimed, since the claim guards embedded Chroma, which this does not open). chroma/ is not copied: "
+        "it is derived. To restore, copy the backup to <data-dir>/catalog.sqlite3 of an empty data directory and run "
+        "`ard-mcp reindex`, which rebuilds the vector index from the stored vectors without running the model.",
+    )
+    _common(backup)
+    backup.add_argument(
+        "dest", type=Path, metavar="DEST", help="file to write (replaced only once complete), or a directory to hold catalog.sqlite3"
+    )
     return parser
 
 
@@ -282,7 +315,49 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS: dict[str, Any] = {"serve": _serve, "ingest": _ingest, "search": _search, "reindex": _reindex, "eval": _eval}
+def _export(args: argparse.Namespace) -> int:
+    from ard_mcp.index.export import export, replacing
+
+    reported = [time.monotonic()]
+
+    def progress(done: int, total: int) -> None:  # stdout may be the manifest itself: progress is logged to stderr
+        if done == total or time.monotonic() - reported[0] >= 5.0:
+            reported[0] = time.monotonic()
+            log.info("exported %d of %d entries", done, total)
+
+    if args.path == "-":
+        try:
+            written = export(args.data_dir, sys.stdout.buffer, served=args.served, progress=progress)
+            sys.stdout.flush()
+        except BrokenPipeError:  # the reader stopped early (`| head`); quiet, and no second report at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+        where = "stdout"
+    else:
+        with replacing(Path(args.path)) as out:
+            written = export(args.data_dir, out, served=args.served, progress=progress)
+        where = args.path
+    print(f"exported {written} entries to {where}", file=sys.stderr)
+    return 0
+
+
+def _backup(args: argparse.Namespace) -> int:
+    from ard_mcp.index.backup import backup
+
+    copy = backup(args.data_dir, args.dest)
+    print(f"backed up {copy.agents} agents ({copy.size / 2**20:.1f} MiB) to {copy.path}")
+    return 0
+
+
+COMMANDS: dict[str, Any] = {
+    "serve": _serve,
+    "ingest": _ingest,
+    "search": _search,
+    "reindex": _reindex,
+    "eval": _eval,
+    "export": _export,
+    "backup": _backup,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

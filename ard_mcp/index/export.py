@@ -1,0 +1,119 @@
+"""`ard-mcp export`: the whole registry as one ARD v0.9 `ai-catalog.json` manifest, written as it is read.
+
+The store is read in batches through one read transaction and each batch is written out before the
+next is read, so memory stays flat at any size (the whole list is never held) and the file is one
+snapshot, even while a server keeps writing. Like `backup`, this reads the store read-only without
+claiming the data directory, so it needs neither the model nor Chroma and works beside a running server.
+
+Entries are written in their stored form (`CatalogEntry.stored()`): as registered, after normalising,
+with every representative query. That is lossless: `ard-mcp ingest` of the file into an empty data
+directory restores the same entries with the same documents. It is not always valid against the v0.9
+schema, which allows 2-5 queries: an entry registered with one query or more than five keeps them all
+(every one is indexed), and ingest reads those back with a warning. `served=True` writes the entries as
+the registry serves them instead (the first five queries, a lone one left out): always schema-valid, lossy
+for those entries.
+
+Nested catalogs (`application/ai-catalog+json` with inline `data`) and their members are stored as
+separate entries, and each is written once at top level. Catalogs come first: ingest registers a
+catalog's members again as it walks it, so the members as stored must follow to have the last word.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from ard_mcp.errors import InvalidArgument
+from ard_mcp.formats.catalog import CatalogEntry, HostInfo
+from ard_mcp.formats.media_types import AI_CATALOG
+from ard_mcp.index.backup import CATALOG_FILE, connect_read_only, temporary_beside
+from ard_mcp.index.store.schema import SCHEMA_VERSION
+
+SPEC_VERSION = "1.0"
+HOST = HostInfo(displayName="ard-mcp agent registry")  # as in the registry's own /.well-known/ai-catalog.json
+BATCH = 500  # entries read, decoded and written together
+Progress = Callable[[int, int], None]  # (entries written, entries in the snapshot)
+
+# The catalogs by their canonical type, from the filter index rather than the `type` column: that one sits
+# after the entry in each row, and reaching it would read every entry twice.
+_CATALOGS = "SELECT agent_id FROM agent_values WHERE field = 'type' AND value = ?"
+_GROUPS = (
+    f"SELECT entry FROM agents WHERE id IN ({_CATALOGS}) ORDER BY id",
+    f"SELECT entry FROM agents WHERE id NOT IN ({_CATALOGS}) ORDER BY id",
+)
+
+
+def export(data_dir: Path, out: IO[bytes], *, served: bool = False, progress: Progress | None = None, batch: int = BATCH) -> int:
+    """Write every entry of `data_dir`'s store to `out` as one manifest (UTF-8); returns how many."""
+    db = connect_read_only(data_dir)
+    try:
+        db.execute("BEGIN")  # one snapshot for the whole file: WAL writers carry on, none of their changes is half in it
+        try:
+            _check_layout(db, data_dir)
+            total = int(db.execute("SELECT count(*) FROM agents").fetchone()[0])
+            return write_manifest(_stored_batches(db, batch, served), out, total, progress)
+        finally:
+            if db.in_transaction:  # SQLite may have ended it already, after an error
+                db.execute("COMMIT")
+    except sqlite3.DatabaseError as exc:
+        raise InvalidArgument(f"{data_dir / CATALOG_FILE} cannot be read: {exc}") from None
+    finally:
+        db.close()
+
+
+def _check_layout(db: sqlite3.Connection, data_dir: Path) -> None:
+    """Entries are decoded as the current layout stores them; an older store is migrated when a registry
+    opens it, which an export, reading only, does not do."""
+    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if row is None or row[0] != SCHEMA_VERSION:
+        raise InvalidArgument(
+            f"the store in {data_dir} has layout {row[0] if row else 'unknown'}, and this version exports layout {SCHEMA_VERSION}; "
+            f"a store made by an earlier version is migrated by any command that opens the registry (e.g. `ard-mcp search test`)"
+        )
+
+
+def _stored_batches(db: sqlite3.Connection, batch: int, served: bool) -> Iterator[list[dict[str, Any]]]:
+    """Every stored entry (`StoredAgent.entry`), nested catalogs first, each group in registration order."""
+    cursor = db.cursor()
+    for sql in _GROUPS:
+        cursor.execute(sql, (AI_CATALOG,))
+        while rows := cursor.fetchmany(batch):
+            documents = [json.loads(zlib.decompress(blob)) for (blob,) in rows]
+            yield [CatalogEntry.model_validate(d).wire() for d in documents] if served else documents
+
+
+def write_manifest(batches: Iterator[list[dict[str, Any]]], out: IO[bytes], total: int, progress: Progress | None = None) -> int:
+    """The manifest around the entries, one entry a line (greppable, and diffable between two exports)."""
+    host = json.dumps(HOST.model_dump(mode="json"), ensure_ascii=False)
+    out.write(f'{{"specVersion": "{SPEC_VERSION}", "host": {host}, "entries": ['.encode())
+    written = 0
+    for entries in batches:
+        lines = (json.dumps(e, ensure_ascii=False) for e in entries)
+        out.write("".join((",\n" if written or i else "\n") + line for i, line in enumerate(lines)).encode())
+        written += len(entries)
+        if progress:
+            progress(written, total)
+    out.write(b"\n]}\n")
+    return written
+
+
+@contextmanager
+def replacing(path: Path) -> Iterator[IO[bytes]]:
+    """A file that becomes `path` only once it is complete and on disk: an interrupted export leaves the
+    previous file, not half a manifest."""
+    partial = temporary_beside(path)
+    try:
+        with open(partial, "xb") as out:  # a new file: the user's umask applies, as to any file they make
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
