@@ -110,3 +110,14 @@ class RequestTimeout(ArdError):
 
     code = "DEADLINE_EXCEEDED"
     http_status = 408
+
+
+class RateLimited(ArdError):
+    """Over a rate limit; `retry_after` is the seconds until the client's bucket holds a request again."""
+
+    code = "RATE_LIMIT_EXCEEDED"
+    http_status = 429
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(f"{message}; retry after {retry_after} s")
+        self.retry_after = retry_after

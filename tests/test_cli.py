@@ -66,3 +66,12 @@ def test_ingest_search_and_eval(tmp_path: Path) -> None:
     broken.write_text('{"id": "x"}\n')
     failed = ard("eval", "--queries", str(broken), data_dir=data_dir)
     assert failed.returncode == 2 and "line 1" in failed.stderr
+
+
+def test_ingest_refuses_entries_over_the_configured_size(tmp_path: Path) -> None:
+    catalog = tmp_path / "ai-catalog.json"
+    catalog.write_text(json.dumps({"specVersion": "1.0", "entries": [WEATHER]}))
+    refused = ard("ingest", str(catalog), "--json", "--max-entry-bytes", "300", data_dir=tmp_path / "data")
+    report = json.loads(refused.stdout)
+    assert refused.returncode == 1 and report["added"] == 0
+    assert report["rejected"][0].endswith("bytes of JSON, over the limit of 300 (see --max-entry-bytes)")

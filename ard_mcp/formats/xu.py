@@ -261,7 +261,8 @@ def error_body(exc: ArdError, correlation_id: str) -> XuError:
     code = "stale_metadata" if isinstance(exc, StaleEntry) else XU_CODES.get(exc.http_status)
     if code is None:
         code = "invalid_request" if exc.http_status < 500 else "internal_error"
-    return XuError(code=code, message=exc.message, correlation_id=correlation_id)
+    retry_after = getattr(exc, "retry_after", None)  # RateLimited: §12's retry_after says when to come back
+    return XuError(code=code, message=exc.message, correlation_id=correlation_id, retry_after=retry_after)
 
 
 def parse_request(raw: Any) -> DiscoveryRequest:

@@ -18,6 +18,8 @@ from typing import Any
 from ard_mcp import __version__
 from ard_mcp.config import Config, default_data_dir, env
 from ard_mcp.errors import ArdError
+from ard_mcp.formats.limits import DEFAULT_MAX_ENTRY_BYTES, EntryLimits
+from ard_mcp.surfaces.rest.ratelimit import DEFAULT_RATE_LIMITS, RateLimits
 from ard_mcp.surfaces.rest.settings import DEFAULT_MAX_BODY_BYTES, is_loopback
 
 log = logging.getLogger("ard_mcp")
@@ -68,6 +70,20 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "processes may then share it and the data directory (ARD_MCP_CHROMA_URL)",
     )
     parser.add_argument("--log-level", default=env("LOG_LEVEL", "INFO"), help="logging level on stderr (ARD_MCP_LOG_LEVEL)")
+    parser.add_argument(
+        "--max-entry-bytes",
+        type=int,
+        default=_env_int("MAX_ENTRY_BYTES", DEFAULT_MAX_ENTRY_BYTES),
+        help="larger entries are refused when registered or ingested (ARD_MCP_MAX_ENTRY_BYTES; default %(default)s)",
+    )
+
+
+def _env_int(name: str, default: int) -> int:
+    value = env(name)
+    try:
+        return int(value) if value is not None else default
+    except ValueError:
+        raise SystemExit(f"ard-mcp: ARD_MCP_{name} must be an integer (got {value!r})") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--token-file",
         type=Path,
         default=Path(t) if (t := env("TOKEN_FILE")) else None,
-        help="bearer tokens for writes over HTTP, one '[name] token' per line (ARD_MCP_TOKEN_FILE)",
+        help="bearer tokens for writes over HTTP, one '[name] token [publisher domains]' per line (ARD_MCP_TOKEN_FILE)",
     )
     serve.add_argument(
         "--allow-anonymous-writes",
@@ -115,6 +131,25 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=int(env("MAX_BODY_BYTES", str(DEFAULT_MAX_BODY_BYTES)) or DEFAULT_MAX_BODY_BYTES),
         help="larger request bodies get 413 (ARD_MCP_MAX_BODY_BYTES; default %(default)s)",
+    )
+    for kind, default, what in (
+        ("read", DEFAULT_RATE_LIMITS.reads, "searches, listings and other reads a minute per client address and per token"),
+        ("write", DEFAULT_RATE_LIMITS.writes, "registrations and deletions a minute per client address and per token"),
+        ("auth-failure", DEFAULT_RATE_LIMITS.auth_failures, "requests with an invalid token a minute per client address"),
+    ):
+        name = f"{kind.upper().replace('-', '_')}_RATE"
+        serve.add_argument(
+            f"--{kind}-rate",
+            type=int,
+            default=_env_int(name, default),
+            metavar="N",
+            help=f"{what}, then 429; 0 for no limit (ARD_MCP_{name}; default %(default)s)",
+        )
+    serve.add_argument(
+        "--rate-limit-loopback",
+        action="store_true",
+        default=_truthy(env("RATE_LIMIT_LOOPBACK")),
+        help="apply the rate limits to loopback clients too (ARD_MCP_RATE_LIMIT_LOOPBACK)",
     )
 
     ingest = commands.add_parser("ingest", help="load ai-catalog.json files into the registry")
@@ -185,7 +220,11 @@ def _csv(value: str | None) -> tuple[str, ...]:
 
 def _config(args: argparse.Namespace) -> Config:
     return Config(
-        data_dir=args.data_dir, model_dir=args.model_dir, source_url=getattr(args, "public_url", None), chroma_url=args.chroma_url
+        data_dir=args.data_dir,
+        model_dir=args.model_dir,
+        source_url=getattr(args, "public_url", None),
+        chroma_url=args.chroma_url,
+        limits=EntryLimits(max_entry_bytes=args.max_entry_bytes),
     )
 
 
@@ -226,7 +265,10 @@ def _serve_http(args: argparse.Namespace) -> int:
         print("ard-mcp: --max-body-bytes must be positive", file=sys.stderr)
         return 2
     allowed = _csv(args.allowed_hosts) or None
-    settings = HttpSettings(args.transport, args.host, args.port, allowed, _csv(args.cors_origins), args.max_body_bytes, tokens)
+    rates = RateLimits(args.read_rate, args.write_rate, args.auth_failure_rate, args.rate_limit_loopback)
+    settings = HttpSettings(
+        args.transport, args.host, args.port, allowed, _csv(args.cors_origins), args.max_body_bytes, tokens, rate_limits=rates
+    )
     if allowed is None and not is_loopback(args.host):
         log.warning("answering any Host header on %s; pass --allowed-hosts with the names clients use", args.host)
     config = settings.named(_config(args))

@@ -59,6 +59,8 @@ INSTRUCTIONS = (
     "AIDIP agent metadata."
 )
 
+WRITE_TOOLS = frozenset({"register_agent", "deregister_agent"})  # what rate limits count as writes over HTTP
+
 FilterArg = Annotated[
     dict[str, Any] | None,
     Field(

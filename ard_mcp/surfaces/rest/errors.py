@@ -12,7 +12,7 @@ from enum import Enum
 from pydantic import BaseModel
 from starlette.responses import JSONResponse
 
-from ard_mcp.errors import ArdError
+from ard_mcp.errors import ArdError, RateLimited
 from ard_mcp.formats import aidip, xu
 from ard_mcp.formats.messages import ErrorBody
 
@@ -40,4 +40,6 @@ def error_response(dialect: Dialect, exc: ArdError, correlation_id: str | None =
     headers = {"X-Correlation-Id": correlation_id}
     if exc.http_status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="ard-mcp"'
+    if isinstance(exc, RateLimited):
+        headers["Retry-After"] = str(exc.retry_after)
     return JSONResponse(body.model_dump(mode="json", by_alias=True), status_code=exc.http_status, headers=headers)

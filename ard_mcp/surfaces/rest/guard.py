@@ -10,23 +10,29 @@ refused by the MCP endpoint)."""
 
 from __future__ import annotations
 
+import json
+
 import anyio
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ard_mcp.errors import ArdError, MisdirectedRequest, PayloadTooLarge, RequestTimeout, UnsupportedMediaType
+from ard_mcp.errors import ArdError, MisdirectedRequest, PayloadTooLarge, RateLimited, RequestTimeout, UnsupportedMediaType
+from ard_mcp.surfaces.mcp_server import WRITE_TOOLS
 from ard_mcp.surfaces.rest.errors import error_response
-from ard_mcp.surfaces.rest.operations import dialect_for
-from ard_mcp.surfaces.rest.settings import HttpSettings
+from ard_mcp.surfaces.rest.operations import dialect_for, is_write
+from ard_mcp.surfaces.rest.ratelimit import Limiter
+from ard_mcp.surfaces.rest.settings import HttpSettings, is_loopback
 
 _SIMPLE_BODY_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data", "text/plain")
 _BODY_METHODS = ("POST", "PUT")
+_MCP_PATHS = ("/mcp", "/sse", "/messages")
 
 
 class GuardMiddleware:
     def __init__(self, app: ASGIApp, settings: HttpSettings) -> None:
         self.app = app
         self.settings = settings
+        self.limiter = Limiter(settings.rate_limits)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -36,14 +42,17 @@ class GuardMiddleware:
         request = Request(scope)
         dialect = dialect_for(request.method, request.url.path)
         refusal = self._refusal(request)
+        body = b""
         if refusal is None and request.method in _BODY_METHODS:
-            body = await self._read_body(receive)
-            if body is None:
+            read = await self._read_body(receive)
+            if read is None:
                 return  # the client went away
-            if isinstance(body, ArdError):
-                refusal = body
+            if isinstance(read, ArdError):
+                refusal = read
             else:
-                receive = _replay(body, receive)
+                body, receive = read, _replay(read, receive)
+        if refusal is None:
+            refusal = self._over_limit(request, body)
         if refusal is not None:
             await error_response(dialect, refusal)(scope, receive, send)
             return
@@ -59,6 +68,27 @@ class GuardMiddleware:
             media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
             if media_type in _SIMPLE_BODY_TYPES:
                 return UnsupportedMediaType(f"request body must be application/json (got {media_type})")
+        return None
+
+    def _over_limit(self, request: Request, body: bytes) -> RateLimited | None:
+        """Count the request against its client's address and, with a valid token, its credential; a
+        request with an invalid token also counts as a failed authentication (and none is checked once
+        the address has used its allowance of those)."""
+        address = request.client.host if request.client else ""
+        if not self.limiter.applies_to(address, is_loopback(address)):
+            return None
+        keys = [f"address {address}"]
+        try:
+            if "authorization" in request.headers and self.settings.tokens.configured:
+                self.limiter.check("auth_failures", address)
+                principal = self.settings.tokens.principal(request.headers)
+                if principal is None:
+                    self.limiter.take("auth_failures", (address,))
+                else:
+                    keys.append(f"credential {principal.name}")
+            self.limiter.take("writes" if _writes(request, body) else "reads", tuple(keys))
+        except RateLimited as exc:
+            return exc
         return None
 
     async def _read_body(self, receive: Receive) -> bytes | ArdError | None:
@@ -79,6 +109,18 @@ class GuardMiddleware:
                         return b"".join(chunks)
         except TimeoutError:
             return RequestTimeout(f"request body not received within {self.settings.body_timeout:g} s")
+
+
+def _writes(request: Request, body: bytes) -> bool:
+    """A write operation, or an MCP message (or batch) calling a write tool."""
+    if not request.url.path.startswith(_MCP_PATHS):
+        return is_write(request.method, request.url.path)
+    try:
+        message = json.loads(body) if body else None
+    except ValueError:
+        return False  # the MCP SDK answers it as a parse error
+    calls = [m for m in (message if isinstance(message, list) else [message]) if isinstance(m, dict) and m.get("method") == "tools/call"]
+    return any(isinstance(m.get("params"), dict) and m["params"].get("name") in WRITE_TOOLS for m in calls)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

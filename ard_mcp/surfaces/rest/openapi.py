@@ -33,12 +33,13 @@ STATUS_TEXT = {
     413: "Request body over the size limit",
     415: "Body is not JSON",
     421: "Host header not allowed",
+    429: "Over a rate limit (Retry-After says when to retry)",
     500: "Internal error",
 }
 
 
 def _statuses(op: Operation) -> list[int]:
-    statuses = set(op.errors) | {421, 500}
+    statuses = set(op.errors) | {421, 429, 500}
     if op.method in ("POST", "PUT"):
         statuses |= {400, 408, 413, 415}
     if op.params:

@@ -252,6 +252,12 @@ OPERATIONS: tuple[Operation, ...] = (
 _PATTERNS: tuple[tuple[re.Pattern[str], Operation], ...] = tuple((compile_path(op.route_path)[0], op) for op in OPERATIONS)
 
 
+def is_write(method: str, path: str) -> bool:
+    """Whether the request is for a write operation (rate-limited as a write)."""
+    path = path.rstrip("/") or "/"
+    return any(op.write and op.method == method and pattern.match(path) for pattern, op in _PATTERNS)
+
+
 def dialect_for(method: str, path: str) -> Dialect:
     """The error dialect of a request, also of one no route answers (404, 405, 413, 421): that of the
     operation at its path and method; else the one dialect of the operations at its path; else ARD's.

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from ard_mcp.config import Config
 from ard_mcp.surfaces.auth import TokenStore
+from ard_mcp.surfaces.rest.ratelimit import DEFAULT_RATE_LIMITS, RateLimits
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024  # the MCP SDK's own default, so /mcp and the REST routes agree
 DEFAULT_BODY_TIMEOUT = 30.0  # a 4 MiB body needs ~1.1 Mbit/s to make it
@@ -35,6 +36,7 @@ class HttpSettings:
     cors_origins: tuple[str, ...] = ()  # empty: no CORS headers at all
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     tokens: TokenStore = field(default_factory=TokenStore)
+    rate_limits: RateLimits = DEFAULT_RATE_LIMITS
     body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds for a whole request body to arrive
 
     def base_url(self) -> str:
