@@ -18,6 +18,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from ard_mcp.errors import Unauthenticated
 from ard_mcp.formats.identifiers import is_publisher_domain
@@ -55,6 +56,12 @@ def parse_publishers(text: str, where: str) -> tuple[str, ...]:
     return found
 
 
+class BearerVerifier(Protocol):
+    """Another source of principals: a bearer token no line of the file names (`oauth.JwtVerifier`)."""
+
+    def principal(self, token: str) -> Principal | None: ...
+
+
 def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 
@@ -62,9 +69,11 @@ def _digest(token: str) -> bytes:
 class TokenStore:
     """Token digests and the principals they name; only digests are kept in memory."""
 
-    def __init__(self, tokens: Mapping[str, str | Principal] | None = None) -> None:
-        """`tokens` maps each token to its principal (or just its name: then it may write every publisher)."""
+    def __init__(self, tokens: Mapping[str, str | Principal] | None = None, verifier: BearerVerifier | None = None) -> None:
+        """`tokens` maps each token to its principal (or just its name: then it may write every publisher);
+        `verifier` answers for the other bearer tokens (JWTs from an OAuth issuer)."""
         self._entries = [(_digest(t), p if isinstance(p, Principal) else Principal(p)) for t, p in (tokens or {}).items()]
+        self._verifier = verifier
 
     @classmethod
     def load(cls, path: Path) -> TokenStore:
@@ -95,9 +104,14 @@ class TokenStore:
             raise ValueError(f"token file {path} holds no tokens")
         return cls(tokens)
 
+    def with_verifier(self, verifier: BearerVerifier) -> TokenStore:
+        store = TokenStore(verifier=verifier)
+        store._entries = self._entries
+        return store
+
     @property
     def configured(self) -> bool:
-        return bool(self._entries)
+        return bool(self._entries) or self._verifier is not None
 
     def principal(self, headers: Mapping[str, str] | None) -> Principal | None:
         """The principal a request's bearer token names; None without a valid one (or with no tokens)."""
@@ -112,6 +126,8 @@ class TokenStore:
         for known, principal in self._entries:  # compare with every token: timing says nothing about which
             if hmac.compare_digest(known, digest):
                 found = principal
+        if found is None and self._verifier is not None and token.count(".") == 2:  # a JWT: header.payload.signature
+            found = self._verifier.principal(token.strip())
         return found
 
     def writer(self, headers: Mapping[str, str] | None) -> Principal:

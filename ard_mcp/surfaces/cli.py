@@ -110,6 +110,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="bearer tokens for writes over HTTP, one '[name] token [publisher domains]' per line (ARD_MCP_TOKEN_FILE)",
     )
     serve.add_argument(
+        "--oauth-issuer",
+        default=env("OAUTH_ISSUER"),
+        help="accept bearer JWTs from this OAuth issuer too; scopes ard:publish:<domain> say which publishers a token may "
+        "write (ARD_MCP_OAUTH_ISSUER)",
+    )
+    serve.add_argument(
+        "--oauth-audience",
+        default=env("OAUTH_AUDIENCE"),
+        help="the aud a JWT must name (ARD_MCP_OAUTH_AUDIENCE; default: the registry's URL, --public-url or the bound address)",
+    )
+    serve.add_argument(
+        "--oauth-jwks-url",
+        default=env("OAUTH_JWKS_URL"),
+        help="where the issuer's signing keys are (ARD_MCP_OAUTH_JWKS_URL; default: jwks_uri of its OpenID / OAuth metadata)",
+    )
+    serve.add_argument(
         "--allow-anonymous-writes",
         action="store_true",
         default=_truthy(env("ALLOW_ANONYMOUS_WRITES")),
@@ -251,6 +267,13 @@ def _serve_http(args: argparse.Namespace) -> int:
 
     try:
         tokens = TokenStore.load(args.token_file) if args.token_file else TokenStore()
+        if args.oauth_issuer:
+            from ard_mcp.surfaces.oauth import JwtVerifier
+
+            audience = args.oauth_audience or HttpSettings(host=args.host, port=args.port).named(_config(args)).source
+            verifier = JwtVerifier(args.oauth_issuer, audience, args.oauth_jwks_url)
+            verifier.prefetch()
+            tokens = tokens.with_verifier(verifier)
     except ValueError as exc:
         print(f"ard-mcp: {exc}", file=sys.stderr)
         return 2
