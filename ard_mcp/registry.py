@@ -37,6 +37,7 @@ from ard_mcp.search.query import SearchQuery, query_text
 from ard_mcp.search.ranking import Ranker
 from ard_mcp.search.results import SearchPage
 from ard_mcp.search.selection import Selection, narrowed, ranked_page, unranked_page
+from ard_mcp.search.visibility import ANONYMOUS, Viewer, hidden_agents, visible
 
 MAX_FACETS = 20  # per explore request: 400 facets over a 100,000-tag entry once took 140 s
 
@@ -130,9 +131,9 @@ class Registry:
         return self.indexer.expire(now)
 
     # -- reads ------------------------------------------------------------------------------------
-    def get(self, reference: str) -> CatalogEntry:
+    def get(self, reference: str, viewer: Viewer = ANONYMOUS) -> CatalogEntry:
         """An entry by its identifier (`urn:air:` or v0.5 `urn:ai:`), or by the id its publisher used when that
-        was not such a URN (Xu and AIDIP clients)."""
+        was not such a URN (Xu and AIDIP clients). An entry `viewer` may not see is not found."""
         self.expire_due()
         stored = self.store.get(normalize_identifier(reference))
         if stored is None:
@@ -140,29 +141,34 @@ class Registry:
             if len(ids) > 1:
                 raise InvalidArgument(f"{reference!r} is the id of {len(ids)} entries; name one by its urn:air: identifier")
             stored = next(iter(self.store.agents_by_id(ids).values()), None)
-        if stored is None:
+        if stored is None or stored.id in hidden_agents(self.store, viewer):
             raise NotFound(f"no agent {reference} is registered")
         return CatalogEntry.model_validate(stored.entry)
 
-    def search(self, query: SearchQuery, now: datetime | None = None) -> SearchPage:
+    def search(self, query: SearchQuery, now: datetime | None = None, viewer: Viewer = ANONYMOUS) -> SearchPage:
         """One page of the entries relevant to `query.text` (or, without one, meeting its filter) that meet
-        its filter and criteria. Expired entries are removed first, once per query."""
+        its filter and criteria, among those `viewer` may see. Expired entries are removed first, once per query."""
         self.expire_due()
         now = now or datetime.now(UTC)
         offset = decode_token(query.page_token, query.key())
         flt = narrowed(self.store, query.filter, query.criteria)
         if flt is None:
             found = Selection([], 0, False)
-        elif query.text is None:
-            found = unranked_page(self.store, flt, query.criteria, now, offset, query.page_size)
         else:
-            ranking = self.ranker.rank(query.text, self.store.filter_agents(flt))
-            found = ranked_page(ranking, self.store, query.criteria, now, offset, query.page_size)
+            ids = visible(self.store, self.store.filter_agents(flt), hidden_agents(self.store, viewer))
+            if query.text is None:
+                found = unranked_page(self.store, ids, query.criteria, now, offset, query.page_size)
+            else:
+                found = ranked_page(self.ranker.rank(query.text, ids), self.store, query.criteria, now, offset, query.page_size)
         token = encode_token(offset + query.page_size, query.key()) if found.more else None
         return SearchPage(found.candidates, found.total, token, self.config.source, query.detail)
 
     def explore(
-        self, text: str | None = None, filter: Mapping[str, Any] | None = None, facets: list[FacetRequest] | None = None
+        self,
+        text: str | None = None,
+        filter: Mapping[str, Any] | None = None,
+        facets: list[FacetRequest] | None = None,
+        viewer: Viewer = ANONYMOUS,
     ) -> ExploreResponse:
         """Facet counts (ARD §7.3) over every entry meeting the filter, or only the relevant ones with a text."""
         if not facets:
@@ -173,11 +179,9 @@ class Registry:
             check_field(facet.field, "facet field")
         flt = parse_filter(filter)
         self.expire_due()
-        matched: AbstractSet[int] | None
-        if text is None or (isinstance(text, str) and not text.strip()):
-            matched = self.store.filter_agents(flt)
-        else:
-            matched = {hit.agent_id for hit in self.ranker.rank(query_text(text), self.store.filter_agents(flt))}
+        matched = visible(self.store, self.store.filter_agents(flt), hidden_agents(self.store, viewer))
+        if text is not None and not (isinstance(text, str) and not text.strip()):
+            matched = {hit.agent_id for hit in self.ranker.rank(query_text(text), matched)}
         out: dict[str, FacetResult] = {}
         for facet in facets:
             counts = [(v, n) for v, n in self.store.facet(facet.field, matched) if n >= facet.minCount]
@@ -188,7 +192,12 @@ class Registry:
         return ExploreResponse(facets=out)
 
     def list(
-        self, filter: Mapping[str, Any] | str | None = None, order_by: str | None = None, page_size: int = 20, page_token: str | None = None
+        self,
+        filter: Mapping[str, Any] | str | None = None,
+        order_by: str | None = None,
+        page_size: int = 20,
+        page_token: str | None = None,
+        viewer: Viewer = ANONYMOUS,
     ) -> ListResponse:
         """A deterministic listing (ARD §7.4) of the entries a §7.1 filter object or an Appendix A
         expression selects, in `order_by` order (the identifier breaks ties)."""
@@ -198,7 +207,8 @@ class Registry:
         order = parse_order(order_by)
         key = ["list", selection.key(), order]
         offset = decode_token(page_token, key)
-        agents, total = self.store.list_page(selected_ids(self.store, selection), order, offset, page_size)
+        ids = visible(self.store, selected_ids(self.store, selection), hidden_agents(self.store, viewer))
+        agents, total = self.store.list_page(ids, order, offset, page_size)
         more = offset + len(agents) < total
         return ListResponse(
             items=[CatalogEntry.model_validate(a.entry) for a in agents],

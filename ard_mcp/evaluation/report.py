@@ -16,6 +16,7 @@ from ard_mcp.evaluation.judgements import Judgement
 from ard_mcp.evaluation.metrics import DEFAULT_K, ndcg_at, recall_at, reciprocal_rank
 from ard_mcp.formats.identifiers import normalize_identifier
 from ard_mcp.search.query import SearchQuery
+from ard_mcp.search.visibility import EVERYONE
 
 if TYPE_CHECKING:
     from ard_mcp.registry import Registry
@@ -184,7 +185,7 @@ def registry_search(registry: Registry, page_size: int = DEFAULT_K) -> SearchFn:
     """The search function `evaluate` needs, over the exact code path `search_agents` uses."""
 
     def search(text: str) -> list[str]:
-        return [r.identifier for r in registry.search(SearchQuery.of(text, page_size=page_size)).response().results]
+        return [r.identifier for r in registry.search(SearchQuery.of(text, page_size=page_size), viewer=EVERYONE).response().results]
 
     return search
 

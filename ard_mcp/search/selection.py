@@ -9,6 +9,7 @@ and only the page's entries are read.
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -86,9 +87,8 @@ def ranked_page(ranking: Ranking, store: Store, criteria: Criteria, now: datetim
     return Selection(candidates, len(chosen), offset + size < len(chosen))
 
 
-def unranked_page(store: Store, flt: Filter, criteria: Criteria, now: datetime, offset: int, size: int) -> Selection:
-    """The page at `offset` of the entries meeting the filter and the criteria, in identifier order."""
-    ids = store.filter_agents(flt)
+def unranked_page(store: Store, ids: AbstractSet[int] | None, criteria: Criteria, now: datetime, offset: int, size: int) -> Selection:
+    """The page at `offset` of the entries among `ids` (None: all) meeting the criteria, in identifier order."""
     if criteria.empty:
         agents, total = store.list_page(ids, [], offset, size)
         return Selection([Candidate(a, None) for a in agents], total, offset + size < total)

@@ -8,6 +8,7 @@ from ard_mcp.registry import Registry
 from ard_mcp.search.criteria import Criteria, as_list
 from ard_mcp.search.query import SearchQuery
 from ard_mcp.search.selection import Candidate
+from ard_mcp.search.visibility import Viewer
 
 
 def summary(chosen: Candidate) -> AidipSummary:
@@ -25,7 +26,7 @@ def summary(chosen: Candidate) -> AidipSummary:
     )
 
 
-def search(registry: Registry, request: AidipSearchRequest) -> AidipSearchResponse:
+def search(registry: Registry, request: AidipSearchRequest, viewer: Viewer) -> AidipSearchResponse:
     """`POST /agents/search`: filters narrow exactly (AND), a query ranks semantically, `top` bounds."""
     filters = request.filters or AidipFilters()
     criteria = Criteria.of(
@@ -34,5 +35,5 @@ def search(registry: Registry, request: AidipSearchRequest) -> AidipSearchRespon
         languages=as_list(filters.supported_languages) + as_list(filters.supported_language),
     )
     text = request.query if request.query and request.query.strip() else None
-    chosen = registry.search(SearchQuery.of(text, criteria=criteria, page_size=request.top)).candidates
+    chosen = registry.search(SearchQuery.of(text, criteria=criteria, page_size=request.top), viewer=viewer).candidates
     return AidipSearchResponse([summary(c) for c in chosen])

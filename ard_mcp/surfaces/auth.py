@@ -22,6 +22,8 @@ from typing import Protocol
 
 from ard_mcp.errors import Unauthenticated
 from ard_mcp.formats.identifiers import is_publisher_domain
+from ard_mcp.search.visibility import ANONYMOUS as NOBODY
+from ard_mcp.search.visibility import EVERYONE, Viewer
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +140,14 @@ class TokenStore:
         if principal is None:
             raise Unauthenticated("this registry requires 'Authorization: Bearer <token>' for writes; the request had no valid token")
         return principal
+
+    def viewer(self, headers: Mapping[str, str] | None) -> Viewer:
+        """Who may see what (`metadata.visibleTo`): the token's principal; anonymous without a valid one; on
+        a registry without credentials everyone, since nobody could prove to be anyone."""
+        if not self.configured:
+            return EVERYONE
+        principal = self.principal(headers)
+        return NOBODY if principal is None else Viewer(principal.name, principal.may_write)
 
     def may_see_everything(self, headers: Mapping[str, str] | None) -> bool:
         """Whether Xu `detail=full` may include authentication details: always on an open registry."""

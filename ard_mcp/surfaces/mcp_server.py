@@ -40,6 +40,7 @@ from ard_mcp.formats.registration import Format
 from ard_mcp.index import datadir
 from ard_mcp.search.criteria import Criteria
 from ard_mcp.search.query import SearchQuery
+from ard_mcp.search.visibility import EVERYONE, Viewer
 from ard_mcp.surfaces.auth import ANONYMOUS, Principal, TokenStore
 from ard_mcp.surfaces.xu_discovery import discover
 
@@ -163,6 +164,10 @@ def build_server(
         """Over HTTP, the principal of the request's token (scoped to its publishers); over stdio, the local user."""
         return tokens.writer(ctx.headers) if tokens is not None else Principal(ANONYMOUS)
 
+    def viewer(ctx: Context) -> Viewer:
+        """Over HTTP, what the request's token may see (`metadata.visibleTo`); over stdio, everything."""
+        return tokens.viewer(ctx.headers) if tokens is not None else EVERYONE
+
     @server.tool(title="Search agents", annotations=READ)
     @_tool_errors
     def search_agents(
@@ -188,7 +193,7 @@ def build_server(
         entry's url is its ard://agents/{identifier} resource."""
         criteria = Criteria.of(required_tags=required_tags, excluded_tags=excluded_tags, preferred_tags=preferred_tags)
         query = SearchQuery.of(text, filter, criteria, detail=detail, page_size=pageSize, page_token=pageToken)
-        return _registry(ctx).search(query).response()
+        return _registry(ctx).search(query, viewer=viewer(ctx)).response()
 
     @server.tool(title="Discover agents (Xu profile)", annotations=READ)
     @_tool_errors
@@ -228,7 +233,7 @@ def build_server(
         }
         raw = {k: v for k, v in given.items() if v is not None}
         full_allowed = tokens is None or tokens.may_see_everything(ctx.headers)
-        return discover(_registry(ctx), xu.parse_request(raw), full_allowed=full_allowed)
+        return discover(_registry(ctx), xu.parse_request(raw), viewer(ctx), full_allowed=full_allowed)
 
     @server.tool(title="Explore facets", annotations=READ)
     @_tool_errors
@@ -244,7 +249,7 @@ def build_server(
         """Count entries by field value (ARD §7.3 explore): which types, tags, capabilities or publishers the registry
         holds, over the whole registry or over the entries matching a text and filter."""
         chosen = facets or [FacetRequest(field="type"), FacetRequest(field="tags"), FacetRequest(field="publisher")]
-        return _registry(ctx).explore(text, filter, chosen)
+        return _registry(ctx).explore(text, filter, chosen, viewer(ctx))
 
     @server.tool(title="Register agent", annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False, open_world_hint=False))
     @_tool_errors
@@ -278,7 +283,7 @@ def build_server(
         ctx: Context,
     ) -> CatalogEntry:
         """The stored catalog entry for an identifier, exactly as registered."""
-        return _registry(ctx).get(identifier)
+        return _registry(ctx).get(identifier, viewer(ctx))
 
     @server.tool(title="List agents", annotations=READ)
     @_tool_errors
@@ -299,7 +304,7 @@ def build_server(
         pageToken: str | None = None,  # noqa: N803
     ) -> ListResponse:
         """Browse entries in a deterministic order (ARD §7.4), without relevance ranking."""
-        return _registry(ctx).list(filter, orderBy, pageSize, pageToken)
+        return _registry(ctx).list(filter, orderBy, pageSize, pageToken, viewer(ctx))
 
     @server.tool(title="Deregister agent", annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False))
     @_tool_errors
@@ -310,13 +315,13 @@ def build_server(
         """Remove an entry and everything indexed for it."""
         may_write = writer(ctx).may_write
         registry = _registry(ctx)
-        return registry.indexer.deregister(registry.get(identifier).identifier, may_write)
+        return registry.indexer.deregister(registry.get(identifier, viewer(ctx)).identifier, may_write)
 
     @server.resource(AGENT_RESOURCE, name="agent", title="Catalog entry", mime_type="application/json")
     def agent_resource(identifier: str, ctx: Context) -> str:
         """A registered catalog entry as JSON."""
         try:
-            return json.dumps(_registry(ctx).get(identifier).wire(), indent=2)
+            return json.dumps(_registry(ctx).get(identifier, viewer(ctx)).wire(), indent=2)
         except NotFound as exc:
             raise ResourceNotFoundError(exc.message) from exc
 

@@ -25,6 +25,7 @@ from ard_mcp.formats.xu import (
 )
 from ard_mcp.search.criteria import Criteria, age_seconds, as_list
 from ard_mcp.search.query import SearchQuery
+from ard_mcp.search.visibility import Viewer
 
 if TYPE_CHECKING:  # the MCP server imports this before it may load numpy (the registry and ranking bring it)
     from ard_mcp.registry import Registry
@@ -127,12 +128,12 @@ def _candidate(
     return XuCandidate.model_validate({k: v for k, v in fields.items() if v is not None})
 
 
-def discover(registry: Registry, request: DiscoveryRequest, *, full_allowed: bool = True) -> DiscoveryResponse:
-    """Answer a Discovery Request from the registry. `full_allowed` is whether the caller is authorised to
-    see authentication details with `detail=full` (§7.4)."""
+def discover(registry: Registry, request: DiscoveryRequest, viewer: Viewer, *, full_allowed: bool = True) -> DiscoveryResponse:
+    """Answer a Discovery Request from the registry, among the entries `viewer` may see. `full_allowed` is
+    whether the caller is authorised to see authentication details with `detail=full` (§7.4)."""
     now = datetime.now(UTC)
     criteria, applied, unsupported, warnings = criteria_of(request)
-    selected = registry.search(SearchQuery.of(request.query, criteria=criteria, page_size=request.limit), now).candidates
+    selected = registry.search(SearchQuery.of(request.query, criteria=criteria, page_size=request.limit), now, viewer).candidates
     omitted: set[str] = set()
     candidates = [_candidate(c, request, criteria, now, full_allowed, omitted) for c in selected]
     if omitted:

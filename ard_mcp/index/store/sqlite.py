@@ -139,6 +139,10 @@ class Store:
     def agents_by_id(self, ids: Iterable[int]) -> dict[int, StoredAgent]:
         return {row["id"]: _agent(row) for row in self._rows_in("SELECT * FROM agents WHERE id IN ({ids})", ids)}
 
+    def agent_ids(self) -> frozenset[int]:
+        """Every agent's id: what a read starts from when some entries must be left out (`visibility`)."""
+        return frozenset(r[0] for r in self._tuples("SELECT id FROM agents"))
+
     def count(self) -> int:
         """The number of agents; every search needs it (IDF), and counting 100,000 rows costs milliseconds,
         so it is kept until this process or another one commits a change."""

@@ -8,12 +8,14 @@ from ard_mcp.formats.catalog import CatalogEntry, HostInfo
 from ard_mcp.formats.media_types import AI_REGISTRY
 from ard_mcp.formats.messages import AiCatalog
 from ard_mcp.registry import Registry
+from ard_mcp.search.visibility import Viewer
 
 MANIFEST_INLINE_LIMIT = 1000  # beyond this the manifest lists only the registry entry (its search API finds the rest)
 
 
-def manifest(registry: Registry) -> AiCatalog:
-    """The registry's identity and URL are its configuration's (see `Config.identifier`)."""
+def manifest(registry: Registry, viewer: Viewer) -> AiCatalog:
+    """The registry's identity and URL are its configuration's (see `Config.identifier`); the entries are
+    those `viewer` may see."""
     own = CatalogEntry(
         identifier=registry.config.identifier,
         displayName="ard-mcp agent registry",
@@ -30,7 +32,7 @@ def manifest(registry: Registry) -> AiCatalog:
     if total <= MANIFEST_INLINE_LIMIT:
         token: str | None = None
         while True:
-            page = registry.list(page_size=100, page_token=token)
+            page = registry.list(page_size=100, page_token=token, viewer=viewer)
             entries += page.items
             token = page.pageToken
             if token is None:

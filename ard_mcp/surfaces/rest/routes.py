@@ -34,6 +34,7 @@ from ard_mcp.formats.messages import (
 from ard_mcp.registry import Registry
 from ard_mcp.search.paging import MAX_PAGE_SIZE
 from ard_mcp.search.query import SearchQuery
+from ard_mcp.search.visibility import Viewer
 from ard_mcp.surfaces import xu_discovery
 from ard_mcp.surfaces.aidip_search import search as attribute_search
 from ard_mcp.surfaces.auth import Principal
@@ -63,6 +64,11 @@ class AppState:
         return self.registry
 
 
+def viewer_of(request: Request) -> Viewer:
+    """What the request's token may see (`metadata.visibleTo`)."""
+    return state_of(request).settings.tokens.viewer(request.headers)
+
+
 def writer_of(request: Request) -> Principal:
     """Who a write operation's request is from (the operation table checks the token before the handler runs)."""
     principal: Principal = request.state.writer
@@ -88,7 +94,8 @@ async def search(request: Request, state: AppState) -> Response:
     size = min(req.pageSize, MAX_PAGE_SIZE)  # the v0.9 OpenAPI sets no maximum: clamp, and say so, rather than refuse
     query = SearchQuery.of(req.query.text, req.query.filter, page_size=size, page_token=req.pageToken)
     registry = state.open_registry()
-    found: SearchResponse = await run(lambda: registry.search(query).response())
+    viewer = viewer_of(request)
+    found: SearchResponse = await run(lambda: registry.search(query, viewer=viewer).response())
     response = model_response(ArdSearchResponse(results=found.results, pageToken=found.pageToken))
     if size != req.pageSize:
         response.headers["X-Page-Size"] = f"{size} (asked {req.pageSize}; this registry's maximum)"
@@ -98,7 +105,8 @@ async def search(request: Request, state: AppState) -> Response:
 async def explore(request: Request, state: AppState) -> Response:
     req = parse_as(ExploreRequest, await json_body(request), "request")
     query = req.query
-    result = await run(state.open_registry().explore, query.text if query else None, query.filter if query else None, req.resultType.facets)
+    text, flt = (query.text, query.filter) if query else (None, None)
+    result = await run(state.open_registry().explore, text, flt, req.resultType.facets, viewer_of(request))
     return model_response(result)
 
 
@@ -111,12 +119,13 @@ async def list_agents(request: Request, state: AppState) -> Response:
             f"query parameter {unknown[0]!r} is not supported; use {supported} (AIDIP attribute search is POST /agents/search)"
         )
     size = page_size(params.get("pageSize"), 20)
-    found = await run(state.open_registry().list, params.get("filter"), params.get("orderBy"), size, params.get("pageToken") or None)
+    registry = state.open_registry()
+    found = await run(registry.list, params.get("filter"), params.get("orderBy"), size, params.get("pageToken") or None, viewer_of(request))
     return model_response(found)
 
 
 async def get_agent(request: Request, state: AppState) -> Response:
-    entry = await run(state.open_registry().get, request.path_params["id"])
+    entry = await run(state.open_registry().get, request.path_params["id"], viewer_of(request))
     return model_response(aidip.document(entry))
 
 
@@ -145,7 +154,7 @@ async def put_agent(request: Request, state: AppState) -> Response:
     registry = state.open_registry()
     entry = registration.to_entry(raw, request.query_params.get("format", "auto"), default_id=path_id)
     try:
-        existing: CatalogEntry | None = await run(registry.get, path_id)
+        existing: CatalogEntry | None = await run(registry.get, path_id, viewer_of(request))
     except NotFound:
         existing = None
     if not _same_agent(path_id, entry, existing):
@@ -156,26 +165,26 @@ async def put_agent(request: Request, state: AppState) -> Response:
 
 async def delete_agent(request: Request, state: AppState) -> Response:
     registry = state.open_registry()
-    entry = await run(registry.get, request.path_params["id"])
+    entry = await run(registry.get, request.path_params["id"], viewer_of(request))
     result: DeregisterResult = await run(registry.indexer.deregister, entry.identifier, writer_of(request).may_write)
     return model_response(result)
 
 
 async def aidip_search(request: Request, state: AppState) -> Response:
     req = aidip.parse_search(await json_body(request))
-    found = await run(attribute_search, state.open_registry(), req)
+    found = await run(attribute_search, state.open_registry(), req, viewer_of(request))
     return model_response(found)
 
 
 async def discover(request: Request, state: AppState) -> Response:
     req = xu.parse_request(await json_body(request))
     full_allowed = state.settings.tokens.may_see_everything(request.headers)
-    found = await run(partial(xu_discovery.discover, state.open_registry(), req, full_allowed=full_allowed))
+    found = await run(partial(xu_discovery.discover, state.open_registry(), req, viewer_of(request), full_allowed=full_allowed))
     return model_response(found)
 
 
 async def well_known(request: Request, state: AppState) -> Response:
-    return model_response(await run(manifest, state.open_registry()))
+    return model_response(await run(manifest, state.open_registry(), viewer_of(request)))
 
 
 async def healthz(request: Request, state: AppState) -> Response:
