@@ -70,6 +70,7 @@ class Store:
         self._lock = threading.RLock()
         self._writes = 0  # commits through this connection (data_version counts only other connections')
         self._count: tuple[tuple[int, int], int] | None = None
+        self._ids: tuple[tuple[int, int], frozenset[int]] | None = None
         with self._lock:
             self._conn.execute("PRAGMA busy_timeout=10000")  # processes sharing the store wait their turn to write
             self._conn.execute("PRAGMA journal_mode=WAL")
@@ -140,8 +141,12 @@ class Store:
         return {row["id"]: _agent(row) for row in self._rows_in("SELECT * FROM agents WHERE id IN ({ids})", ids)}
 
     def agent_ids(self) -> frozenset[int]:
-        """Every agent's id: what a read starts from when some entries must be left out (`visibility`)."""
-        return frozenset(r[0] for r in self._tuples("SELECT id FROM agents"))
+        """Every agent's id: what a read starts from when some entries must be left out (`visibility`);
+        kept until the store changes (reading 100,000 ids on every anonymous search would cost ~20 ms)."""
+        version = self.version()
+        if self._ids is None or self._ids[0] != version:
+            self._ids = (version, frozenset(r[0] for r in self._tuples("SELECT id FROM agents")))
+        return self._ids[1]
 
     def count(self) -> int:
         """The number of agents; every search needs it (IDF), and counting 100,000 rows costs milliseconds,
