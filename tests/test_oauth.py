@@ -16,7 +16,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from ard_mcp.surfaces import cli
-from ard_mcp.surfaces.auth import TokenStore
+from ard_mcp.surfaces.auth import Principal, TokenStore
 from ard_mcp.surfaces.oauth import JwtVerifier
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from tests.conftest import PDF, WEATHER
@@ -128,11 +128,15 @@ def test_unknown_key_ids_refetch_the_keys_at_most_once_a_minute(issuer: Issuer, 
 
 
 @pytest.mark.anyio
-async def test_it_is_the_mcp_sdk_token_verifier(issuer: Issuer, verifier: JwtVerifier) -> None:
-    access = await verifier.verify_token(issuer.token(scope="ard:publish:example.com", client_id="ci-pipeline"))
-    assert access is not None and access.client_id == "ci-pipeline" and access.scopes == ["ard:publish:example.com"]
-    assert access.subject == "alice" and access.resource == AUDIENCE
-    assert await verifier.verify_token(issuer.token(aud="https://elsewhere.example")) is None
+async def test_the_token_store_is_the_mcp_sdk_token_verifier(issuer: Issuer, verifier: JwtVerifier) -> None:
+    static = "static-token-0123456789abcdef"
+    tokens = TokenStore({static: Principal("ci", ("example.com",))}, verifier=verifier)
+    access = await tokens.verify_token(issuer.token(scope="ard:publish:example.org"))
+    assert access is not None and access.client_id == "oauth:alice" and access.scopes == ["ard:publish:example.org"]
+    from_file = await tokens.verify_token(static)
+    assert from_file is not None and from_file.client_id == "ci" and from_file.scopes == ["ard:publish:example.com"]
+    assert await tokens.verify_token(issuer.token(aud="https://elsewhere.example")) is None
+    assert await tokens.verify_token("wrong-token-0123456789abcdef") is None
 
 
 def test_an_issuer_without_keys_stops_start() -> None:
@@ -158,3 +162,24 @@ async def test_rest_writes_with_oauth_tokens_are_scoped_like_token_file_lines(
 def test_serve_stops_when_the_issuer_has_no_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = cli.main(["serve", "--transport", "streamable-http", "--oauth-issuer", "http://127.0.0.1:9", "--data-dir", str(tmp_path / "d")])
     assert code == 2 and "no signing keys could be fetched for the issuer http://127.0.0.1:9" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_an_mcp_endpoint_that_requires_a_token_advertises_the_issuer(tmp_path: Path, issuer: Issuer, verifier: JwtVerifier) -> None:
+    settings = HttpSettings(tokens=TokenStore(verifier=verifier), mcp_issuer=issuer.url)
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    accept = {"accept": "application/json, text/event-stream"}
+    async with running(tmp_path / "data", settings) as client:
+        refused = await client.post("/mcp", json=initialize, headers=accept)
+        assert refused.status_code == 401 and "resource_metadata" in refused.headers["www-authenticate"]
+        metadata = (await client.get("/.well-known/oauth-protected-resource/mcp")).json()
+        assert metadata["authorization_servers"] == [issuer.url + "/"] or metadata["authorization_servers"] == [issuer.url]
+        signed_in = await client.post("/mcp", json=initialize, headers={**accept, "Authorization": f"Bearer {issuer.token()}"})
+        assert signed_in.status_code == 200, signed_in.text
+        assert (await client.post("/search", json={"query": {"text": "weather"}})).status_code == 200  # REST reads stay public

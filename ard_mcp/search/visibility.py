@@ -12,10 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ard_mcp.formats.identifiers import publisher_of
 from ard_mcp.index.filter_values import METADATA_PREFIX
-from ard_mcp.index.store.sqlite import Store
+
+if TYPE_CHECKING:  # the surfaces build viewers before the store (and numpy) are loaded: start-up stays fast
+    from ard_mcp.index.store.sqlite import Store
 
 VISIBLE_TO_KEY = "visibleTo"
 _FIELD = METADATA_PREFIX + VISIBLE_TO_KEY

@@ -92,6 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the issuer's signing keys are (ARD_MCP_OAUTH_JWKS_URL; default: jwks_uri of its OpenID / OAuth metadata)",
     )
     serve.add_argument(
+        "--mcp-requires-token",
+        action="store_true",
+        default=_truthy(env("MCP_REQUIRES_TOKEN")),
+        help="with --oauth-issuer: every MCP request needs a token (reads too), and /.well-known/oauth-protected-resource "
+        "names the issuer so MCP clients can sign in; the REST reads stay public (ARD_MCP_MCP_REQUIRES_TOKEN)",
+    )
+    serve.add_argument(
         "--allow-anonymous-writes",
         action="store_true",
         default=_truthy(env("ALLOW_ANONYMOUS_WRITES")),

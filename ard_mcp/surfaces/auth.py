@@ -18,12 +18,17 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+import anyio
 
 from ard_mcp.errors import Unauthenticated
 from ard_mcp.formats.identifiers import is_publisher_domain
 from ard_mcp.search.visibility import ANONYMOUS as NOBODY
 from ard_mcp.search.visibility import EVERYONE, Viewer
+
+if TYPE_CHECKING:
+    from mcp.server.auth.provider import AccessToken
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +37,7 @@ ANONYMOUS = "anonymous"
 
 
 EVERY_PUBLISHER = ("*",)
+SCOPE_PREFIX = "ard:publish:"  # an OAuth scope naming a publisher pattern a token may write
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,16 @@ class TokenStore:
         if principal is None:
             raise Unauthenticated("this registry requires 'Authorization: Bearer <token>' for writes; the request had no valid token")
         return principal
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """The MCP SDK's `TokenVerifier`, for an MCP endpoint that demands a token (`--mcp-requires-token`):
+        token-file tokens and JWTs alike, their publishers as `ard:publish:` scopes."""
+        from mcp.server.auth.provider import AccessToken
+
+        principal = await anyio.to_thread.run_sync(self.principal, {"authorization": f"Bearer {token}"})
+        if principal is None:
+            return None
+        return AccessToken(token=token, client_id=principal.name, scopes=[SCOPE_PREFIX + p for p in principal.publishers])
 
     def viewer(self, headers: Mapping[str, str] | None) -> Viewer:
         """Who may see what (`metadata.visibleTo`): the token's principal; anonymous without a valid one; on

@@ -103,9 +103,20 @@ def _serve_http(args: argparse.Namespace) -> int:
         print("ard-mcp: --max-body-bytes must be positive", file=sys.stderr)
         return 2
     allowed = csv_list(args.allowed_hosts) or None
+    if args.mcp_requires_token and not args.oauth_issuer:
+        print("ard-mcp: --mcp-requires-token needs --oauth-issuer (the authorization server MCP clients sign in with)", file=sys.stderr)
+        return 2
     rates = RateLimits(args.read_rate, args.write_rate, args.auth_failure_rate, args.rate_limit_loopback)
     settings = HttpSettings(
-        args.transport, args.host, args.port, allowed, csv_list(args.cors_origins), args.max_body_bytes, tokens, rate_limits=rates
+        args.transport,
+        args.host,
+        args.port,
+        allowed,
+        csv_list(args.cors_origins),
+        args.max_body_bytes,
+        tokens,
+        rate_limits=rates,
+        mcp_issuer=args.oauth_issuer if args.mcp_requires_token else None,
     )
     if allowed is None and not is_loopback(args.host):
         log.warning("answering any Host header on %s; pass --allowed-hosts with the names clients use", args.host)

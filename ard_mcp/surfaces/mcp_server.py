@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal, ParamSpec, TypeVar, cast
 
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.types import ToolAnnotations
@@ -138,12 +139,19 @@ def _registry(ctx: Context) -> Registry:
 
 
 def build_server(
-    config: Config, *, warm: bool = True, shared: Callable[[], Registry] | None = None, tokens: TokenStore | None = None
+    config: Config,
+    *,
+    warm: bool = True,
+    shared: Callable[[], Registry] | None = None,
+    tokens: TokenStore | None = None,
+    protect: AuthSettings | None = None,
 ) -> MCPServer[Callable[[], Registry]]:
     """The MCP server over a registry in `config.data_dir`, claimed when the server starts.
 
     `shared` hands the tools a registry someone else opened and closes (the HTTP app, so MCP and REST use
-    one registry); `tokens` makes the write tools demand a bearer token (HTTP transports only)."""
+    one registry); `tokens` makes the write tools demand a bearer token (HTTP transports only); `protect`
+    makes every MCP request demand one, checked by the SDK with `tokens` as its verifier, and advertises
+    the authorization server (RFC 9728 protected-resource metadata) so MCP clients can sign in."""
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Callable[[], Registry]]) -> AsyncIterator[Callable[[], Registry]]:
@@ -158,7 +166,14 @@ def build_server(
         finally:
             opening.close()
 
-    server: MCPServer[Callable[[], Registry]] = MCPServer("ard-mcp", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan)
+    server: MCPServer[Callable[[], Registry]] = MCPServer(
+        "ard-mcp",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        token_verifier=tokens if protect is not None else None,
+        auth=protect,
+    )
 
     def writer(ctx: Context) -> Principal:
         """Over HTTP, the principal of the request's token (scoped to its publishers); over stdio, the local user."""

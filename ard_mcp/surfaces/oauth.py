@@ -7,10 +7,10 @@ Scopes name the publishers a token may write: `ard:publish:example.com`, `ard:pu
 `ard:publish:*` for an operator (read from `scope`, space-separated, or `scp`, a list). A valid token
 without them identifies its caller (Xu `detail=full`) and may write nothing.
 
-`JwtVerifier` is the MCP SDK's `TokenVerifier` (`verify_token` → `AccessToken`). Keys are fetched with
-httpx from `jwks_uri` (found through the issuer's OpenID / OAuth metadata unless given) and kept; a token
-signed with a key not yet seen refetches them, at most once a minute, so random `kid`s cannot make the
-registry hammer the issuer.
+`TokenStore`, which asks this for the tokens its file does not name, is the MCP SDK's `TokenVerifier`.
+Keys are fetched with httpx from `jwks_uri` (found through the issuer's OpenID / OAuth metadata unless
+given) and kept; a token signed with a key not yet seen refetches them, at most once a minute, so random
+`kid`s cannot make the registry hammer the issuer.
 """
 
 from __future__ import annotations
@@ -22,16 +22,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
 import httpx
 import jwt
-from mcp.server.auth.provider import AccessToken
 
-from ard_mcp.surfaces.auth import Principal, parse_publishers
+from ard_mcp.surfaces.auth import SCOPE_PREFIX, Principal, parse_publishers
 
 log = logging.getLogger(__name__)
 
-SCOPE_PREFIX = "ard:publish:"
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA")
 REFETCH_AFTER = 60.0  # seconds between JWKS fetches triggered by an unknown key
 _TIMEOUT = 5.0
@@ -81,21 +78,6 @@ class JwtVerifier:
             self._fetch()
         if not self._keys:
             raise ValueError(f"no signing keys could be fetched for the issuer {self.issuer}")
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        """The MCP SDK's `TokenVerifier`: run off the event loop (a key fetch is network I/O)."""
-        claims = await anyio.to_thread.run_sync(self.claims, token)
-        if claims is None:
-            return None
-        return AccessToken(
-            token=token,
-            client_id=str(claims.get("client_id") or claims.get("azp") or claims["sub"]),
-            scopes=_scopes(claims),
-            expires_at=int(claims["exp"]),
-            resource=self.audience,
-            subject=str(claims["sub"]),
-            claims=claims,
-        )
 
     def _key(self, kid: str | None) -> Any:
         with self._lock:

@@ -8,7 +8,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -70,7 +72,12 @@ def build_app(config: Config, settings: HttpSettings, *, registry: Registry | No
     shutdown); otherwise the app opens one at start-up. MCP tools and REST routes share it."""
     config = settings.named(config)
     state = AppState(config, settings)
-    server = build_server(config, warm=False, shared=state.open_registry, tokens=settings.tokens)
+    protect = None
+    if settings.mcp_issuer:
+        mcp_url = f"{(config.source_url or settings.base_url()).rstrip('/')}/{'sse' if settings.transport == 'sse' else 'mcp'}"
+        issuer, resource = AnyHttpUrl(settings.mcp_issuer), AnyHttpUrl(mcp_url)
+        protect = AuthSettings(issuer_url=issuer, resource_server_url=resource, validate_token_resource=False)  # our verifier checks aud
+    server = build_server(config, warm=False, shared=state.open_registry, tokens=settings.tokens, protect=protect)
     security = transport_security(settings)
     mcp_app: Starlette
     if settings.transport == "sse":
@@ -99,7 +106,7 @@ def build_app(config: Config, settings: HttpSettings, *, registry: Registry | No
             state.registry = None
             await anyio.to_thread.run_sync(opened.close)
 
-    middleware = [Middleware(GuardMiddleware, settings=settings)]
+    middleware = [Middleware(GuardMiddleware, settings=settings), *mcp_app.user_middleware]  # the SDK's auth, when protected
     if settings.cors_origins:
         middleware.append(
             Middleware(

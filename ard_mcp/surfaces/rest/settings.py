@@ -37,6 +37,7 @@ class HttpSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     tokens: TokenStore = field(default_factory=TokenStore)
     rate_limits: RateLimits = DEFAULT_RATE_LIMITS
+    mcp_issuer: str | None = None  # when set, every MCP request needs a token, and this authorization server is advertised
     body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds for a whole request body to arrive
 
     def base_url(self) -> str:
