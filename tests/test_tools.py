@@ -51,6 +51,14 @@ async def test_tools_are_listed_with_schemas_and_annotations(server: Any) -> Non
     assert tools["deregister_agent"].annotations.destructive_hint is True  # type: ignore[union-attr]
 
 
+async def test_tool_descriptions_carry_no_indentation(server: Any) -> None:
+    """Every host reads tools/list on every connection: runs of source indentation are tokens for nothing."""
+    async with Client(server) as client:
+        tools = (await client.list_tools()).tools
+    for tool in tools:
+        assert tool.description and "\n" not in tool.description and "  " not in tool.description, tool.name
+
+
 async def test_search_returns_spec_entries_with_evidence(server: Any) -> None:
     async with Client(server) as client:
         await seed(client)

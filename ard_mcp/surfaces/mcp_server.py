@@ -77,8 +77,10 @@ READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hin
 Tags = list[str] | None
 
 
-def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Registry errors reach the caller as their own message, not as a generic failure."""
+def _as_tool(fn: Callable[P, R]) -> Callable[P, R]:
+    """Registry errors reach the caller as their own message, not as a generic failure; the docstring,
+    which `tools/list` sends as the description, loses the source's line breaks and indentation (every
+    host pays for those runs of spaces in tokens, on every connection)."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -87,6 +89,7 @@ def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
         except ArdError as exc:
             raise ToolError(exc.message) from exc
 
+    wrapper.__doc__ = " ".join((fn.__doc__ or "").split())
     return wrapper
 
 
@@ -184,7 +187,7 @@ def build_server(
         return tokens.viewer(ctx.headers) if tokens is not None else EVERYONE
 
     @server.tool(title="Search agents", annotations=READ)
-    @_tool_errors
+    @_as_tool
     def search_agents(
         text: Annotated[str, Field(description="The task or need in natural language, e.g. 'convert a scanned PDF to text'.")],
         ctx: Context,
@@ -211,7 +214,7 @@ def build_server(
         return _registry(ctx).search(query, viewer=viewer(ctx)).response()
 
     @server.tool(title="Discover agents (Xu profile)", annotations=READ)
-    @_tool_errors
+    @_as_tool
     def discover_agents(
         query: Annotated[str, Field(description="The task or intent in natural language.")],
         ctx: Context,
@@ -251,7 +254,7 @@ def build_server(
         return discover(_registry(ctx), xu.parse_request(raw), viewer(ctx), full_allowed=full_allowed)
 
     @server.tool(title="Explore facets", annotations=READ)
-    @_tool_errors
+    @_as_tool
     def explore_facets(
         ctx: Context,
         text: Annotated[str | None, Field(description="Optional task text; facets then count only relevant entries.")] = None,
@@ -267,7 +270,7 @@ def build_server(
         return _registry(ctx).explore(text, filter, chosen, viewer(ctx))
 
     @server.tool(title="Register agent", annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False, open_world_hint=False))
-    @_tool_errors
+    @_as_tool
     def register_agent(
         entry: Annotated[
             dict[str, Any],
@@ -292,7 +295,7 @@ def build_server(
         return _registry(ctx).indexer.register(registration.to_entry(entry, format), may_write)
 
     @server.tool(title="Get agent", annotations=READ)
-    @_tool_errors
+    @_as_tool
     def get_agent(
         identifier: Annotated[str, Field(description="The entry's urn:air: identifier (or the Xu / AIDIP id it was registered with).")],
         ctx: Context,
@@ -301,7 +304,7 @@ def build_server(
         return _registry(ctx).get(identifier, viewer(ctx))
 
     @server.tool(title="List agents", annotations=READ)
-    @_tool_errors
+    @_as_tool
     def list_agents(
         ctx: Context,
         filter: Annotated[
@@ -322,7 +325,7 @@ def build_server(
         return _registry(ctx).list(filter, orderBy, pageSize, pageToken, viewer(ctx))
 
     @server.tool(title="Deregister agent", annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False))
-    @_tool_errors
+    @_as_tool
     def deregister_agent(
         identifier: Annotated[str, Field(description="The entry's urn:air: identifier (or the Xu / AIDIP id it was registered with).")],
         ctx: Context,
