@@ -137,7 +137,8 @@ def _trust(entry: dict[str, Any], field: str = "trustManifest") -> Iterator[str]
             for i, item in enumerate(trust[name]):
                 if isinstance(item, dict):
                     yield from _known_fields(item, model, f"{field}.{name}[{i}]")
-    for i, item in enumerate(trust.get("attestations") or []):
+    attestations = trust.get("attestations")
+    for i, item in enumerate(attestations if isinstance(attestations, list) else []):  # `true` once crashed this: a 500
         if isinstance(item, dict) and "mediaType" not in item and isinstance(item.get("uri"), str):
             item["mediaType"] = mimetypes.guess_type(urlsplit(item["uri"]).path)[0] or "application/octet-stream"
             yield (
