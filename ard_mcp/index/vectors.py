@@ -18,6 +18,7 @@ import numpy as np
 
 from ard_mcp.errors import InvalidArgument, ModelMismatch, VectorIndexUnavailable
 from ard_mcp.index.embedding import Embedder, bundled_model_dir, chroma_embedding_function
+from ard_mcp.index.rwlock import ReadWriteLock
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,7 @@ class VectorIndex:
         self._path = path if url is None else None
         self._client = _client(path, url)
         self._function = chroma_embedding_function()(_recorded_model_dir(embedder))
+        self._lock = ReadWriteLock()  # a query racing a write fails inside Chroma (see `rwlock`)
         if fresh:
             self._drop()
         self._collection = self._open()
@@ -111,21 +113,25 @@ class VectorIndex:
         names the agents without a lookup."""
         for start in range(0, len(examples), _WRITE_BATCH):
             chunk = examples[start : start + _WRITE_BATCH]
-            self._collection.upsert(ids=[_key(e, a) for e, a in chunk], embeddings=vectors[start : start + _WRITE_BATCH])
+            with self._lock.writing():
+                self._collection.upsert(ids=[_key(e, a) for e, a in chunk], embeddings=vectors[start : start + _WRITE_BATCH])
 
     def delete(self, examples: Sequence[tuple[int, int]]) -> None:
         for start in range(0, len(examples), _WRITE_BATCH):
-            self._collection.delete(ids=[_key(e, a) for e, a in examples[start : start + _WRITE_BATCH]])
+            with self._lock.writing():
+                self._collection.delete(ids=[_key(e, a) for e, a in examples[start : start + _WRITE_BATCH]])
 
     def stored_vectors(self, examples: Sequence[tuple[int, int]]) -> tuple[list[int], np.ndarray]:
         """The float32 vectors the index holds for (example id, agent id) pairs, and the example id of each
         row (those the index lacks are left out): an exact-search oracle for measuring recall."""
-        got = self._collection.get(ids=[_key(e, a) for e, a in examples], include=["embeddings"])
+        with self._lock.reading():
+            got = self._collection.get(ids=[_key(e, a) for e, a in examples], include=["embeddings"])
         return [int(i.split("@")[0]) for i in got["ids"]], np.asarray(got["embeddings"], dtype=np.float32)
 
     def _nearest(self, vectors: np.ndarray, k: int) -> tuple[list[list[str]], list[list[float]]]:
         """Chroma returns fewer than k when the collection is smaller, so no count() on the hot path."""
-        result = self._collection.query(query_embeddings=list(vectors), n_results=k, include=["distances"])
+        with self._lock.reading():
+            result = self._collection.query(query_embeddings=list(vectors), n_results=k, include=["distances"])
         return result["ids"], result["distances"]
 
     def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
