@@ -232,7 +232,8 @@ def test_sigkill_during_ingest_keeps_every_stored_entry(tmp_path: Path) -> None:
         kill = ingest_and_kill(catalog, data_dir, tmp_path / "ingest.log", when)
         if not kill.killed or mode == "flush":
             whole.append(kill.seconds)
-        assert integrity(data_dir) == "ok"
+        started = (data_dir / "catalog.sqlite3").exists()  # a kill early enough leaves no data directory at all
+        assert not started or integrity(data_dir) == "ok"
         survived = stored_identifiers(data_dir)
         lost = kill.seen - survived
         assert not lost, f"round {number} ({point}): {len(lost)} agents stored before the kill are gone, e.g. {sorted(lost)[:3]}"
