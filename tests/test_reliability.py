@@ -78,7 +78,7 @@ from tests.reliability_support import (
     stored_identifiers,
     write_catalog,
 )
-from tests.test_http_fuzz import any_json, from_schema, texts, words
+from tests.test_http_fuzz import any_json, draw_request, from_schema, texts, words
 
 pytestmark = [pytest.mark.slow, pytest.mark.soak]
 
@@ -834,39 +834,12 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     )
 
 
-def _draw_request(op: Operation, openapi: dict[str, Any], data: st.DataObject) -> tuple[str, dict[str, Any]]:
-    """A request for `op` as tests/test_http_fuzz.py draws them: documented shapes, arbitrary JSON, junk
-    parameters, raw bytes, odd ids."""
-    path = op.path
-    if "{id}" in path:
-        ids = (words | st.text(min_size=1, max_size=30) | st.sampled_from([XU_HR["id"], "agent-12345"])).filter(lambda r: r.strip("."))
-        path = path.replace("{id}", quote(data.draw(ids, label="id"), safe=":"))
-    params: dict[str, Any] = {}
-    for param in op.params:
-        if param.name != "id" and data.draw(st.booleans(), label=f"with {param.name}"):
-            params[param.name] = data.draw(from_schema(param.schema, {}) | texts, label=param.name)
-    if data.draw(st.integers(0, 9), label="junk parameter") == 0:
-        params[data.draw(words, label="junk name") or "junk"] = "1"
-    kwargs: dict[str, Any] = {"params": {k: str(v) for k, v in params.items() if v is not None}}
-    if op.method in ("POST", "PUT"):
-        operation = openapi["paths"][op.path][op.method.lower()]
-        if data.draw(st.integers(0, 9), label="raw bytes") == 0:
-            kwargs["content"] = data.draw(st.binary(max_size=64), label="content")
-            kwargs["headers"] = {"content-type": "application/json"}
-        elif "requestBody" in operation:
-            schema = operation["requestBody"]["content"]["application/json"]["schema"]
-            kwargs["json"] = data.draw(from_schema(schema, openapi["components"]["schemas"]) | any_json, label="body")
-        else:
-            kwargs["json"] = data.draw(any_json, label="body")
-    return path, kwargs
-
-
 @pytest.mark.parametrize("op", OPERATIONS, ids=lambda op: f"{op.method} {op.path}")
 @REST_FUZZ
 @given(data=st.data())
 def test_every_rest_route_of_a_real_server_answers_fuzzed_requests(live: Live, op: Operation, data: st.DataObject) -> None:
     client = live.client
-    path, kwargs = _draw_request(op, live.openapi, data)
+    path, kwargs = draw_request(op, live.openapi, data)
     try:
         response = client.request(op.method, path, **kwargs)
     except httpx.TimeoutException:
