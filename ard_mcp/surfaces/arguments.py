@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from ard_mcp import __version__
 from ard_mcp.config import default_data_dir, env
 from ard_mcp.formats.limits import DEFAULT_MAX_ENTRY_BYTES
 from ard_mcp.surfaces.rest.ratelimit import DEFAULT_RATE_LIMITS
-from ard_mcp.surfaces.rest.settings import DEFAULT_MAX_BODY_BYTES
+from ard_mcp.surfaces.rest.settings import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES
 
 TRANSPORTS = ("stdio", "sse", "streamable-http")
+N = TypeVar("N", int, float)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -39,17 +42,17 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-entry-bytes",
         type=int,
-        default=_env_int("MAX_ENTRY_BYTES", DEFAULT_MAX_ENTRY_BYTES),
+        default=_env_number("MAX_ENTRY_BYTES", DEFAULT_MAX_ENTRY_BYTES, int),
         help="larger entries are refused when registered or ingested (ARD_MCP_MAX_ENTRY_BYTES; default %(default)s)",
     )
 
 
-def _env_int(name: str, default: int) -> int:
+def _env_number(name: str, default: N, kind: Callable[[str], N]) -> N:
     value = env(name)
     try:
-        return int(value) if value is not None else default
+        return kind(value) if value is not None else default
     except ValueError:
-        raise SystemExit(f"ard-mcp: ARD_MCP_{name} must be an integer (got {value!r})") from None
+        raise SystemExit(f"ard-mcp: ARD_MCP_{name} must be a number (got {value!r})") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,6 +124,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=int(env("MAX_BODY_BYTES", str(DEFAULT_MAX_BODY_BYTES)) or DEFAULT_MAX_BODY_BYTES),
         help="larger request bodies get 413 (ARD_MCP_MAX_BODY_BYTES; default %(default)s)",
     )
+    serve.add_argument(
+        "--body-timeout",
+        type=float,
+        default=_env_number("BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT, float),
+        metavar="SECONDS",
+        help="a request body not received within this gets 408 (ARD_MCP_BODY_TIMEOUT; default %(default)g)",
+    )
     for kind, default, what in (
         ("read", DEFAULT_RATE_LIMITS.reads, "searches, listings and other reads a minute per client address and per token"),
         ("write", DEFAULT_RATE_LIMITS.writes, "registrations and deletions a minute per client address and per token"),
@@ -130,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
         serve.add_argument(
             f"--{kind}-rate",
             type=int,
-            default=_env_int(name, default),
+            default=_env_number(name, default, int),
             metavar="N",
             help=f"{what}, then 429; 0 for no limit (ARD_MCP_{name}; default %(default)s)",
         )
