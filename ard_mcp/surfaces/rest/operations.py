@@ -152,7 +152,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "POST",
         "/agents",
         "registerAgent",
-        "AIDIP registration: an ARD entry, Xu Agent Metadata or AIDIP metadata (201 created, 200 updated)",
+        "AIDIP registration: an ARD entry, an A2A agent card, Xu Agent Metadata or AIDIP metadata (201 created, 200 updated)",
         register_agent,
         Dialect.AIDIP,
         aidip.RegisteredDocument,

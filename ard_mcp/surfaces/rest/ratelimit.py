@@ -62,22 +62,26 @@ class Limiter:
     def take(self, kind: str, keys: tuple[str, ...]) -> None:
         """Take one request from each key's bucket of `kind` ("reads", "writes", "auth_failures"), or raise
         `RateLimited` naming the wait; nothing is taken unless every bucket has room."""
-        if getattr(self.limits, kind) <= 0:
-            return
-        buckets = [self._bucket(kind, key) for key in keys]
-        short = [b for b in buckets if b.tokens < 1.0]
-        if short:
-            wait = max(math.ceil((1.0 - b.tokens) / b.rate) for b in short)
-            raise RateLimited(f"too many {kind.replace('_', ' ')} from this client: at most {getattr(self.limits, kind)} a minute", wait)
-        for bucket in buckets:
+        for bucket in self._with_room(kind, keys):
             bucket.tokens -= 1.0
 
     def check(self, kind: str, key: str) -> None:
         """Raise `RateLimited` if `key` has no room in its `kind` bucket, without taking any."""
-        if getattr(self.limits, kind) > 0 and (bucket := self._bucket(kind, key)).tokens < 1.0:
-            raise RateLimited(f"too many {kind.replace('_', ' ')} from this client", math.ceil((1.0 - bucket.tokens) / bucket.rate))
+        self._with_room(kind, (key,))
 
-    def _bucket(self, kind: str, key: str) -> _Bucket:
+    def _with_room(self, kind: str, keys: tuple[str, ...]) -> list[_Bucket]:
+        """The keys' buckets of `kind` (none when the limit is off); `RateLimited` if one has no room."""
+        per_minute: int = getattr(self.limits, kind)
+        if per_minute <= 0:
+            return []
+        buckets = [self._bucket(kind, key, per_minute) for key in keys]
+        short = [b for b in buckets if b.tokens < 1.0]
+        if short:
+            wait = max(math.ceil((1.0 - b.tokens) / b.rate) for b in short)
+            raise RateLimited(f"too many {kind.replace('_', ' ')} from this client: at most {per_minute} a minute", wait)
+        return buckets
+
+    def _bucket(self, kind: str, key: str, per_minute: int) -> _Bucket:
         now = self.clock()
         bucket = self._buckets.get((kind, key))
         if bucket is not None:
@@ -85,7 +89,6 @@ class Limiter:
         if len(self._buckets) > _PRUNE_ABOVE:  # forget refilled buckets: a client coming back starts full, as it would anyway
             for old in [k for k, b in self._buckets.items() if b.refill(now).tokens >= b.capacity]:
                 del self._buckets[old]
-        per_minute: int = getattr(self.limits, kind)
         capacity = max(1.0, per_minute * BURST_SECONDS / 60.0)
         bucket = self._buckets[(kind, key)] = _Bucket(capacity, now, per_minute / 60.0, capacity)
         return bucket
