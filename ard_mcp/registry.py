@@ -161,7 +161,7 @@ class Registry:
             else:
                 found = ranked_page(self.ranker.rank(query.text, ids), self.store, query.criteria, now, offset, query.page_size)
         token = encode_token(offset + query.page_size, query.key()) if found.more else None
-        return SearchPage(found.candidates, found.total, token, self.config.source, query.detail)
+        return SearchPage(found.candidates, found.total, token, self.config.source, query.detail, found.confident)
 
     def explore(
         self,
@@ -181,7 +181,8 @@ class Registry:
         self.expire_due()
         matched = visible(self.store, self.store.filter_agents(flt), hidden_agents(self.store, viewer))
         if text is not None and not (isinstance(text, str) and not text.strip()):
-            matched = {hit.agent_id for hit in self.ranker.rank(query_text(text), matched)}
+            ranking = self.ranker.rank(query_text(text), matched)
+            matched = {hit.agent_id for hit in ranking} if ranking.confident else set()  # only what the ranking vouches for
         out: dict[str, FacetResult] = {}
         for facet in facets:
             counts = [(v, n) for v, n in self.store.facet(facet.field, matched) if n >= facet.minCount]

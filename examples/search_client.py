@@ -57,21 +57,25 @@ async def run(data_dir: Path, query: str) -> None:
             registered = await call(client, "register_agent", {"entry": entry})
             print(f"{registered['status']:>9}  {registered['entry']['identifier']}")
 
-        # 2. Search in plain words. Each result is the stored catalog entry plus a 0-100 score and the
-        #    evidence for the match; matchedExamples[0] is the indexed text (a tool, a skill, a sample query
-        #    or the description) that came closest to the query.
+        # 2. Search in plain words. By default each result is one brief line (detail=compact): identifier,
+        #    name, type, the description's first sentence, a 0-100 score and the best evidence (`match`: the
+        #    indexed tool, skill, sample query or words that came closest). `confidence` is low when nothing
+        #    fits well and these are only the closest entries.
         found = await call(client, "search_agents", {"text": query, "pageSize": 3})
-        print(f"\nsearch: {query!r} ({found['totalResults']} above the relevance cutoff)")
+        print(f"\nsearch: {query!r} ({found['totalResults']} results, confidence {found.get('confidence', '-')})")
         for hit in found["results"]:
             print(f"  {hit['score']:3d}  {hit['identifier']}  ({hit['displayName']})")
-            matched = hit["evidence"]["matchedExamples"]
-            if matched:
-                top = matched[0]
-                print(f"       best match: {top['kind']} {top['label']!r}, similarity {top['similarity']:.2f}: {top['text']}")
+            if hit.get("match"):
+                print(f"       best match: {hit['match']}")
         if not found["results"]:
             print("  nothing registered fits this query")
 
-        # 3. Facets: how many entries of each type and tag the registry holds (ARD explore).
+        # 3. The whole entry of the best result, with its inline data, is one call away.
+        if found["results"]:
+            entry = await call(client, "get_agent", {"identifier": found["results"][0]["identifier"]})
+            print(f"\nget_agent: {entry['displayName']}, {len(json.dumps(entry))} bytes of catalog entry")
+
+        # 4. Facets: how many entries of each type and tag the registry holds (ARD explore).
         explored = await call(client, "explore_facets", {"facets": [{"field": "type"}, {"field": "tags"}]})
         for field, facet in explored["facets"].items():
             buckets = ", ".join(f"{bucket['value']} ({bucket['count']})" for bucket in facet["buckets"])

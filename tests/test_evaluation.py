@@ -15,7 +15,7 @@ import pytest
 
 from ard_mcp.evaluation.judgements import Judgement, load_queries
 from ard_mcp.evaluation.metrics import ndcg_at, recall_at, reciprocal_rank
-from ard_mcp.evaluation.report import evaluate, format_table
+from ard_mcp.evaluation.report import Answer, evaluate, format_table
 
 L3 = math.log2(3)  # discount at rank 2
 L4 = 2.0  # discount at rank 3
@@ -273,3 +273,28 @@ def test_evaluate_judges_only_the_top_k() -> None:
     report = evaluate(lambda _: [f"x{i}" for i in range(10)] + ["a"], [judgement])
     assert report.overall.recall10 == 0.0 and report.overall.mrr == 0.0
     assert len(report.results[0].ranked) == 10
+
+
+def test_low_confidence_answers_are_neither_false_positives_nor_empty() -> None:
+    """A no-answer query given only results marked low-confidence is not a false positive; an answerable query
+    given them is not an empty answer but is counted apart, and an answerable query given nothing is empty."""
+    judgements = [
+        Judgement.from_json({"id": "n1", "query": "none-doubted", "relevant": []}, 1),
+        Judgement.from_json({"id": "n2", "query": "none-sure", "relevant": []}, 2),
+        Judgement.from_json({"id": "a1", "query": "some-doubted", "relevant": ["a"]}, 3),
+        Judgement.from_json({"id": "a2", "query": "some-empty", "relevant": ["a"]}, 4),
+        Judgement.from_json({"id": "a3", "query": "some-sure", "relevant": ["a"]}, 5),
+    ]
+    answers = {
+        "none-doubted": Answer(["x"], confident=False),
+        "none-sure": Answer(["x"]),
+        "some-doubted": Answer(["a"], confident=False),
+        "some-empty": Answer([], confident=True),
+        "some-sure": ["a"],
+    }
+    o = evaluate(lambda text: answers[text], judgements).overall
+    assert (o.no_answer, o.no_answer_fp, o.fp_rate) == (2, 1, 0.5)
+    assert (o.answerable, o.empty, o.doubted) == (3, 1, 1)
+    assert o.empty_rate == pytest.approx(1 / 3)
+    assert o.recall5 == pytest.approx(2 / 3)  # a low-confidence answer still counts for quality
+    assert o.to_dict()["answered"] == {"empty": 1, "emptyRate": pytest.approx(1 / 3), "lowConfidence": 1}

@@ -274,21 +274,24 @@ def test_filtered_search_by_widened_vector_query_agrees_with_exact_scoring(loade
     assert widened == exact and set(widened) <= allowed and widened
 
 
-def test_a_query_is_answered_if_its_best_reaches_the_cutoff_and_lists_down_to_the_floor(loaded: Registry) -> None:
+def test_a_query_is_confident_if_its_best_reaches_the_cutoff_and_lists_down_to_the_floor(loaded: Registry) -> None:
     from dataclasses import replace
 
     from ard_mcp.search.ranking import DEFAULT_TUNING, Ranker
 
-    def scores(cutoff: int, floor: int) -> list[int]:
-        ranker = Ranker(loaded.store, loaded.vectors, loaded.embedder, replace(DEFAULT_TUNING, cutoff=cutoff, floor=floor))
-        return [hit.score for hit in ranker.rank("weather forecast for Oslo tomorrow", None).hits]
+    def ranked(cutoff: int, floor: int, tentative: int = 5) -> tuple[list[int], bool]:
+        tuning = replace(DEFAULT_TUNING, cutoff=cutoff, floor=floor, tentative=tentative)
+        ranking = Ranker(loaded.store, loaded.vectors, loaded.embedder, tuning).rank("weather forecast for Oslo tomorrow", None)
+        return [hit.score for hit in ranking.hits], ranking.confident
 
-    everything = scores(0, 0)
-    assert len(everything) >= 3 and everything == sorted(everything, reverse=True)
+    everything, confident = ranked(0, 0)
+    assert confident and len(everything) >= 3 and everything == sorted(everything, reverse=True)
     best, middle = everything[0], everything[len(everything) // 2]
-    assert scores(best + 1, 0) == []  # nothing reaches the cutoff: no answer at all
-    assert scores(best, middle) == [s for s in everything if s >= middle]  # answered: listed down to the floor
-    assert scores(best, best) == [s for s in everything if s >= best]
+    # nothing reaches the cutoff: not confident, and the closest few (or all down to the floor, if more) are listed
+    assert ranked(best + 1, 101, tentative=2) == (everything[:2], False)
+    assert ranked(best + 1, middle, tentative=1) == ([s for s in everything if s >= middle], False)
+    assert ranked(best, middle) == ([s for s in everything if s >= middle], True)  # confident: listed down to the floor
+    assert ranked(best, best) == ([s for s in everything if s >= best], True)
 
 
 def test_ingest_writes_chunk_by_chunk_and_an_interrupted_one_keeps_what_it_wrote(

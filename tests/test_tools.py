@@ -59,10 +59,29 @@ async def test_tool_descriptions_carry_no_indentation(server: Any) -> None:
         assert tool.description and "\n" not in tool.description and "  " not in tool.description, tool.name
 
 
-async def test_search_returns_spec_entries_with_evidence(server: Any) -> None:
+async def test_search_returns_brief_results_as_compact_text(server: Any) -> None:
+    """The default page is what a host model reads first: one brief line per result, the same object as
+    structured content and as unindented JSON text, the full entry one get_agent call away."""
     async with Client(server) as client:
         await seed(client)
-        found = await call(client, "search_agents", text="will it rain in Lisbon this weekend?")
+        result = await client.call_tool("search_agents", {"text": "will it rain in Lisbon this weekend?"})
+        found = result.structured_content
+        assert found is not None
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert json.loads(text) == found and "\n" not in text and "  " not in text
+        top = found["results"][0]
+        assert set(top) == {"identifier", "displayName", "type", "description", "score", "match"}
+        assert top["identifier"] == WEATHER["identifier"] and top["displayName"] == WEATHER["displayName"]
+        assert top["match"].startswith("tool: get forecast") and len(top["match"]) <= 120
+        assert len(top["description"]) <= 160 and WEATHER["description"].startswith(top["description"].rstrip("…"))
+        assert found["confidence"] == "high" and found["totalResults"] >= 1
+        assert await call(client, "get_agent", identifier=top["identifier"]) == WEATHER
+
+
+async def test_search_at_full_detail_returns_spec_entries_with_evidence(server: Any) -> None:
+    async with Client(server) as client:
+        await seed(client)
+        found = await call(client, "search_agents", text="will it rain in Lisbon this weekend?", detail="full")
     top = found["results"][0]
     assert top["identifier"] == WEATHER["identifier"]
     assert {k: top[k] for k in WEATHER} == WEATHER  # the stored entry comes back unchanged
@@ -74,14 +93,33 @@ async def test_search_returns_spec_entries_with_evidence(server: Any) -> None:
     assert best["similarity"] == pytest.approx(evidence["scoreComponents"]["example"], abs=1e-4)
     assert set(evidence["scoreComponents"]) == {"example", "secondExample", "context", "allExamples", "lexical", "tag"}
     assert evidence["freshness"]["metadataUpdatedAt"] == WEATHER["updatedAt"]
+    assert evidence["confidence"] == "high" and found["confidence"] == "high"
     assert found["totalResults"] >= 1
 
 
-async def test_nonsense_query_returns_nothing(server: Any) -> None:
+async def test_query_nothing_fits_gets_the_closest_marked_low_confidence(server: Any) -> None:
+    """An empty list is the worst answer for a host when something might fit; a query that fits nothing well
+    gets its closest few, marked so a host does not take them for matches."""
     async with Client(server) as client:
         await seed(client)
         found = await call(client, "search_agents", text="operate the control rods of a nuclear reactor")
-    assert found["results"] == [] and found["totalResults"] == 0
+        full = await call(client, "search_agents", text="operate the control rods of a nuclear reactor", detail="full")
+        facets = await call(client, "explore_facets", text="operate the control rods of a nuclear reactor")
+    assert found["confidence"] == "low" and 1 <= len(found["results"]) <= 5
+    assert all(r["score"] < 55 for r in found["results"])
+    assert all(r["evidence"]["confidence"] == "low" for r in full["results"])
+    assert all(not facet["buckets"] for facet in facets["facets"].values())  # facets count only what the ranking vouches for
+
+
+async def test_long_task_text_is_accepted_and_ranked_by_its_need(server: Any) -> None:
+    """Hosts paste whole tasks, data included: 32,000 characters are read, the need in the opening still ranks."""
+    padding = " ".join(f"row {i}: 12.5 kg, shipped, invoice pending" for i in range(800))
+    task = f"Will it rain in Lisbon this weekend? I need the forecast before I plan the delivery below.\n{padding}"[:32_000]
+    async with Client(server) as client:
+        await seed(client)
+        found = await call(client, "search_agents", text=task)
+        assert found["results"][0]["identifier"] == WEATHER["identifier"]
+        assert "32000" in await error(client, "search_agents", text=task + "x" * 10)
 
 
 async def test_search_filters_and_paging(server: Any) -> None:
@@ -146,7 +184,7 @@ async def test_register_accepts_what_it_can_read_and_says_what_it_normalised(ser
         assert stored["identifier"] == "urn:air:example.com:weather-v2" and stored["updatedAt"] == "2026-05-01T12:00:00Z"
         assert stored["representativeQueries"] == queries[:5]
         assert (await call(client, "get_agent", identifier="urn:air:example.com:weather~v2"))["identifier"] == stored["identifier"]
-        found = await call(client, "search_agents", text=queries[-1])  # the query beyond the schema's five is indexed too
+        found = await call(client, "search_agents", text=queries[-1], detail="full")  # the query beyond the schema's five is indexed too
         assert found["results"][0]["evidence"]["matchedExamples"][0]["text"] == queries[-1]
         assert (await call(client, "register_agent", entry=lenient))["status"] == "unchanged"  # read the same way each time
         assert "warnings" not in await call(client, "register_agent", entry=WEATHER)

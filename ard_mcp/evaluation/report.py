@@ -1,6 +1,7 @@
 """Running labelled queries through a search function and reporting the scores: overall, per category
-and per kind of query, with the false-positive rate of the no-answer queries and the search latency.
-`registry_search` runs them over the exact code path `search_agents` uses.
+and per kind of query, with the false-positive rate of the no-answer queries, how many answerable queries
+got nothing or only low-confidence results, and the search latency. `registry_search` runs them over the
+exact code path `search_agents` uses.
 """
 
 from __future__ import annotations
@@ -21,8 +22,19 @@ from ard_mcp.search.visibility import EVERYONE
 if TYPE_CHECKING:
     from ard_mcp.registry import Registry
 
-SearchFn = Callable[[str], list[str]]
 Timer = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a search returned: identifiers best first, and whether it vouches for them. A search marks an
+    answer low-confidence (`confident=False`) when nothing fit well and it listed the closest entries."""
+
+    ids: list[str]
+    confident: bool = True
+
+
+SearchFn = Callable[[str], Answer | list[str]]  # a plain list: a search that is always confident (the baselines)
 
 
 @dataclass(frozen=True)
@@ -39,10 +51,22 @@ class QueryResult:
     rr: float | None
     category: str | None = None
     kind: str | None = None
+    confident: bool = True
 
     @property
     def false_positive(self) -> bool:
-        return self.no_answer and bool(self.ranked)
+        """A no-answer query given results the search vouched for (closest entries marked low-confidence are not)."""
+        return self.no_answer and bool(self.ranked) and self.confident
+
+    @property
+    def empty(self) -> bool:
+        """An answerable query given nothing: for a host model, the worst outcome."""
+        return not self.no_answer and not self.ranked
+
+    @property
+    def doubted(self) -> bool:
+        """An answerable query whose results came marked low-confidence."""
+        return not self.no_answer and bool(self.ranked) and not self.confident
 
 
 @dataclass(frozen=True)
@@ -57,6 +81,8 @@ class Summary:
     mrr: float | None
     no_answer: int
     no_answer_fp: int
+    empty: int
+    doubted: int
     p50_ms: float | None
     p95_ms: float | None
 
@@ -64,6 +90,11 @@ class Summary:
     def fp_rate(self) -> float | None:
         """Share of no-answer queries that returned anything; None when there were none to judge."""
         return self.no_answer_fp / self.no_answer if self.no_answer else None
+
+    @property
+    def empty_rate(self) -> float | None:
+        """Share of answerable queries that got no result at all."""
+        return self.empty / self.answerable if self.answerable else None
 
     @classmethod
     def of(cls, results: Sequence[QueryResult]) -> Summary:
@@ -83,6 +114,8 @@ class Summary:
             mrr=mean(r.rr for r in scored),
             no_answer=len(results) - len(scored),
             no_answer_fp=sum(1 for r in results if r.false_positive),
+            empty=sum(1 for r in results if r.empty),
+            doubted=sum(1 for r in results if r.doubted),
             p50_ms=float(np.percentile(latencies, 50)) if len(latencies) else None,
             p95_ms=float(np.percentile(latencies, 95)) if len(latencies) else None,
         )
@@ -96,6 +129,7 @@ class Summary:
             "recall@10": self.recall10,
             "mrr": self.mrr,
             "noAnswer": {"queries": self.no_answer, "returnedResults": self.no_answer_fp, "falsePositiveRate": self.fp_rate},
+            "answered": {"empty": self.empty, "emptyRate": self.empty_rate, "lowConfidence": self.doubted},
             "latencyMs": {"p50": self.p50_ms, "p95": self.p95_ms},
         }
 
@@ -125,6 +159,7 @@ class EvalReport:
                     "category": r.category,
                     "kind": r.kind,
                     "results": list(r.ranked),
+                    "confident": r.confident,
                     "latencyMs": r.latency_ms,
                     "noAnswer": r.no_answer,
                     "ndcg@10": r.ndcg,
@@ -156,7 +191,8 @@ def evaluate(search: SearchFn, judgements: Sequence[Judgement], timer: Timer = t
         start = timer()
         returned = search(j.query)
         elapsed_ms = (timer() - start) * 1000.0
-        ranked = tuple(normalize_identifier(i) for i in returned)[:k]
+        answer = returned if isinstance(returned, Answer) else Answer(returned)
+        ranked = tuple(normalize_identifier(i) for i in answer.ids)[:k]
         answerable = not j.no_answer
         results.append(
             QueryResult(
@@ -170,6 +206,7 @@ def evaluate(search: SearchFn, judgements: Sequence[Judgement], timer: Timer = t
                 rr=reciprocal_rank(ranked, j, k) if answerable else None,
                 category=j.category,
                 kind=j.kind,
+                confident=answer.confident,
             )
         )
     return EvalReport(
@@ -184,8 +221,9 @@ def evaluate(search: SearchFn, judgements: Sequence[Judgement], timer: Timer = t
 def registry_search(registry: Registry, page_size: int = DEFAULT_K) -> SearchFn:
     """The search function `evaluate` needs, over the exact code path `search_agents` uses."""
 
-    def search(text: str) -> list[str]:
-        return [r.identifier for r in registry.search(SearchQuery.of(text, page_size=page_size), viewer=EVERYONE).response().results]
+    def search(text: str) -> Answer:
+        page = registry.search(SearchQuery.of(text, page_size=page_size), viewer=EVERYONE)
+        return Answer([c.agent.identifier for c in page.candidates], page.confident)
 
     return search
 
@@ -196,7 +234,7 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 def format_table(report: EvalReport) -> str:
     """A plain-text table: one row overall, then one per category and per kind, for a terminal or a PR."""
-    header = ["set", "queries", "nDCG@10", "R@5", "R@10", "MRR", "no-answer FP", "p50 ms", "p95 ms"]
+    header = ["set", "queries", "nDCG@10", "R@5", "R@10", "MRR", "empty", "low-conf", "no-answer FP", "p50 ms", "p95 ms"]
     rows: list[list[str]] = []
 
     def row(name: str, s: Summary) -> list[str]:
@@ -208,6 +246,8 @@ def format_table(report: EvalReport) -> str:
             _fmt(s.recall5),
             _fmt(s.recall10),
             _fmt(s.mrr),
+            str(s.empty) if s.answerable else "-",
+            str(s.doubted) if s.answerable else "-",
             fp,
             _fmt(s.p50_ms, 1),
             _fmt(s.p95_ms, 1),

@@ -29,6 +29,7 @@ from ard_mcp.formats.entry_facts import (
     status_of,
 )
 from ard_mcp.formats.identifiers import assigned_id, derive_identifier, publisher_of
+from ard_mcp.formats.limits import MAX_QUERY_CHARS
 
 MAX_TOP = 100
 
@@ -168,7 +169,7 @@ class AidipFilters(WireModel):
 
 class AidipSearchRequest(WireModel):
     filters: AidipFilters | None = None
-    query: str | None = Field(default=None, max_length=4000, description="Natural-language need; ranks semantically when given.")
+    query: str | None = Field(default=None, max_length=MAX_QUERY_CHARS, description="Natural-language need; ranks semantically when given.")
     top: int = Field(default=10, ge=1, le=MAX_TOP)
 
 

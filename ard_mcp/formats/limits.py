@@ -26,6 +26,9 @@ DEFAULT_MAX_ENTRY_BYTES = 256 * 1024
 MAX_ITEMS = 256  # tags, capabilities, representativeQueries, metadata keys
 MAX_SHORT_TEXT = 256  # displayName, version, each tag and capability
 MAX_LONG_TEXT = 10_000  # description, each representative query
+#: A search's task text. Hosts pass whole task descriptions, sometimes with data pasted in; 4,000 refused
+#: some. The model reads the opening and the parts of a long task, the lexical signal all of it.
+MAX_QUERY_CHARS = 32_000
 _SHORT = ("displayName", "version")
 _SHORT_LISTS = ("tags", "capabilities")
 _LONG = ("description",)

@@ -34,6 +34,13 @@ class Freshness(WireModel):
     indexedAt: str = Field(description="When this registry last indexed the entry.")
 
 
+Confidence = Literal["high", "low"]
+CONFIDENCE = (
+    "high: the best result reached the registry's relevance cutoff; low: nothing did, and the results are only the "
+    "closest entries (check them before use: often none of them fits)."
+)
+
+
 class Evidence(WireModel):
     """Why the entry matched (Xu profile matching evidence)."""
 
@@ -42,6 +49,7 @@ class Evidence(WireModel):
     matchedWords: list[str]
     scoreComponents: ScoreComponents
     freshness: Freshness
+    confidence: Confidence = Field(description=CONFIDENCE)
 
 
 AGENT_RESOURCE = "ard://agents/{identifier}"
@@ -77,10 +85,25 @@ class SearchResult(CatalogEntry):
         return SearchResult.model_validate(out)
 
 
+class BriefResult(WireModel):
+    """One result as a host model reads it first: enough to choose, a few dozen tokens. The whole entry is one
+    `get_agent` call (or the `ard://agents/{identifier}` resource) away."""
+
+    identifier: str
+    displayName: str
+    type: str
+    description: str | None = Field(default=None, description="The description's first sentence, shortened.")
+    score: int = Field(ge=0, le=100, description="Absolute relevance 0-100; not a trust or safety rating.")
+    match: str | None = Field(default=None, description="The single best piece of evidence: the example or words that matched.")
+
+
 class SearchResponse(WireModel):
-    results: list[SearchResult]
+    results: list[SearchResult] | list[BriefResult] = Field(
+        description="Full (or detail-trimmed) catalog entries with evidence, or at detail=compact one brief line each."
+    )
     pageToken: str | None = Field(default=None, description="Pass back to get the next page; absent on the last page.")
-    totalResults: int = Field(description="How many entries are relevant enough to list (none when nothing fits the query).")
+    totalResults: int = Field(description="How many entries are listed in all, over every page.")
+    confidence: Confidence | None = Field(default=None, description=CONFIDENCE + " Absent when there are no results.")
 
 
 class FacetRequest(WireModel):

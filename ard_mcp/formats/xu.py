@@ -31,6 +31,7 @@ from ard_mcp.formats.entry_facts import (
     status_of,
 )
 from ard_mcp.formats.identifiers import derive_identifier
+from ard_mcp.formats.limits import MAX_QUERY_CHARS
 
 MAX_LIMIT = 100
 
@@ -169,7 +170,7 @@ class DiscoveryRequest(WireModel):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    query: str = Field(min_length=1, max_length=4000, description="Natural-language intent or task description.")
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="Natural-language intent or task description.")
     required_tags: list[str] | None = Field(default=None, description="Candidates must have every one (hard filter).")
     preferred_tags: list[str] | None = Field(default=None, description="Tags that raise the score.")
     excluded_tags: list[str] | None = Field(default=None, description="Candidates must have none (hard filter).")

@@ -11,13 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ard_mcp.errors import InvalidArgument
+from ard_mcp.formats.limits import MAX_QUERY_CHARS
 from ard_mcp.formats.messages import Detail
 from ard_mcp.index.filter_values import Filter
 from ard_mcp.search.criteria import Criteria
 from ard_mcp.search.filters import parse_filter
 from ard_mcp.search.paging import check_page_size
-
-MAX_QUERY_CHARS = 4000
 
 
 def query_text(text: Any) -> str:

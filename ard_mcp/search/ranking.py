@@ -5,10 +5,12 @@ and each sub-intent of a multi-step task) and BM25 over the store's FTS5 index. 
 rescored exactly against all of its own examples in one matrix product, so the similarities reported as
 evidence are the ones that produced the score. The signals are fused into an absolute relevance (a
 logistic of a weighted sum, not a per-query normalisation). Two thresholds apply to it: a query is
-answered only if its best candidate reaches the cutoff (a query that fits nothing scores low everywhere and
-gets no results), and an answered query lists every candidate down to the floor (the servers for the
-secondary steps of a task score lower than the main one but are still wanted). Evidence texts are fetched
-only for the page that is returned.
+answered with confidence only if its best candidate reaches the cutoff, and then lists every candidate
+down to the floor (the servers for the secondary steps of a task score lower than the main one but are
+still wanted). A query whose best candidate stays below the cutoff is not left empty: its closest few
+candidates come back marked low-confidence, because for a host model an empty list where a fitting agent
+exists is the worst outcome, and a score alone cannot tell a near miss from a poorly described fit (README
+"Search quality" has the measured trade-off). Evidence texts are fetched only for the page that is returned.
 """
 
 from __future__ import annotations
@@ -58,8 +60,9 @@ class Tuning:
     field_weights: tuple[float, float, float, float] = (4.0, 3.0, 1.5, 1.0)  # BM25: name, keywords, description, examples
     weights: tuple[float, ...] = (3.476, 5.464, 4.587, 4.198, 6.021, 1.755)  # in SIGNALS order
     bias: float = -5.39
-    cutoff: int = 55  # the best candidate's score a query needs to be answered at all
-    floor: int = 20  # an answered query lists candidates down to this score; README "Search quality" has the trade-off
+    cutoff: int = 55  # the best candidate's score a query needs to be answered with confidence
+    floor: int = 20  # a confident answer lists candidates down to this score; README "Search quality" has the trade-off
+    tentative: int = 5  # a query below the cutoff still gets its closest candidates, at least this many, marked low-confidence
     evidence_examples: int = 3
 
 
@@ -122,11 +125,15 @@ class Candidates:
 
 @dataclass
 class Ranking:
-    """The relevant agents of one query, best first; `explain` adds evidence for the ones shown."""
+    """The relevant agents of one query, best first; `explain` adds evidence for the ones shown.
+
+    `confident` is False when no candidate reached the cutoff: the hits are then the closest candidates,
+    not ones the ranking vouches for."""
 
     hits: list[Hit]
     found: Candidates | None
     ranker: Ranker
+    confident: bool = True
 
     def __iter__(self) -> Iterator[Hit]:
         return iter(self.hits)
@@ -163,18 +170,24 @@ class Ranker:
         return np.asarray(1.0 / (1.0 + np.exp(-(signals @ self._weights + self.tuning.bias))))
 
     def rank(self, text: str, allowed: AbstractSet[int] | None) -> Ranking:
-        """Agents scoring at least the floor, best first (ties by id, so pages are stable), if the best
-        reaches the cutoff; else none."""
-        found = self.candidates(text, allowed)
+        """Agents scoring at least the floor, best first (ties by id, so pages are stable). When the best
+        misses the cutoff, the ranking is not confident and holds at least the `tentative` closest."""
+        return self.select(self.candidates(text, allowed))
+
+    def select(self, found: Candidates | None) -> Ranking:
+        """The ranking of a query's candidates by this ranker's tuning (a benchmark scores one query's
+        candidates under several tunings without searching again)."""
         if found is None:
             return Ranking([], None, self)
         relevance = self.relevance(found.signals)
         scores = np.round(relevance * 100)
-        if scores.max() < self.tuning.cutoff:
-            return Ranking([], None, self)
-        keep = np.flatnonzero(scores >= self.tuning.floor)
-        order = keep[np.lexsort((found.agent_ids[keep], -relevance[keep]))]
-        return Ranking([Hit(int(found.agent_ids[i]), float(relevance[i])) for i in order], found, self)
+        order = np.lexsort((found.agent_ids, -relevance))
+        confident = bool(scores.max() >= self.tuning.cutoff)
+        keep = int(np.count_nonzero(scores >= self.tuning.floor))
+        if not confident:
+            keep = max(keep, self.tuning.tentative)
+        hits = [Hit(int(found.agent_ids[i]), float(relevance[i])) for i in order[:keep]]
+        return Ranking(hits, found, self, confident)
 
     def explain(self, found: Candidates, hit: Hit, entry: Mapping[str, Any]) -> Ranked:
         """The evidence for one ranked agent: its best examples, its signals, the words and tags it shares."""

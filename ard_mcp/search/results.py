@@ -1,46 +1,110 @@
 """A page of search results, and the same page as ARD results: each stored entry unchanged plus its
-score, source and evidence (Xu matching evidence), trimmed to the query's detail level.
+score, source and evidence (Xu matching evidence), trimmed to the query's detail level, or as the brief
+lines a host model reads first (`detail=compact`).
 
 The Xu and AIDIP surfaces read the page's candidates and answer in their own objects.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from ard_mcp.formats.messages import AGENT_RESOURCE, Detail, Evidence, Freshness, ScoreComponents, SearchResponse, SearchResult
+from ard_mcp.formats.messages import (
+    AGENT_RESOURCE,
+    BriefResult,
+    Confidence,
+    Detail,
+    Evidence,
+    Freshness,
+    ScoreComponents,
+    SearchResponse,
+    SearchResult,
+)
 from ard_mcp.search.selection import Candidate
 
+#: Characters of a brief result's description and evidence. Ten brief results cost ~1,000 tokens of the
+#: bundled tokenizer (`bench/quality.py` reports it), against 12,000-17,000 for ten full entries.
+BRIEF_DESCRIPTION = 160
+BRIEF_MATCH = 120
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s")
 
-def ard_result(candidate: Candidate, source: str) -> SearchResult:
-    """One ranked candidate as an ARD result with the evidence for its score."""
-    assert candidate.explain is not None and candidate.score is not None, "only a ranked candidate has evidence"
-    ranked = candidate.explain()
-    agent = candidate.agent
-    evidence = Evidence(
-        matchedExamples=ranked.matched_examples,
-        matchedTags=ranked.matched_tags,
-        matchedWords=ranked.matched_words,
-        scoreComponents=ScoreComponents(**ranked.components),
-        freshness=Freshness(metadataUpdatedAt=agent.entry.get("updatedAt"), indexedAt=agent.indexed_at),
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def first_sentence(text: str, limit: int = BRIEF_DESCRIPTION) -> str:
+    """The opening sentence of a description, at most `limit` characters: what tells entries apart in a list."""
+    return _shorten(_SENTENCE_END.split(" ".join(text.split()), maxsplit=1)[0], limit)
+
+
+def brief(result: SearchResult) -> BriefResult:
+    """A result as one short line of facts. The evidence kept is the best matched example, unless that is the
+    description already shown, when the matched words say more."""
+    match: str | None = None
+    if result.evidence is not None:
+        examples = [m for m in result.evidence.matchedExamples if m.kind != "description"]
+        if examples:
+            match = f"{examples[0].kind}: {_shorten(examples[0].text, BRIEF_MATCH)}"
+        elif result.evidence.matchedWords:
+            match = "words: " + ", ".join(result.evidence.matchedWords[:8])
+    return BriefResult(
+        identifier=result.identifier,
+        displayName=result.displayName,
+        type=result.type,
+        description=first_sentence(result.description) if result.description else None,
+        score=result.score,
+        match=match,
     )
-    return SearchResult.model_validate({**agent.entry, "score": candidate.score, "source": source, "evidence": evidence})
 
 
 @dataclass(frozen=True)
 class SearchPage:
     """One page of a search: its candidates, how many there are in all (None when an unranked search
-    stopped counting at this page), the token of the next page, and how to show ARD results."""
+    stopped counting at this page), the token of the next page, how to show ARD results, and whether the
+    ranking vouches for them (`confident`) or they are only the closest entries."""
 
     candidates: list[Candidate]
     total: int | None
     page_token: str | None
     source: str
     detail: Detail | None = None
+    confident: bool = True
+
+    @property
+    def confidence(self) -> Confidence | None:
+        return None if not self.candidates else "high" if self.confident else "low"
+
+    def results(self) -> list[SearchResult]:
+        """The page's ARD results, full: each stored entry with its score, source and evidence."""
+        return [self._result(c) for c in self.candidates]
 
     def response(self) -> SearchResponse:
-        """The page as `search_agents` answers it. A page of a ranked search only: only those have scores."""
+        """The page as `search_agents` answers it at a detail level. A page of a ranked search only: only those have scores."""
+        results = [r.at_detail(self.detail, AGENT_RESOURCE.format(identifier=r.identifier)) for r in self.results()]
+        return self._response(results)
+
+    def brief(self) -> SearchResponse:
+        """The page at `detail=compact`: one brief line per result."""
+        return self._response([brief(r) for r in self.results()])
+
+    def _response(self, results: list[SearchResult] | list[BriefResult]) -> SearchResponse:
         assert self.total is not None, "an unranked page has no ARD results"
-        results = [ard_result(c, self.source) for c in self.candidates]
-        results = [r.at_detail(self.detail, AGENT_RESOURCE.format(identifier=r.identifier)) for r in results]
-        return SearchResponse(results=results, pageToken=self.page_token, totalResults=self.total)
+        return SearchResponse(results=results, pageToken=self.page_token, totalResults=self.total, confidence=self.confidence)
+
+    def _result(self, candidate: Candidate) -> SearchResult:
+        """One ranked candidate as an ARD result with the evidence for its score."""
+        assert candidate.explain is not None and candidate.score is not None, "only a ranked candidate has evidence"
+        ranked = candidate.explain()
+        agent = candidate.agent
+        evidence = Evidence(
+            matchedExamples=ranked.matched_examples,
+            matchedTags=ranked.matched_tags,
+            matchedWords=ranked.matched_words,
+            scoreComponents=ScoreComponents(**ranked.components),
+            freshness=Freshness(metadataUpdatedAt=agent.entry.get("updatedAt"), indexedAt=agent.indexed_at),
+            confidence="high" if self.confident else "low",
+        )
+        return SearchResult.model_validate({**agent.entry, "score": candidate.score, "source": self.source, "evidence": evidence})

@@ -36,11 +36,13 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Selection:
-    """One page of candidates; `total` is None when criteria were checked only as far as the page needed."""
+    """One page of candidates; `total` is None when criteria were checked only as far as the page needed;
+    `confident` is False when they are only the closest candidates of a ranking that vouches for none."""
 
     candidates: list[Candidate]
     total: int | None
     more: bool
+    confident: bool = True
 
 
 def narrowed(store: Store, flt: Filter, criteria: Criteria) -> Filter | None:
@@ -84,7 +86,7 @@ def ranked_page(ranking: Ranking, store: Store, criteria: Criteria, now: datetim
         for relevance, hit, preferred in page
         if hit.agent_id in agents  # deleted since it was ranked
     ]
-    return Selection(candidates, len(chosen), offset + size < len(chosen))
+    return Selection(candidates, len(chosen), offset + size < len(chosen), ranking.confident)
 
 
 def unranked_page(store: Store, ids: AbstractSet[int] | None, criteria: Criteria, now: datetime, offset: int, size: int) -> Selection:

@@ -35,5 +35,6 @@ def search(registry: Registry, request: AidipSearchRequest, viewer: Viewer) -> A
         languages=as_list(filters.supported_languages) + as_list(filters.supported_language),
     )
     text = request.query if request.query and request.query.strip() else None
-    chosen = registry.search(SearchQuery.of(text, criteria=criteria, page_size=request.top), viewer=viewer).candidates
-    return AidipSearchResponse([summary(c) for c in chosen])
+    page = registry.search(SearchQuery.of(text, criteria=criteria, page_size=request.top), viewer=viewer)
+    # AIDIP's answer is a bare list with nowhere to say "low confidence": it keeps to what the ranking vouches for
+    return AidipSearchResponse([summary(c) for c in page.candidates] if page.confident else [])

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, ParamSpec, TypeVar, c
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
-from mcp.types import ToolAnnotations
-from pydantic import Field
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
 
 from ard_mcp import __version__
 from ard_mcp.config import Config
@@ -78,16 +78,22 @@ Tags = list[str] | None
 
 
 def _as_tool(fn: Callable[P, R]) -> Callable[P, R]:
-    """Registry errors reach the caller as their own message, not as a generic failure; the docstring,
-    which `tools/list` sends as the description, loses the source's line breaks and indentation (every
-    host pays for those runs of spaces in tokens, on every connection)."""
+    """Registry errors reach the caller as their own message, not as a generic failure. A result reaches it
+    as compact JSON text beside the same object as structured content: the SDK's own text mirror is
+    indented, and a host model pays for every run of spaces in tokens (+25-30% on a search page). The
+    docstring, which `tools/list` sends as the description, loses its line breaks and indentation too."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
         except ArdError as exc:
             raise ToolError(exc.message) from exc
+        if not isinstance(result, BaseModel):
+            return result
+        # a CallToolResult passes through the SDK, which still checks its structured content against the output schema
+        text = TextContent(type="text", text=result.model_dump_json(by_alias=True))
+        return cast("R", CallToolResult(content=[text], structured_content=result.model_dump(mode="json", by_alias=True)))
 
     wrapper.__doc__ = " ".join((fn.__doc__ or "").split())
     return wrapper
@@ -198,20 +204,24 @@ def build_server(
         excluded_tags: Annotated[Tags, Field(description="No entry with any of these tags.")] = None,
         preferred_tags: Annotated[Tags, Field(description="Entries with these tags rank higher.")] = None,
         detail: Annotated[
-            Detail | None,
+            Literal["compact"] | Detail,
             Field(
-                description="minimal (identifier, name, type, url, score), summary (+ description, tags, evidence) "
-                "or full (default: everything)."
+                description="compact (default: identifier, name, type, first sentence of the description, score and the best "
+                "evidence; ~100 tokens a result), minimal (identifier, name, type, url, score), summary (+ description, tags, "
+                "evidence) or full (the whole ARD entries with all evidence)."
             ),
-        ] = None,
+        ] = "compact",
     ) -> SearchResponse:
-        """Find agents, MCP servers and skills for a task. Returns ARD catalog entries ranked by relevance, each with a
-        0-100 score and the evidence (matched examples, tags, words and score components). A task nothing registered
-        fits gets an empty list; otherwise entries down to a score of 20 are listed. At detail minimal or summary an inline
+        """Find agents, MCP servers and skills for a task (up to 32,000 characters: paste the whole task). Returns them
+        ranked by relevance with a 0-100 score and the evidence for each; get_agent reads an entry in full. confidence
+        high: the best result is a confident match, and entries down to a score of 20 are listed; low: nothing fits
+        well, and the closest few are listed (check them: often none fits). At detail minimal or summary an inline
         entry's url is its ard://agents/{identifier} resource."""
         criteria = Criteria.of(required_tags=required_tags, excluded_tags=excluded_tags, preferred_tags=preferred_tags)
-        query = SearchQuery.of(text, filter, criteria, detail=detail, page_size=pageSize, page_token=pageToken)
-        return _registry(ctx).search(query, viewer=viewer(ctx)).response()
+        trimmed = None if detail == "compact" else detail
+        query = SearchQuery.of(text, filter, criteria, detail=trimmed, page_size=pageSize, page_token=pageToken)
+        page = _registry(ctx).search(query, viewer=viewer(ctx))
+        return page.brief() if detail == "compact" else page.response()
 
     @server.tool(title="Discover agents (Xu profile)", annotations=READ)
     @_as_tool

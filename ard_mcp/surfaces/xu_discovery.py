@@ -133,9 +133,11 @@ def discover(registry: Registry, request: DiscoveryRequest, viewer: Viewer, *, f
     whether the caller is authorised to see authentication details with `detail=full` (§7.4)."""
     now = datetime.now(UTC)
     criteria, applied, unsupported, warnings = criteria_of(request)
-    selected = registry.search(SearchQuery.of(request.query, criteria=criteria, page_size=request.limit), now, viewer).candidates
+    page = registry.search(SearchQuery.of(request.query, criteria=criteria, page_size=request.limit), now, viewer)
     omitted: set[str] = set()
-    candidates = [_candidate(c, request, criteria, now, full_allowed, omitted) for c in selected]
+    candidates = [_candidate(c, request, criteria, now, full_allowed, omitted) for c in page.candidates]
+    if page.confidence == "low":
+        warnings.append("low confidence: no candidate reached the relevance cutoff; these are only the closest agents")
     if omitted:
         reason = "needs a valid bearer token" if request.detail == "full" else f"detail={request.detail}"
         more = "" if request.detail == "full" else "; ask for detail=full"

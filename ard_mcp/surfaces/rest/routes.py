@@ -29,7 +29,6 @@ from ard_mcp.formats.messages import (
     ExploreRequest,
     Health,
     SearchRequest,
-    SearchResponse,
 )
 from ard_mcp.registry import Registry
 from ard_mcp.search.paging import MAX_PAGE_SIZE
@@ -95,8 +94,8 @@ async def search(request: Request, state: AppState) -> Response:
     query = SearchQuery.of(req.query.text, req.query.filter, page_size=size, page_token=req.pageToken)
     registry = state.open_registry()
     viewer = viewer_of(request)
-    found: SearchResponse = await run(lambda: registry.search(query, viewer=viewer).response())
-    response = model_response(ArdSearchResponse(results=found.results, pageToken=found.pageToken))
+    found = await run(lambda: registry.search(query, viewer=viewer))
+    response = model_response(ArdSearchResponse(results=found.results(), pageToken=found.page_token))
     if size != req.pageSize:
         response.headers["X-Page-Size"] = f"{size} (asked {req.pageSize}; this registry's maximum)"
     return response
