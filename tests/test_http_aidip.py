@@ -131,6 +131,13 @@ async def search(api: Api, **body: Any) -> list[dict[str, Any]]:
     return list(response.json())
 
 
+async def test_search_keeps_to_confident_results(api: Api) -> None:
+    """AIDIP answers a bare list with no room to say "low confidence": a query nothing fits well gets none."""
+    client, _ = api
+    await client.post("/agents", json=AIDIP_TRANSLATOR)
+    assert await search(api, query="operate the control rods of a nuclear reactor", top=5) == []
+
+
 async def test_search_filters_and_query(api: Api) -> None:
     client, _ = api
     await client.post("/agents", json=AIDIP_TRANSLATOR)

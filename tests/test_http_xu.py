@@ -85,6 +85,12 @@ async def test_discover_d1_vector_and_response_shape(api: Api) -> None:
     assert candidate["freshness"]["indexed_at"] and "score_components" not in candidate  # evidence only on request
 
 
+async def test_discover_says_when_it_is_not_confident(api: Api) -> None:
+    """A query nothing fits well gets the closest candidates, and a warning says they are only that."""
+    found = await discover(api, query="operate the control rods of a nuclear reactor")
+    assert found["candidates"] and any(w.startswith("low confidence") for w in found["warnings"])
+
+
 async def test_discover_d2_evidence_from_example_level_index(api: Api) -> None:
     found = await discover(
         api,
