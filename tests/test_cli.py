@@ -45,7 +45,11 @@ def test_ingest_search_and_eval(tmp_path: Path) -> None:
     assert found.returncode == 0, found.stderr
     response = json.loads(found.stdout)
     assert response["results"][0]["identifier"] == PDF["identifier"]
-    assert len(response["results"]) <= 2
+    assert len(response["results"]) <= 2 and response["confidence"] == "high"
+    assert "match" in response["results"][0]  # compact by default, as search_agents
+
+    full = ard("search", "merge several pdf files into one", "--detail", "full", data_dir=data_dir)
+    assert json.loads(full.stdout)["results"][0]["evidence"]["matchedExamples"]
 
     refused = ard("search", "anything", "--filter", '{"colour": ["red"]}', data_dir=data_dir)
     assert refused.returncode == 2 and "'colour' is not supported" in refused.stderr

@@ -164,6 +164,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument("--page-size", type=int, default=10)
     search.add_argument("--page-token", default=None)
+    search.add_argument(
+        "--detail",
+        choices=("compact", "minimal", "summary", "full"),
+        default="compact",
+        help="as search_agents: compact (default) is one brief line per result, full the whole entries with evidence",
+    )
 
     reindex = commands.add_parser("reindex", help="rebuild the vector index from the stored catalog (after a crash or a model change)")
     _common(reindex)

@@ -169,8 +169,10 @@ def _search(args: argparse.Namespace) -> int:
 
     registry = Registry(_config(args))
     try:
-        query = SearchQuery.of(args.text, args.filter, page_size=args.page_size, page_token=args.page_token)
-        response = registry.search(query, viewer=EVERYONE).response()  # the local operator sees every entry
+        trimmed = None if args.detail == "compact" else args.detail
+        query = SearchQuery.of(args.text, args.filter, detail=trimmed, page_size=args.page_size, page_token=args.page_token)
+        page = registry.search(query, viewer=EVERYONE)  # the local operator sees every entry
+        response = page.brief() if args.detail == "compact" else page.response()
     finally:
         registry.close()
     print(json.dumps(response.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False))
