@@ -1,19 +1,26 @@
-"""Retrieval quality of ard-mcp on the shared benchmark data, next to simple reference baselines.
+"""Retrieval quality of ard-mcp per source, next to simple baselines on the same index, leave-one-source-out.
 
-    python bench/quality.py [--data-dir DIR] [--shared DIR] [--json OUT]
+    python bench/build_sources.py              # once: builds bench/.data/ from the fetched public repositories
+    python bench/quality.py [--data-dir D] [--shared DIR] [--json OUT]
 
-Builds one index of the three catalogs in `<shared>/data` (740 entries) through the product's own ingest
-path, runs the dev queries of LiveMCPBench and MetaTool through `search_agents`' code path
-(`ard_mcp.evaluation.report.registry_search`), and in the same run scores three baselines over the *same*
-entries with the *same* scorer, so a change to ranking can be judged against fixed floors instead of
-remembered numbers:
+Every source of `suite.py` (LiveMCPBench and MetaTool over the shared data's 740 entries; Seal-Tools,
+ToolAlpaca and mcp-bench over their own catalogs; two no-answer sets) runs through the product's own
+ingest and ranking. For each source it prints:
 
-* bm25: Okapi BM25 (k1=1.2, b=0.75) over all of an entry's text, lowercase word tokens;
-* dense-name-desc: one MiniLM vector per entry over name + description, cosine;
-* dense-all-text: one vector per entry over all of its text (the tokenizer truncates it at 256 tokens).
+* ard-mcp: the product's tuning (fitted on every dev source by `fit_fusion.py`), and held-out: tuning
+  fitted by the same code on the *other* sources only, which is what to expect on a catalog nobody tuned on;
+* empty answers and low-confidence answers of answerable queries, and for the no-answer sets the share
+  given confident results (false positives; results marked low-confidence are not);
+* baselines over the *same* entries with the *same* scorer: BM25 over all of an entry's text; one MiniLM
+  vector per entry over name + description, and over all its text (truncated at 256 tokens); the
+  example-level max (each entry's best example, the product's own example vectors); and RRF (k=60) of
+  BM25 and the example-level max;
+* what a host model reads: tokens of a default `search_agents` page (detail=compact, the JSON text sent as
+  `content`) and of the same page at detail=full, counted with the bundled tokenizer (an approximation of a
+  host model's), and the search latency.
 
-The data README (`<shared>/data/README.md`) lists reference figures for the baselines; they are printed
-alongside so a drift in the data, the model or the scorer shows up at once.
+The data README (`<shared>/data/README.md`) lists reference figures for three baselines on the shared
+index; they are printed alongside so a drift in the data, the model or the scorer shows up at once.
 """
 
 from __future__ import annotations
@@ -28,35 +35,47 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tokenizers import Tokenizer
 
-from ard_mcp.config import Config
-from ard_mcp.evaluation.judgements import Judgement, load_queries
-from ard_mcp.evaluation.report import EvalReport, evaluate, format_table, registry_search
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import suite
+from fit_fusion import describe, fit
+from suite import Collected, Source
+
+from ard_mcp.evaluation.report import Answer, EvalReport, evaluate, format_table
 from ard_mcp.formats.identifiers import normalize_identifier
 from ard_mcp.formats.manifests import file_entries
-from ard_mcp.index.embedding import Embedder
-from ard_mcp.index.indexer import IngestReport
+from ard_mcp.index.embedding import Embedder, bundled_model_dir
 from ard_mcp.registry import Registry
+from ard_mcp.search.query import SearchQuery
+from ard_mcp.search.ranking import DEFAULT_TUNING
+from ard_mcp.search.results import SearchPage
+from ard_mcp.search.visibility import EVERYONE
 
-REPO = Path(__file__).resolve().parent.parent
-#: Ingest order matters: 8 identifiers are in both the seed and LiveMCPBench, and the later copy wins.
-CATALOGS = ("mcp-registry-seed", "metatool", "livemcpbench")
-DATASETS = ("livemcpbench", "metatool")
-METHODS = ("ard-mcp", "bm25", "dense-name-desc", "dense-all-text")
+BASELINES = ("bm25", "dense-name-desc", "dense-all-text", "example-max", "rrf")
 METRICS = (("nDCG@10", "ndcg10"), ("R@5", "recall5"), ("R@10", "recall10"), ("MRR", "mrr"))
 K = 10
+RRF_K = 60
 
-#: The data README's reference figures (nDCG@10, R@5) per dataset, for the sanity check.
+#: The data README's reference figures (nDCG@10, R@5) on the shared index.
 REFERENCE: dict[str, dict[str, tuple[float, float]]] = {
     "bm25": {"livemcpbench": (0.397, 0.391), "metatool": (0.500, 0.545)},
     "dense-name-desc": {"livemcpbench": (0.181, 0.231), "metatool": (0.619, 0.677)},
     "dense-all-text": {"livemcpbench": (0.352, 0.371), "metatool": (0.661, 0.715)},
 }
+#: The issue's targets: margin over the best baseline on every source, dev figures, abstention, context cost.
+MARGIN = 0.05
+DEV_TARGETS = {"livemcpbench": 0.62, "metatool": 0.76}
+MAX_EMPTY_RATE = 0.02
+MAX_FP_RATE = 0.20
+MAX_PAGE_TOKENS = 1500
+MAX_P50_MS = 30.0
 
 SearchFn = Callable[[str], list[str]]
 
@@ -87,7 +106,7 @@ def all_text(entry: dict[str, Any]) -> str:
     parts += _strings(entry.get("tags"))
     parts += _strings(entry.get("capabilities"))
     parts += _strings(entry.get("representativeQueries"))
-    data = entry.get("data") if isinstance(entry.get("data"), dict) else {}
+    data = entry["data"] if isinstance(entry.get("data"), dict) else {}
     for key in ("tools", "skills"):
         for item in data.get(key) or []:
             if isinstance(item, dict):
@@ -146,49 +165,114 @@ def dense_search(ids: list[str], doc_vectors: np.ndarray, query_vectors: dict[st
     return search
 
 
-# -- ingest ------------------------------------------------------------------------------------------
+# -- the index's entries and examples ------------------------------------------------------------------
 
 
-def ingest(reg: Registry, data: Path) -> tuple[dict[str, IngestReport], float]:
-    reports: dict[str, IngestReport] = {}
-    start = time.perf_counter()
-    for name in CATALOGS:
-        t0 = time.perf_counter()
-        reports[name] = report = reg.indexer.register_many(file_entries(data / name / "catalog.json"))
-        print(
-            f"  {name:<18} added {report.added:>4}  updated {report.updated:>3}  unchanged {report.unchanged:>3}  "
-            f"rejected {len(report.rejected):>3}  ({time.perf_counter() - t0:.1f} s)",
-            flush=True,
-        )
-        for message in report.rejected[:5]:
-            print(f"    rejected: {message}")
-    return reports, time.perf_counter() - start
-
-
-def indexed_entries(reg: Registry, data: Path) -> dict[str, dict[str, Any]]:
+def indexed_entries(registry: Registry, files: Sequence[Path]) -> dict[str, dict[str, Any]]:
     """The catalogs' entries as the index holds them: same order, later copies replace earlier ones,
     entries the registry rejected left out. Ordered by first appearance, so ties break the same way."""
     entries: dict[str, dict[str, Any]] = {}
-    for name in CATALOGS:
-        for _, raw in file_entries(data / name / "catalog.json"):
+    for path in files:
+        for _, raw in file_entries(path):
             if isinstance(raw, dict) and isinstance(raw.get("identifier"), str):
                 entries[normalize_identifier(raw["identifier"])] = raw
-    return {i: e for i, e in entries.items() if reg.store.get(i) is not None}
+    return {i: e for i, e in entries.items() if registry.store.get(i) is not None}
 
 
-def overlap_note(data: Path) -> str:
-    def ids(name: str) -> set[str]:
-        return {
-            normalize_identifier(e["identifier"])
-            for _, e in file_entries(data / name / "catalog.json")
-            if isinstance(e, dict) and "identifier" in e
-        }
+def example_max_search(registry: Registry, ids: list[str], query_vectors: dict[str, np.ndarray], k: int = K) -> SearchFn:
+    """Each entry scored by its best example's cosine, over the product's own example vectors."""
+    by_identifier = {
+        normalize_identifier(a.identifier): a_id for a_id, a in registry.store.agents_by_id(registry.store.agent_ids()).items()
+    }
+    agent_ids = [by_identifier[i] for i in ids]
+    examples, _ = registry.store.examples_and_terms(sorted(agent_ids))
+    starts = np.flatnonzero(np.r_[True, examples.agent_ids[1:] != examples.agent_ids[:-1]])
+    owner = {int(a): n for n, a in enumerate(examples.agent_ids[starts])}
+    column = np.array([owner[a] for a in agent_ids])  # entry i's row among the grouped agents
 
-    both = ids("mcp-registry-seed") & ids("livemcpbench")
-    return (
-        f"note: {len(both)} identifiers are in both mcp-registry-seed and livemcpbench; the seed copies carry only a "
-        f"description, so livemcpbench is ingested last and its richer copies (tools, tags, capabilities) win"
-    )
+    def search(text: str) -> list[str]:
+        best = np.maximum.reduceat(examples.vectors @ query_vectors[text], starts)[column]
+        return [ids[i] for i in np.argsort(-best, kind="stable")[:k]]
+
+    return search
+
+
+def rrf(*searches: SearchFn, depth: int = 100, k: int = K) -> SearchFn:
+    """Reciprocal rank fusion (1 / (60 + rank)) of several rankings, each read to `depth`."""
+
+    def search(text: str) -> list[str]:
+        scores: dict[str, float] = {}
+        for fn in searches:
+            for rank, ident in enumerate(fn(text)[:depth]):
+                scores[ident] = scores.get(ident, 0.0) + 1.0 / (RRF_K + rank + 1)
+        return [i for i, _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))][:k]
+
+    return search
+
+
+def baselines(registry: Registry, files: Sequence[Path], texts: Iterable[str]) -> dict[str, SearchFn]:
+    entries = indexed_entries(registry, files)
+    ids = list(entries)
+    full = [all_text(e) for e in entries.values()]
+    bm25 = BM25(ids, full)
+    # the reference figures embed whole entries at the model's 256-token inference limit; the product and
+    # the example-level max embed short examples and queries at 128 tokens (the length the model was trained on)
+    long_embed = Embedder(dataclasses.replace(registry.embedder.spec, max_length=256)).embed
+    name_vectors = long_embed([name_description(e) for e in entries.values()])
+    full_vectors = long_embed(full)
+    unique = sorted(set(texts))
+    long_queries = dict(zip(unique, long_embed(unique), strict=True))
+    queries = dict(zip(unique, registry.embedder.embed(unique), strict=True))
+    example_max = example_max_search(registry, ids, queries, k=100)
+    deep_bm25: SearchFn = lambda text: bm25.search(text, 100)  # noqa: E731
+    return {
+        "bm25": bm25.search,
+        "dense-name-desc": dense_search(ids, name_vectors, long_queries),
+        "dense-all-text": dense_search(ids, full_vectors, long_queries),
+        "example-max": lambda text: example_max(text)[:K],
+        "rrf": rrf(deep_bm25, example_max),
+    }
+
+
+# -- the product -------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class PageCost:
+    """Tokens of one default `search_agents` page as text, and of the same page at detail=full."""
+
+    compact: int
+    full: int
+
+
+def product_pass(registry: Registry, source: Source, tokenizer: Tokenizer) -> tuple[EvalReport, list[PageCost]]:
+    """Each query through `Registry.search` and the compact page, as `search_agents` runs them, timed; then
+    each page's token cost (counted outside the timing)."""
+    pages: list[SearchPage] = []
+
+    def search(text: str) -> Answer:
+        page = registry.search(SearchQuery.of(text, page_size=K), viewer=EVERYONE)
+        page.brief()
+        pages.append(page)
+        return Answer([c.agent.identifier for c in page.candidates], page.confident)
+
+    report = evaluate(search, source.queries)
+    costs = [
+        PageCost(
+            len(tokenizer.encode(page.brief().model_dump_json(by_alias=True)).ids),
+            len(tokenizer.encode(page.response().model_dump_json(by_alias=True)).ids),
+        )
+        for page in pages
+    ]
+    return report, costs
+
+
+def ranked_under(registry: Registry, tuning: Any, items: Sequence[Collected]) -> EvalReport:
+    """A source's figures under another tuning, from its collected candidates (no second search)."""
+    ranker = suite.ranker_with(registry, tuning)
+    answers = {item.judgement.id: suite.answer(ranker, item) for item in items}
+    by_text = {item.judgement.query: answers[item.judgement.id] for item in items}
+    return evaluate(lambda text: by_text[text], [item.judgement for item in items])
 
 
 # -- output ------------------------------------------------------------------------------------------
@@ -198,55 +282,77 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def render(rows: list[list[str]], header: list[list[str]]) -> str:
-    table = header + rows
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+def render(rows: list[list[str]], header: list[str]) -> str:
+    table = [header, *rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    lines = [
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip() for row in table
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def source_table(name: str, rows: dict[str, EvalReport]) -> str:
+    header = ["method", *(m for m, _ in METRICS), "empty", "low-conf", "no-ans FP"]
     out = []
-    for n, row in enumerate(table):
-        out.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip())
-        if n == len(header) - 1:
-            out.append("  ".join("-" * w for w in widths))
-    return "\n".join(out)
+    for method, report in rows.items():
+        s = report.overall
+        fp = f"{s.no_answer_fp}/{s.no_answer} ({_fmt(s.fp_rate, 2)})" if s.no_answer else "-"
+        empty = f"{s.empty}/{s.answerable}" if s.answerable else "-"
+        out.append([method, *(_fmt(getattr(s, attr)) for _, attr in METRICS), empty, str(s.doubted) if s.answerable else "-", fp])
+    return f"{name} ({rows['ard-mcp'].overall.queries} queries)\n" + render(out, header)
 
 
-def main_table(results: dict[str, dict[str, EvalReport]]) -> str:
-    has_no_answer = any(results["ard-mcp"][d].overall.no_answer for d in DATASETS)
-    top = [""] + [d for d in DATASETS for _ in METRICS] + ["ard-mcp latency (all queries)", ""]
-    sub = ["method"] + [m for _ in DATASETS for m, _ in METRICS] + ["p50 ms", "p95 ms"]
-    if has_no_answer:
-        top += list(DATASETS)
-        sub += ["no-ans FP" for _ in DATASETS]
-    latencies = np.array([r.latency_ms for d in DATASETS for r in results["ard-mcp"][d].results])
-    rows = []
-    for method in METHODS:
-        row = [method]
-        for d in DATASETS:
-            s = results[method][d].overall
-            row += [_fmt(getattr(s, attr)) for _, attr in METRICS]
-        if method == "ard-mcp":
-            row += [f"{np.percentile(latencies, 50):.1f}", f"{np.percentile(latencies, 95):.1f}"]
+def summary_table(results: dict[str, dict[str, EvalReport]], costs: dict[str, list[PageCost]]) -> tuple[str, list[str]]:
+    """One row per source: the product, held-out, the best baseline and the margin; tokens; latency. And the
+    targets that were missed."""
+    header = ["source", "ard-mcp", "held-out", "best baseline", "margin", "empty", "low-conf", "FP", "tokens p50/max", "full p50", "p50 ms"]
+    rows, missed = [], []
+    for name, rows_of in results.items():
+        product = rows_of["ard-mcp"].overall
+        tokens = np.array([c.compact for c in costs[name]])
+        full = np.array([c.full for c in costs[name]])
+        cells = [name]
+        if product.answerable:
+            best_name = max(BASELINES, key=lambda b: rows_of[b].overall.ndcg10 or 0.0)
+            best = rows_of[best_name].overall.ndcg10 or 0.0
+            held = rows_of["held-out"].overall.ndcg10 if "held-out" in rows_of else None
+            margin = min(product.ndcg10 or 0.0, held if held is not None else 1.0) - best
+            cells += [_fmt(product.ndcg10), _fmt(held), f"{best:.3f} {best_name}", f"{margin:+.3f}"]
+            cells += [f"{product.empty}/{product.answerable}", str(product.doubted), "-"]
+            if margin < MARGIN:
+                missed.append(
+                    f"{name}: ahead of the best baseline ({best_name}) by {margin:+.3f} nDCG@10 "
+                    f"(the lower of product and held-out), target +{MARGIN:.2f}"
+                )
+            if (product.empty_rate or 0.0) > MAX_EMPTY_RATE:
+                missed.append(f"{name}: empty answers {product.empty_rate:.1%}, target ≤ {MAX_EMPTY_RATE:.0%}")
+            target = DEV_TARGETS.get(name)
+            if target is not None and (product.ndcg10 or 0.0) < target:
+                missed.append(f"{name}: nDCG@10 {product.ndcg10:.3f}, target ≥ {target:.2f}")
         else:
-            row += ["", ""]
-        if has_no_answer:
-            for d in DATASETS:
-                s = results[method][d].overall
-                row.append(f"{s.no_answer_fp}/{s.no_answer}" if s.no_answer else "-")
-        rows.append(row)
-    # the dataset names span their four metric columns: print each once, over its first column
-    for i in range(len(top) - 1, 0, -1):
-        if top[i] == top[i - 1] and top[i]:
-            top[i] = ""
-    return render(rows, [top, sub])
+            cells += ["-", "-", "-", "-", "-", "-", f"{product.no_answer_fp}/{product.no_answer} ({_fmt(product.fp_rate, 2)})"]
+            if name == "no-answer-hard" and (product.fp_rate or 0.0) > MAX_FP_RATE:
+                missed.append(f"{name}: false-positive rate {product.fp_rate:.2f}, target ≤ {MAX_FP_RATE:.2f}")
+        cells += [f"{int(np.median(tokens))}/{int(tokens.max())}", str(int(np.median(full))), _fmt(product.p50_ms, 1)]
+        if tokens.max() > MAX_PAGE_TOKENS:
+            missed.append(f"{name}: a compact page of {int(tokens.max())} tokens, target ≤ {MAX_PAGE_TOKENS}")
+        if (product.p50_ms or 0.0) > MAX_P50_MS:
+            missed.append(f"{name}: search p50 {product.p50_ms:.1f} ms, target ≤ {MAX_P50_MS:.0f} ms")
+        rows.append(cells)
+    return render(rows, header), missed
 
 
 def reference_check(results: dict[str, dict[str, EvalReport]]) -> str:
     lines = ["baselines vs the data README (nDCG@10 / R@5, measured - reference):"]
     for method, refs in REFERENCE.items():
         cells = []
-        for d in DATASETS:
-            s = results[method][d].overall
-            (rn, rr) = refs[d]
-            cells.append(f"{d} {s.ndcg10:.3f}/{s.recall5:.3f} vs {rn:.3f}/{rr:.3f} ({s.ndcg10 - rn:+.3f}/{s.recall5 - rr:+.3f})")
+        for d, (rn, rr) in refs.items():
+            if d in results:
+                s = results[d][method].overall
+                cells.append(
+                    f"{d} {s.ndcg10:.3f}/{s.recall5:.3f} vs {rn:.3f}/{rr:.3f} ({(s.ndcg10 or 0) - rn:+.3f}/{(s.recall5 or 0) - rr:+.3f})"
+                )
         lines.append(f"  {method:<16} " + "   ".join(cells))
     return "\n".join(lines)
 
@@ -254,109 +360,97 @@ def reference_check(results: dict[str, dict[str, EvalReport]]) -> str:
 # -- main --------------------------------------------------------------------------------------------
 
 
-NO_ANSWER = Path(__file__).resolve().parent / "no_answer.jsonl"
-#: The issue's targets on the dev queries: (dataset, metric key, target).
-TARGETS = (
-    ("livemcpbench", "ndcg10", 0.58),
-    ("livemcpbench", "recall10", 0.72),
-    ("metatool", "ndcg10", 0.76),
-    ("metatool", "recall5", 0.84),
-)
-
-
-def target_check(results: dict[str, dict[str, EvalReport]]) -> str:
-    lines = ["targets (ard-mcp):"]
-    for dataset, key, target in TARGETS:
-        value = getattr(results["ard-mcp"][dataset].overall, key)
-        lines.append(f"  {dataset:<13} {key:<9} {value:.3f}  target ≥ {target:.2f}  {'met' if value >= target else 'NOT met'}")
-    p50 = max(results["ard-mcp"][d].overall.p50_ms for d in DATASETS)
-    lines.append(f"  search_agents p50 latency {p50:.1f} ms  target ≤ 30 ms  {'met' if p50 <= 30 else 'NOT met'}")
-    return "\n".join(lines)
-
-
-def run(data_dir: Path, shared: Path, json_out: Path | None) -> int:
-    data = shared / "data"
-    queries: dict[str, list[Judgement]] = {d: load_queries(data / d / "queries.dev.jsonl") for d in DATASETS}
-    reg = Registry(Config(data_dir=data_dir))
+def run(root: Path, shared: Path, built: Path, json_out: Path | None) -> int:
+    indexes = suite.catalogs(shared, built)
+    chosen = suite.sources(shared, built)
+    missing = [n for n in suite.BUILT_SOURCES if n not in indexes]
+    if missing:
+        print(f"note: {', '.join(missing)} not built (python bench/build_sources.py); their rows are left out", file=sys.stderr)
+    tokenizer = Tokenizer.from_file(str(bundled_model_dir() / "tokenizer.json"))
+    tokenizer.no_truncation()
+    start = time.perf_counter()
+    registries = {name: suite.open_index(name, files, root) for name, files in indexes.items()}
+    print(
+        f"indexes ready in {time.perf_counter() - start:.1f} s: "
+        + ", ".join(f"{n} {r.store.count()} entries" for n, r in registries.items())
+    )
     try:
-        print(f"index: {data_dir}")
-        print(overlap_note(data))
-        reports, ingest_s = ingest(reg, data)
-        rejected = sum(len(r.rejected) for r in reports.values())
-        print(f"ingest: {reg.store.count()} entries indexed in {ingest_s:.1f} s ({rejected} rejected)")
+        for registry in registries.values():
+            registry.warm_up()
+        registry_of = {s.name: registries[s.index] for s in chosen}
+        collected = {s.name: suite.collect(registry_of[s.name], s.queries) for s in chosen}
+        dev = {n: items for n, items in collected.items() if n not in suite.NO_ANSWER}
+        refit = fit(registry_of, dev, collected.get("no-answer", []))
+        same = refit == DEFAULT_TUNING
+        print(
+            f"refit on every dev source: {describe(refit)}".replace("\n", "; ")
+            + ("  (= the product's)" if same else "  (DIFFERS from the product's)")
+        )
+        held_out = {}
+        for name in dev:
+            others = {n: items for n, items in dev.items() if n != name}
+            held_out[name] = fit(registry_of, others, collected.get("no-answer", []))
+            print(f"held-out tuning for {name}: {describe(held_out[name])}".replace("\n", "; "))
 
-        entries = indexed_entries(reg, data)
-        if len(entries) != reg.store.count():
-            print(f"warning: baselines see {len(entries)} entries but the index holds {reg.store.count()}", file=sys.stderr)
-        ids = list(entries)
-        full = [all_text(e) for e in entries.values()]
-
-        results: dict[str, dict[str, EvalReport]] = {m: {} for m in METHODS}
-        product = registry_search(reg, K)
-        reg.warm_up()
-        product(queries[DATASETS[0]][0].query)  # first-call costs (Chroma, model warm-up) are not query latency
-        t0 = time.perf_counter()
-        for d in DATASETS:
-            results["ard-mcp"][d] = evaluate(product, queries[d])
-        no_answer = evaluate(product, load_queries(NO_ANSWER))
-        print(f"ard-mcp: {sum(len(q) for q in queries.values())} queries in {time.perf_counter() - t0:.1f} s")
-
-        t0 = time.perf_counter()
-        bm25 = BM25(ids, full)
-        # the reference figures embed whole entries at the model's 256-token inference limit; the product
-        # embeds short examples at 128 tokens (the length the model was trained on)
-        embed = Embedder(dataclasses.replace(reg.embedder.spec, max_length=256)).embed
-        name_vectors = embed([name_description(e) for e in entries.values()])
-        full_vectors = embed(full)
-        texts = sorted({j.query for qs in queries.values() for j in qs})
-        query_vectors = dict(zip(texts, embed(texts), strict=True))
-        for d in DATASETS:
-            results["bm25"][d] = evaluate(bm25.search, queries[d])
-            results["dense-name-desc"][d] = evaluate(dense_search(ids, name_vectors, query_vectors), queries[d])
-            results["dense-all-text"][d] = evaluate(dense_search(ids, full_vectors, query_vectors), queries[d])
-        print(f"baselines: built and run in {time.perf_counter() - t0:.1f} s over {len(ids)} entries")
+        results: dict[str, dict[str, EvalReport]] = {}
+        costs: dict[str, list[PageCost]] = {}
+        reference: dict[str, dict[str, SearchFn]] = {}  # per index, over every query of its dev sources
+        for source in chosen:
+            registry = registry_of[source.name]
+            t0 = time.perf_counter()
+            report, costs[source.name] = product_pass(registry, source, tokenizer)
+            rows = {"ard-mcp": report}
+            if source.name in held_out:
+                rows["held-out"] = ranked_under(registry, held_out[source.name], collected[source.name])
+                if source.index not in reference:
+                    texts = [j.query for s in chosen if s.index == source.index and s.name in held_out for j in s.queries]
+                    reference[source.index] = baselines(registry, indexes[source.index], texts)
+                for method, fn in reference[source.index].items():
+                    rows[method] = evaluate(fn, source.queries)
+            results[source.name] = rows
+            print(f"{source.name}: {len(source.queries)} queries in {time.perf_counter() - t0:.1f} s", flush=True)
     finally:
-        reg.close()
+        for registry in registries.values():
+            registry.close()
 
     print()
-    print(
-        f"Retrieval quality, dev queries ({', '.join(f'{d}: {len(queries[d])}' for d in DATASETS)}), "
-        f"index of {len(ids)} entries, ingest {ingest_s:.1f} s"
-    )
-    print(main_table(results))
+    print(f"product tuning: {describe(DEFAULT_TUNING)}".replace("\n", "; "))
     print()
-    print(target_check(results))
-    fp = no_answer.overall
-    print(
-        f"no-answer queries ({NO_ANSWER.name}, our own, none of which any entry fits): ard-mcp returned results for "
-        f"{fp.no_answer_fp} of {fp.no_answer} (false-positive rate {fp.fp_rate:.2f}); the baselines have no cutoff (1.00)"
-    )
+    for name, rows in results.items():
+        print(source_table(name, rows))
+        print()
+    table, missed = summary_table(results, costs)
+    print("Per source (nDCG@10; held-out: tuned on the other sources only; margin: the lower of the two minus the best baseline)")
+    print(table)
+    print()
+    print("targets: all met" if not missed else "targets NOT met:\n  " + "\n  ".join(missed))
     print()
     print(reference_check(results))
-    for d in DATASETS:
-        report = results["ard-mcp"][d]
-        if report.by_category or report.by_kind:
+    for name, rows in results.items():
+        report = rows["ard-mcp"]
+        if report.by_kind:
             print()
-            print(f"ard-mcp on {d}, by category / kind:")
-            print(format_table(report))
+            print(f"ard-mcp on {name}, by kind:")
+            print(format_table(dataclasses.replace(report, by_category={})))
 
     if json_out is not None:
         payload = {
-            "entries": len(ids),
-            "ingestSeconds": ingest_s,
-            "ingest": {name: r.as_dict() for name, r in reports.items()},
-            "results": {m: {d: results[m][d].to_dict(per_query=(m == "ard-mcp")) for d in DATASETS} for m in METHODS},
+            name: {method: report.to_dict(per_query=(method == "ard-mcp")) for method, report in rows.items()}
+            for name, rows in results.items()
         }
         json_out.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"\nwrote {json_out}")
-    return 0
+    return 0 if not missed else 1
 
 
 def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", type=Path, help="index directory to build into (default: a fresh temporary one, deleted afterwards)")
+    parser.add_argument("--data-dir", type=Path, help="where the indexes are kept between runs (default: fresh ones, deleted afterwards)")
     parser.add_argument(
-        "--shared", type=Path, default=REPO.parent / "shared", help="the shared folder holding data/ (default: %(default)s)"
+        "--shared", type=Path, default=suite.REPO.parent / "shared", help="the shared folder holding data/ (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--built", type=Path, default=suite.BUILT, help="the sources built by bench/build_sources.py (default: %(default)s)"
     )
     parser.add_argument(
         "--json", type=Path, dest="json_out", metavar="OUT", help="also write every figure (and ard-mcp's per-query results) to OUT"
@@ -365,10 +459,10 @@ def main(argv: Iterable[str] | None = None) -> int:
     if not (args.shared / "data").is_dir():
         parser.error(f"{args.shared / 'data'} does not exist; pass --shared DIR")
     if args.data_dir is not None:
-        return run(args.data_dir, args.shared, args.json_out)
+        return run(args.data_dir, args.shared, args.built, args.json_out)
     temp = Path(tempfile.mkdtemp(prefix="ard-mcp-quality-"))
     try:
-        return run(temp, args.shared, args.json_out)
+        return run(temp, args.shared, args.built, args.json_out)
     finally:
         shutil.rmtree(temp, ignore_errors=True)
 
