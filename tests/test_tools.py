@@ -10,6 +10,7 @@ import pytest
 from mcp import Client
 
 from ard_mcp.config import Config
+from ard_mcp.search.ranking import DEFAULT_TUNING
 from ard_mcp.surfaces.mcp_server import build_server
 from tests.conftest import INVOICES, PDF, SAMPLE, WEATHER, entry
 
@@ -72,8 +73,8 @@ async def test_search_returns_brief_results_as_compact_text(server: Any) -> None
         top = found["results"][0]
         assert set(top) == {"identifier", "displayName", "type", "description", "score", "match"}
         assert top["identifier"] == WEATHER["identifier"] and top["displayName"] == WEATHER["displayName"]
-        assert top["match"].startswith("tool: get forecast") and len(top["match"]) <= 120
-        assert len(top["description"]) <= 160 and WEATHER["description"].startswith(top["description"].rstrip("…"))
+        assert top["match"].startswith("tool: get forecast") and len(top["match"]) <= 100
+        assert len(top["description"]) <= 120 and WEATHER["description"].startswith(top["description"].rstrip("…"))
         assert found["confidence"] == "high" and found["totalResults"] >= 1
         assert await call(client, "get_agent", identifier=top["identifier"]) == WEATHER
 
@@ -106,7 +107,7 @@ async def test_query_nothing_fits_gets_the_closest_marked_low_confidence(server:
         full = await call(client, "search_agents", text="operate the control rods of a nuclear reactor", detail="full")
         facets = await call(client, "explore_facets", text="operate the control rods of a nuclear reactor")
     assert found["confidence"] == "low" and 1 <= len(found["results"]) <= 5
-    assert all(r["score"] < 55 for r in found["results"])
+    assert all(r["score"] < DEFAULT_TUNING.cutoff for r in found["results"])
     assert all(r["evidence"]["confidence"] == "low" for r in full["results"])
     assert all(not facet["buckets"] for facet in facets["facets"].values())  # facets count only what the ranking vouches for
 

@@ -23,10 +23,11 @@ from ard_mcp.formats.messages import (
 )
 from ard_mcp.search.selection import Candidate
 
-#: Characters of a brief result's description and evidence. Ten brief results cost ~1,000 tokens of the
-#: bundled tokenizer (`bench/quality.py` reports it), against 12,000-17,000 for ten full entries.
-BRIEF_DESCRIPTION = 160
-BRIEF_MATCH = 120
+#: Characters of a brief result's description and evidence. At 160 and 120 the largest page of ten on the
+#: benchmark sources was 1,593 tokens of the bundled tokenizer (median 1,239 on MetaTool), over the
+#: ~1,500 a page may cost; `bench/quality.py` reports the figures at these limits. Ten full entries: 6,500-27,000.
+BRIEF_DESCRIPTION = 120
+BRIEF_MATCH = 100
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s")
 
 

@@ -214,7 +214,7 @@ def build_server(
     ) -> SearchResponse:
         """Find agents, MCP servers and skills for a task (up to 32,000 characters: paste the whole task). Returns them
         ranked by relevance with a 0-100 score and the evidence for each; get_agent reads an entry in full. confidence
-        high: the best result is a confident match, and entries down to a score of 20 are listed; low: nothing fits
+        high: the best result is a confident match, and entries down to the registry's floor score are listed; low: nothing fits
         well, and the closest few are listed (check them: often none fits). At detail minimal or summary an inline
         entry's url is its ard://agents/{identifier} resource."""
         criteria = Criteria.of(required_tags=required_tags, excluded_tags=excluded_tags, preferred_tags=preferred_tags)
