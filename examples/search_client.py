@@ -58,7 +58,7 @@ async def run(data_dir: Path, query: str) -> None:
             print(f"{registered['status']:>9}  {registered['entry']['identifier']}")
 
         # 2. Search in plain words. By default each result is one brief line (detail=compact): identifier,
-        #    name, type, the description's first sentence, a 0-100 score and the best evidence (`match`: the
+        #    name, the description's first sentence, a 0-100 score and the best evidence (`match`: the
         #    indexed tool, skill, sample query or words that came closest). `confidence` is low when nothing
         #    fits well and these are only the closest entries.
         found = await call(client, "search_agents", {"text": query, "pageSize": 3})

@@ -71,10 +71,10 @@ async def test_search_returns_brief_results_as_compact_text(server: Any) -> None
         text = result.content[0].text  # type: ignore[union-attr]
         assert json.loads(text) == found and "\n" not in text and "  " not in text
         top = found["results"][0]
-        assert set(top) == {"identifier", "displayName", "type", "description", "score", "match"}
+        assert set(top) == {"identifier", "displayName", "description", "score", "match"}
         assert top["identifier"] == WEATHER["identifier"] and top["displayName"] == WEATHER["displayName"]
-        assert top["match"].startswith("tool: get forecast") and len(top["match"]) <= 100
-        assert len(top["description"]) <= 120 and WEATHER["description"].startswith(top["description"].rstrip("…"))
+        assert top["match"].startswith("tool: get forecast") and len(top["match"]) <= 80
+        assert len(top["description"]) <= 100 and WEATHER["description"].startswith(top["description"].rstrip("…"))
         assert found["confidence"] == "high" and found["totalResults"] >= 1
         assert await call(client, "get_agent", identifier=top["identifier"]) == WEATHER
 
@@ -127,7 +127,11 @@ async def test_search_filters_and_paging(server: Any) -> None:
     async with Client(server) as client:
         await seed(client)
         only_a2a = await call(
-            client, "search_agents", text="translate my document into Spanish", filter={"type": "application/a2a-agent-card+json"}
+            client,
+            "search_agents",
+            text="translate my document into Spanish",
+            filter={"type": "application/a2a-agent-card+json"},
+            detail="minimal",
         )
         assert only_a2a["results"] and all(r["type"] == "application/a2a-agent-card+json" for r in only_a2a["results"])
         soc2 = await call(client, "search_agents", text="send an invoice", filter={"trustManifest.attestations.type": ["SOC2-Type2"]})

@@ -87,11 +87,11 @@ class SearchResult(CatalogEntry):
 
 class BriefResult(WireModel):
     """One result as a host model reads it first: enough to choose, a few dozen tokens. The whole entry is one
-    `get_agent` call (or the `ard://agents/{identifier}` resource) away."""
+    `get_agent` call (or the `ard://agents/{identifier}` resource) away. No `type`: a media type costs ~12
+    tokens a result and rarely decides a choice (a `type` filter does that)."""
 
     identifier: str
     displayName: str
-    type: str
     description: str | None = Field(default=None, description="The description's first sentence, shortened.")
     score: int = Field(ge=0, le=100, description="Absolute relevance 0-100; not a trust or safety rating.")
     match: str | None = Field(default=None, description="The single best piece of evidence: the example or words that matched.")

@@ -23,11 +23,11 @@ from ard_mcp.formats.messages import (
 )
 from ard_mcp.search.selection import Candidate
 
-#: Characters of a brief result's description and evidence. At 160 and 120 the largest page of ten on the
-#: benchmark sources was 1,593 tokens of the bundled tokenizer (median 1,239 on MetaTool), over the
-#: ~1,500 a page may cost; `bench/quality.py` reports the figures at these limits. Ten full entries: 6,500-27,000.
-BRIEF_DESCRIPTION = 120
-BRIEF_MATCH = 100
+#: Characters of a brief result's description and evidence. At 160 and 120 (and with `type`) the largest page
+#: of ten on the benchmark sources was 1,593 tokens of the bundled tokenizer (median 1,239 on MetaTool), over
+#: the ~1,500 a page may cost; `bench/quality.py` reports the figures at these limits. Ten full entries: 6,500-33,000.
+BRIEF_DESCRIPTION = 100
+BRIEF_MATCH = 80
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s")
 
 
@@ -48,13 +48,12 @@ def brief(result: SearchResult) -> BriefResult:
     if result.evidence is not None:
         examples = [m for m in result.evidence.matchedExamples if m.kind != "description"]
         if examples:
-            match = f"{examples[0].kind}: {_shorten(examples[0].text, BRIEF_MATCH)}"
+            match = _shorten(f"{examples[0].kind}: {examples[0].text}", BRIEF_MATCH)
         elif result.evidence.matchedWords:
             match = "words: " + ", ".join(result.evidence.matchedWords[:8])
     return BriefResult(
         identifier=result.identifier,
         displayName=result.displayName,
-        type=result.type,
         description=first_sentence(result.description) if result.description else None,
         score=result.score,
         match=match,

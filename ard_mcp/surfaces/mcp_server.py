@@ -206,7 +206,7 @@ def build_server(
         detail: Annotated[
             Literal["compact"] | Detail,
             Field(
-                description="compact (default: identifier, name, type, first sentence of the description, score and the best "
+                description="compact (default: identifier, name, first sentence of the description, score and the best "
                 "evidence; ~100 tokens a result), minimal (identifier, name, type, url, score), summary (+ description, tags, "
                 "evidence) or full (the whole ARD entries with all evidence)."
             ),
