@@ -24,8 +24,8 @@ from ard_mcp.formats.messages import (
 from ard_mcp.search.selection import Candidate
 
 #: Characters of a brief result's description and evidence. At 160 and 120 (and with `type`) the largest page
-#: of ten on the benchmark sources was 1,593 tokens of the bundled tokenizer (median 1,239 on MetaTool), over
-#: the ~1,500 a page may cost; `bench/quality.py` reports the figures at these limits. Ten full entries: 6,500-33,000.
+#: of ten on the benchmark sources was 1,593 tokens of the bundled tokenizer, over the ~1,500 a page may cost;
+#: at these limits it is 1,401 (medians 700-1,071 per source; ten full entries: 6,500-33,000 at the median).
 BRIEF_DESCRIPTION = 100
 BRIEF_MATCH = 80
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s")
