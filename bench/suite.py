@@ -48,10 +48,6 @@ class Source:
     index: str  # the name of the index its queries run over
     queries: list[Judgement]
 
-    @property
-    def answerable(self) -> bool:
-        return any(not j.no_answer for j in self.queries)
-
 
 @dataclass
 class Collected:
