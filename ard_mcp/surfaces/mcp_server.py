@@ -92,8 +92,9 @@ def _as_tool(fn: Callable[P, R]) -> Callable[P, R]:
         if not isinstance(result, BaseModel):
             return result
         # a CallToolResult passes through the SDK, which still checks its structured content against the output schema
-        text = TextContent(type="text", text=result.model_dump_json(by_alias=True))
-        return cast("R", CallToolResult(content=[text], structured_content=result.model_dump(mode="json", by_alias=True)))
+        structured = result.model_dump(mode="json", by_alias=True)
+        text = TextContent(type="text", text=json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
+        return cast("R", CallToolResult(content=[text], structured_content=structured))
 
     wrapper.__doc__ = " ".join((fn.__doc__ or "").split())
     return wrapper
