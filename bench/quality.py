@@ -51,6 +51,7 @@ from suite import Collected, Source
 from ard_mcp.evaluation.report import Answer, EvalReport, evaluate, format_table
 from ard_mcp.formats.identifiers import normalize_identifier
 from ard_mcp.formats.manifests import file_entries
+from ard_mcp.formats.messages import SearchResponse
 from ard_mcp.index.embedding import Embedder, bundled_model_dir
 from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
@@ -248,21 +249,20 @@ class PageCost:
 def product_pass(registry: Registry, source: Source, tokenizer: Tokenizer) -> tuple[EvalReport, list[PageCost]]:
     """Each query through `Registry.search` and the compact page, as `search_agents` runs them, timed; then
     each page's token cost (counted outside the timing)."""
-    pages: list[SearchPage] = []
+    pages: list[tuple[SearchPage, SearchResponse]] = []
 
     def search(text: str) -> Answer:
         page = registry.search(SearchQuery.of(text, page_size=K), viewer=EVERYONE)
-        page.brief()
-        pages.append(page)
+        pages.append((page, page.brief()))
         return Answer([c.agent.identifier for c in page.candidates], page.confident)
 
     report = evaluate(search, source.queries)
     costs = [
         PageCost(
-            len(tokenizer.encode(page.brief().model_dump_json(by_alias=True)).ids),
+            len(tokenizer.encode(brief.model_dump_json(by_alias=True)).ids),
             len(tokenizer.encode(page.response().model_dump_json(by_alias=True)).ids),
         )
-        for page in pages
+        for page, brief in pages
     ]
     return report, costs
 
