@@ -27,6 +27,17 @@ EXPIRES_KEY = "expiresAt"  # metadata.expiresAt: Xu expires_at; after it the ent
 SOURCE_ID_KEY = "sourceId"  # metadata.sourceId: the id the publisher used when it was not a urn:air: identifier
 PUBLISHER_KEY = "publisher"  # metadata.publisher: AIDIP's publisher name
 REGION_KEY = "region"  # metadata.region: a scalar region constraint
+# Provenance of a crawled entry (`ard_mcp.web`): the document it came from, how that was found, and when and
+# with which HTTP validators this version of the entry was fetched. Scalar, so filterable and facetable.
+CRAWL_SOURCE_KEY = "crawlSource"
+CRAWL_VIA_KEY = "crawlVia"
+CRAWL_FETCHED_KEY = "crawlFetchedAt"
+CRAWL_ETAG_KEY = "crawlEtag"
+CRAWL_MODIFIED_KEY = "crawlLastModified"
+VOLATILE_KEYS = frozenset({CRAWL_FETCHED_KEY, CRAWL_ETAG_KEY, CRAWL_MODIFIED_KEY})
+"""Metadata that says when an entry was seen, not what it is: left out of its content hash, so a re-fetched
+entry that did not change is "unchanged" (not re-written, not re-embedded) and keeps the time it was first
+fetched in this version."""
 
 # Protocols implied by the ARD media types a registry commonly holds (keyed by `canonical_type`).
 _TYPE_PROTOCOLS = {

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ard_mcp.formats.entry_facts import VOLATILE_KEYS
+
 _SEPARATOR = "\x1f"  # between the FTS columns in a packed document: never produced by the lexical terms
 
 ORDERABLE = ("displayName", "identifier", "updatedAt", "createdAt", "type", "publisher")
@@ -26,7 +28,11 @@ Order = list[tuple[str, bool]]  # (field of ORDERABLE, descending)
 
 
 def content_hash(wire: dict[str, Any]) -> str:
-    """What decides whether a registration changes anything: the entry's canonical JSON, hashed."""
+    """What decides whether a registration changes anything: the entry's canonical JSON, hashed, without
+    the metadata that only says when it was fetched (`entry_facts.VOLATILE_KEYS`)."""
+    metadata = wire.get("metadata")
+    if isinstance(metadata, dict) and VOLATILE_KEYS & metadata.keys():
+        wire = {**wire, "metadata": {k: v for k, v in metadata.items() if k not in VOLATILE_KEYS}}
     return hashlib.sha256(json.dumps(wire, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 

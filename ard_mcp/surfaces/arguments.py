@@ -47,6 +47,25 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def crawl_options(parser: argparse.ArgumentParser) -> None:
+    """What the crawler and the server's background refresh share."""
+    parser.add_argument(
+        "--allow-private-networks",
+        action="store_true",
+        default=_truthy(env("ALLOW_PRIVATE_NETWORKS")),
+        help="let the crawler fetch from loopback, private and link-local addresses (ARD_MCP_ALLOW_PRIVATE_NETWORKS)",
+    )
+    parser.add_argument(
+        "--dns-server", default=env("DNS_SERVER"), metavar="HOST[:PORT]", help="resolve names through this DNS server (ARD_MCP_DNS_SERVER)"
+    )
+    parser.add_argument(
+        "--refresh-interval",
+        type=float,
+        default=_env_number("REFRESH_INTERVAL", 3600.0, float),
+        help="seconds between refreshes of a crawled document that gives no max-age (ARD_MCP_REFRESH_INTERVAL; default %(default)s)",
+    )
+
+
 def _env_number(name: str, default: N, kind: Callable[[str], N]) -> N:
     value = env(name)
     try:
@@ -62,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="run the MCP server")
     _common(serve)
+    crawl_options(serve)
     serve.add_argument(
         "--transport", choices=TRANSPORTS, default=env("TRANSPORT", "stdio"), help="(ARD_MCP_TRANSPORT; default %(default)s)"
     )
@@ -155,6 +175,26 @@ def build_parser() -> argparse.ArgumentParser:
     _common(ingest)
     ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     ingest.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    crawl = commands.add_parser(
+        "crawl",
+        help="fill the registry from the web: publishers' catalogs (well-known URI, robots.txt, HTML links, DNS), A2A cards, "
+        "MCP server descriptions and MCP registries",
+        description="TARGET is a domain (example.com), an origin (http://example.test:8080/) or the URL of a manifest, an HTML page, "
+        "an A2A agent card or an MCP server.json / server card. Safe by default: http(s) only, no private or loopback addresses "
+        "(checked after DNS and on every redirect), robots.txt honoured, sizes and times bounded.",
+    )
+    _common(crawl)
+    crawl.add_argument("targets", nargs="*", metavar="TARGET")
+    crawl.add_argument(
+        "--mcp-registry", action="append", default=[], metavar="URL", help="import every server of an MCP registry (repeatable)"
+    )
+    crawl.add_argument("--refresh", action="store_true", help="fetch again the remembered documents that are due (with their validators)")
+    crawl.add_argument("--force", action="store_true", help="with --refresh: every remembered document, due or not")
+    crawl.add_argument("--max-depth", type=int, default=3, help="nested catalogs followed by URL (default %(default)s)")
+    crawl.add_argument("--max-documents", type=int, default=100, help="documents one crawl fetches at most (default %(default)s)")
+    crawl.add_argument("--json", action="store_true", help="print the report as JSON")
+    crawl_options(crawl)
 
     search = commands.add_parser("search", help="search the registry and print the search_agents JSON")
     _common(search)

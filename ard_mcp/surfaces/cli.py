@@ -7,6 +7,7 @@ is instant and `serve` reaches the MCP handshake before the model has loaded.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -21,6 +22,8 @@ from ard_mcp.formats.limits import EntryLimits
 from ard_mcp.surfaces.arguments import build_parser, csv_list
 from ard_mcp.surfaces.rest.ratelimit import RateLimits
 from ard_mcp.surfaces.rest.settings import is_loopback
+from ard_mcp.web.settings import CrawlSettings
+from ard_mcp.web.sources import Schedule
 
 log = logging.getLogger("ard_mcp")
 
@@ -68,7 +71,7 @@ def _serve(args: argparse.Namespace) -> int:
         # The server claims the directory as it starts; trying first makes a directory in use a clear error
         # and exit status, not a traceback out of the server's task group.
         datadir.release(datadir.claim(config.data_dir, shared=config.chroma_url is not None))
-        build_server(config).run()
+        build_server(config, crawl=_crawl_settings(args)).run()
         return 0
     return _serve_http(args)
 
@@ -118,6 +121,7 @@ def _serve_http(args: argparse.Namespace) -> int:
         rate_limits=rates,
         body_timeout=args.body_timeout,
         mcp_issuer=args.oauth_issuer if args.mcp_requires_token else None,
+        crawl=_crawl_settings(args),
     )
     if allowed is None and not is_loopback(args.host):
         log.warning("answering any Host header on %s; pass --allowed-hosts with the names clients use", args.host)
@@ -160,6 +164,65 @@ def _ingest(args: argparse.Namespace) -> int:
         for warning in total.warnings:
             print(f"  warning {warning}")
     return 1 if total.rejected and not (total.added or total.updated or total.unchanged) else 0
+
+
+def _crawl_settings(args: argparse.Namespace) -> CrawlSettings:
+    """The crawler's settings from the flags `arguments.crawl_options` adds (to `crawl` and `serve`)."""
+    if not hasattr(args, "allow_private_networks"):
+        return CrawlSettings()
+    base = CrawlSettings()
+    depth, documents = getattr(args, "max_depth", base.limits.max_depth), getattr(args, "max_documents", base.limits.max_documents)
+    interval = args.refresh_interval
+    return CrawlSettings(
+        allow_private_networks=args.allow_private_networks,
+        dns_server=args.dns_server,
+        limits=dataclasses.replace(base.limits, max_depth=depth, max_documents=documents),
+        schedule=Schedule(interval=interval or base.schedule.interval, min_interval=min(base.schedule.min_interval, interval or 60.0)),
+        background_refresh=interval > 0,
+    )
+
+
+def _crawl(args: argparse.Namespace) -> int:
+    import anyio
+
+    from ard_mcp.registry import Registry
+    from ard_mcp.web.report import CrawlRequest
+    from ard_mcp.web.service import run_crawl
+
+    request = CrawlRequest(targets=args.targets, mcpRegistries=args.mcp_registry, refresh=args.refresh, force=args.force)
+    if not (request.targets or request.mcpRegistries or request.refresh):
+        raise SystemExit("ard-mcp crawl: give a TARGET, --mcp-registry URL or --refresh")
+    registry = Registry(_config(args))
+    say = (lambda message: print(message, file=sys.stderr)) if not args.json else None
+    try:
+        report = anyio.run(run_crawl, registry, _crawl_settings(args), request, ProgressBar("embedding"), say)
+    finally:
+        registry.close()
+    if args.json:
+        print(report.model_dump_json(indent=2))
+    else:
+        _print_crawl(report)
+    return 1 if report.failed else 0
+
+
+def _print_crawl(report: Any) -> None:
+    ingest = report
+    print(
+        f"documents {len([s for s in report.sources if s.status != 'not-found'])}: added {ingest.added}, updated {ingest.updated}, "
+        f"unchanged {ingest.unchanged}, removed {len(report.removed)}, rejected {len(ingest.rejected)}, warnings {len(ingest.warnings)}"
+    )
+    for source in report.sources:
+        if source.status != "not-found":
+            detail = f" ({source.error})" if source.error else f" ({source.entries} entries)"
+            print(f"  {source.status:<12} {source.url} [{source.via}]{detail}")
+    for registry in report.registries:
+        print(f"  registry     {registry}")
+    for error in report.errors:
+        print(f"  error {error}")
+    for reason in ingest.rejected:
+        print(f"  rejected {reason}")
+    for warning in ingest.warnings:
+        print(f"  warning {warning}")
 
 
 def _search(args: argparse.Namespace) -> int:
@@ -248,6 +311,7 @@ def _backup(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Any] = {
     "serve": _serve,
     "ingest": _ingest,
+    "crawl": _crawl,
     "search": _search,
     "reindex": _reindex,
     "eval": _eval,

@@ -16,10 +16,11 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal, ParamSpec, TypeVar, cast
 
+import anyio
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from ard_mcp import __version__
@@ -43,7 +44,11 @@ from ard_mcp.search.criteria import Criteria
 from ard_mcp.search.query import SearchQuery
 from ard_mcp.search.visibility import EVERYONE, Viewer
 from ard_mcp.surfaces.auth import ANONYMOUS, Principal, TokenStore
+from ard_mcp.surfaces.mcp_crawl import add_crawl_tool
+from ard_mcp.surfaces.tool_results import compact_result
 from ard_mcp.surfaces.xu_discovery import discover
+from ard_mcp.web.refresh import refresh_forever
+from ard_mcp.web.settings import CrawlSettings
 
 if TYPE_CHECKING:  # imported when first opened: they bring numpy, SQLite and the ranking, which tools/list needs none of
     from ard_mcp.registry import Registry
@@ -61,7 +66,7 @@ INSTRUCTIONS = (
     "AIDIP agent metadata."
 )
 
-WRITE_TOOLS = frozenset({"register_agent", "deregister_agent"})  # what rate limits count as writes over HTTP
+WRITE_TOOLS = frozenset({"register_agent", "deregister_agent", "crawl_catalogs"})  # what rate limits count as writes over HTTP
 
 FilterArg = Annotated[
     dict[str, Any] | None,
@@ -89,12 +94,7 @@ def _as_tool(fn: Callable[P, R]) -> Callable[P, R]:
             result = fn(*args, **kwargs)
         except ArdError as exc:
             raise ToolError(exc.message) from exc
-        if not isinstance(result, BaseModel):
-            return result
-        # a CallToolResult passes through the SDK, which still checks its structured content against the output schema
-        structured = result.model_dump(mode="json", by_alias=True)
-        text = TextContent(type="text", text=json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
-        return cast("R", CallToolResult(content=[text], structured_content=structured))
+        return cast("R", compact_result(result)) if isinstance(result, BaseModel) else result
 
     wrapper.__doc__ = " ".join((fn.__doc__ or "").split())
     return wrapper
@@ -155,6 +155,7 @@ def build_server(
     shared: Callable[[], Registry] | None = None,
     tokens: TokenStore | None = None,
     protect: AuthSettings | None = None,
+    crawl: CrawlSettings | None = None,
 ) -> MCPServer[Callable[[], Registry]]:
     """The MCP server over a registry in `config.data_dir`, claimed when the server starts.
 
@@ -172,7 +173,11 @@ def build_server(
         if warm:
             warm_up_soon(opening.warm_up)
         try:
-            yield opening
+            async with anyio.create_task_group() as background:
+                if crawl is not None and crawl.background_refresh:
+                    background.start_soon(refresh_forever, opening, crawl)
+                yield opening
+                background.cancel_scope.cancel()
         finally:
             opening.close()
 
@@ -345,6 +350,8 @@ def build_server(
         may_write = writer(ctx).may_write
         registry = _registry(ctx)
         return registry.indexer.deregister(registry.get(identifier, viewer(ctx)).identifier, may_write)
+
+    add_crawl_tool(server, writer, _registry, crawl)
 
     @server.resource(AGENT_RESOURCE, name="agent", title="Catalog entry", mime_type="application/json")
     def agent_resource(identifier: str, ctx: Context) -> str:

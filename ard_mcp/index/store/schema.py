@@ -5,7 +5,9 @@ one float32 scale each (`ard_mcp.index.records`), and the FTS index keeps no cop
 columns are kept packed in `agents.fts`, which FTS5 needs to delete a document and which ranking reads as
 the agent's terms. Document frequencies live in `term_agents`, kept in step with every write: FTS5's own
 vocabulary table counts them by reading each term's whole posting list, which cost 6-8 ms a query at
-100,000 agents. `changes` is the feed in-memory copies of the store follow (`ard_mcp.index.resident`).
+100,000 agents. `changes` is the feed in-memory copies of the store follow (`ard_mcp.index.resident`). `crawl_sources` is
+what the crawler remembers of each document it fetched (`ard_mcp.web.sources`), as JSON: a store of any
+layout gets the table when it opens, empty.
 
 Older stores are migrated in one transaction each, so an interrupted migration leaves the old layout:
 - layout 1 (JSON text entries, float16 vectors, an FTS index with its own content, terms in plain
@@ -77,6 +79,7 @@ CREATE INDEX IF NOT EXISTS examples_by_agent ON examples(agent_id);
 {FTS_TABLE};
 CREATE TABLE IF NOT EXISTS term_agents(term TEXT PRIMARY KEY, agents INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, agent_id INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS crawl_sources(url TEXT PRIMARY KEY, state TEXT NOT NULL);
 """
 _PLAIN_TERM_COLUMNS = frozenset({"terms", "keyword_terms"})  # layouts 1 and 2; only layout 1 filled them
 

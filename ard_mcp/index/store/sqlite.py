@@ -132,6 +132,22 @@ class Store:
                 "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value)
             )
 
+    # -- crawl sources --------------------------------------------------------------------------
+    def crawl_sources(self) -> dict[str, dict[str, Any]]:
+        """What the crawler remembers of each document it fetched, by URL (`ard_mcp.web.sources`)."""
+        return {row["url"]: json.loads(row["state"]) for row in self._query("SELECT url, state FROM crawl_sources")}
+
+    def set_crawl_source(self, url: str, state: dict[str, Any]) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO crawl_sources(url, state) VALUES (?, ?) ON CONFLICT(url) DO UPDATE SET state = excluded.state",
+                (url, json.dumps(state, sort_keys=True)),
+            )
+
+    def delete_crawl_source(self, url: str) -> None:
+        with self._lock:
+            self._conn.execute("DELETE FROM crawl_sources WHERE url = ?", (url,))
+
     # -- agents ---------------------------------------------------------------------------------
     def get(self, identifier: str) -> StoredAgent | None:
         rows = self._query("SELECT * FROM agents WHERE identifier = ?", (identifier,))

@@ -29,6 +29,7 @@ from ard_mcp.surfaces.rest.openapi import build_openapi
 from ard_mcp.surfaces.rest.operations import OPERATIONS, dialect_for
 from ard_mcp.surfaces.rest.routes import AppState, state_of
 from ard_mcp.surfaces.rest.settings import HttpSettings
+from ard_mcp.web.refresh import refresh_forever
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def build_app(config: Config, settings: HttpSettings, *, registry: Registry | No
         mcp_url = f"{(config.source_url or settings.base_url()).rstrip('/')}/{'sse' if settings.transport == 'sse' else 'mcp'}"
         issuer, resource = AnyHttpUrl(settings.mcp_issuer), AnyHttpUrl(mcp_url)
         protect = AuthSettings(issuer_url=issuer, resource_server_url=resource, validate_token_resource=False)  # our verifier checks aud
-    server = build_server(config, warm=False, shared=state.open_registry, tokens=settings.tokens, protect=protect)
+    server = build_server(config, warm=False, shared=state.open_registry, tokens=settings.tokens, protect=protect, crawl=settings.crawl)
     security = transport_security(settings)
     mcp_app: Starlette
     if settings.transport == "sse":
@@ -97,11 +98,15 @@ def build_app(config: Config, settings: HttpSettings, *, registry: Registry | No
         if warm:
             warm_up_soon(opened.warm_up)
         try:
-            if settings.transport == "sse":
-                yield
-            else:
-                async with server.session_manager.run():
+            async with anyio.create_task_group() as background:
+                if settings.crawl is not None and settings.crawl.background_refresh:
+                    background.start_soon(refresh_forever, lambda: opened, settings.crawl)
+                if settings.transport == "sse":
                     yield
+                else:
+                    async with server.session_manager.run():
+                        yield
+                background.cancel_scope.cancel()
         finally:
             state.registry = None
             await anyio.to_thread.run_sync(opened.close)

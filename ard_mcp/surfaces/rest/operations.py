@@ -31,6 +31,7 @@ from ard_mcp.surfaces.rest.errors import Dialect, error_response
 from ard_mcp.surfaces.rest.routes import (
     AppState,
     aidip_search,
+    crawl,
     delete_agent,
     discover,
     explore,
@@ -43,6 +44,7 @@ from ard_mcp.surfaces.rest.routes import (
     state_of,
     well_known,
 )
+from ard_mcp.web.report import CrawlReport, CrawlRequest
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +163,19 @@ OPERATIONS: tuple[Operation, ...] = (
         params=(_FORMAT,),
         write=True,
         tag="AIDIP",
+    ),
+    Operation(
+        "POST",
+        "/crawl",
+        "crawlCatalogs",
+        "ARD §6.2 web ingestion: crawl domains and documents, import MCP registries, or refresh what was crawled",
+        crawl,
+        Dialect.ARD,
+        CrawlReport,
+        request=CrawlRequest,
+        errors=(400, 401, 403),
+        write=True,
+        tag="Crawler",
     ),
     Operation(
         "POST",

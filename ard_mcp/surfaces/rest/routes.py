@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 
 from ard_mcp import __version__
 from ard_mcp.config import Config
-from ard_mcp.errors import ArdError, InvalidArgument, NotFound
+from ard_mcp.errors import ArdError, InvalidArgument, NotFound, PermissionDenied
 from ard_mcp.formats import aidip, registration, xu
 from ard_mcp.formats.catalog import CatalogEntry, parse_as
 from ard_mcp.formats.identifiers import normalize_identifier
@@ -40,6 +40,8 @@ from ard_mcp.surfaces.auth import Principal
 from ard_mcp.surfaces.rest.manifest import manifest
 from ard_mcp.surfaces.rest.requests import json_body, page_size
 from ard_mcp.surfaces.rest.settings import HttpSettings
+from ard_mcp.web.report import CrawlRequest
+from ard_mcp.web.settings import CrawlSettings
 
 _LIST_PARAMS = ("filter", "orderBy", "pageSize", "pageToken")
 
@@ -121,6 +123,18 @@ async def list_agents(request: Request, state: AppState) -> Response:
     registry = state.open_registry()
     found = await run(registry.list, params.get("filter"), params.get("orderBy"), size, params.get("pageToken") or None, viewer_of(request))
     return model_response(found)
+
+
+async def crawl(request: Request, state: AppState) -> Response:
+    """ARD §6.2 web ingestion on demand. A crawl writes entries of any publisher, so it needs a credential
+    for every publisher (`*`), not one scoped to some domains."""
+    from ard_mcp.web.service import run_crawl
+
+    req = parse_as(CrawlRequest, await json_body(request), "request")
+    if not writer_of(request).may_write("*"):
+        raise PermissionDenied("a crawl writes entries of any publisher: it needs a token that may write every publisher (*)")
+    report = await run_crawl(state.open_registry(), state.settings.crawl or CrawlSettings(), req)
+    return model_response(report)
 
 
 async def get_agent(request: Request, state: AppState) -> Response:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from ard_mcp.config import Config
 from ard_mcp.surfaces.auth import TokenStore
 from ard_mcp.surfaces.rest.ratelimit import DEFAULT_RATE_LIMITS, RateLimits
+from ard_mcp.web.settings import CrawlSettings
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024  # the MCP SDK's own default, so /mcp and the REST routes agree
 DEFAULT_BODY_TIMEOUT = 30.0  # a 4 MiB body needs ~1.1 Mbit/s to make it
@@ -38,6 +39,7 @@ class HttpSettings:
     tokens: TokenStore = field(default_factory=TokenStore)
     rate_limits: RateLimits = DEFAULT_RATE_LIMITS
     mcp_issuer: str | None = None  # when set, every MCP request needs a token, and this authorization server is advertised
+    crawl: CrawlSettings | None = None  # the crawl route's settings and the background refresh; None: defaults, no refresh
     body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds for a whole request body to arrive
 
     def base_url(self) -> str:

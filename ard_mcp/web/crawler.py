@@ -1,0 +1,356 @@
+"""Filling the registry from the web (ARD §6): targets → discovery → fetch → entries → the ingest path.
+
+A target is a domain (or an origin URL such as `http://example.test:8080/`), or the URL of one document:
+a manifest, an HTML page, an A2A agent card, an MCP server description. For a domain every ARD §6.1
+mechanism is tried: the well-known URIs, robots.txt `Agentmap:` lines, `<link rel="ai-catalog">` on the
+home page, and SVCB / TXT records (`dns_discovery`). Nested catalogs given by URL are followed breadth
+first, with a depth and a document count limit. `--mcp-registry URL` imports an MCP registry's REST API
+instead (`mcp_registry`).
+
+Entries go through `Indexer.register_many`, the path `ard-mcp ingest` takes (same validation, warnings,
+progress), with their provenance in `metadata` (`entry_facts.CRAWL_*`). A crawl never replaces an entry
+another source holds (registered through the API, ingested from a file, or crawled from another URL),
+and removes only entries that vanished from the document they came from. Each document is remembered
+(`sources`), so a refresh sends its validators, costs a 304 when nothing changed, and embeds only
+entries whose content changed (unchanged ones are "unchanged" for the indexer, provenance times aside).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.to_thread
+
+from ard_mcp.errors import ArdError, InvalidArgument, NotFound
+from ard_mcp.formats import entry_facts
+from ard_mcp.formats.identifiers import normalize_identifier
+from ard_mcp.formats.leniency import Notice
+from ard_mcp.formats.media_types import AI_REGISTRY
+from ard_mcp.index.indexer import Progress
+from ard_mcp.registry import Registry
+from ard_mcp.web.dns_discovery import REGISTRY_LABEL, DnsDiscovery, Found
+from ard_mcp.web.documents import Document, parse_json, read_document
+from ard_mcp.web.fetcher import HTML, JSON, Fetched, Fetcher, FetchError
+from ard_mcp.web.html_links import catalog_links
+from ard_mcp.web.netsafety import NetworkPolicy, SystemResolver
+from ard_mcp.web.report import CrawlReport, SourceOutcome, Status
+from ard_mcp.web.settings import CrawlLimits, CrawlSettings
+from ard_mcp.web.sources import Schedule, Source, utcnow
+
+log = logging.getLogger(__name__)
+
+WELL_KNOWN = ("/.well-known/ai-catalog.json", "/.well-known/ard.json", "/.well-known/agent-card.json")
+GONE = (404, 410)
+
+Say = Callable[[str], None]  # progress messages (stderr for the CLI, MCP progress notifications for the tool)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    url: str
+    via: str
+    found_from: str | None
+    depth: int
+    quiet: bool = False  # a probe (well-known URI): not finding it is normal, not an error
+
+
+class Crawler:
+    """One crawl or refresh run over a registry; `fetcher` is closed by its owner."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        fetcher: Fetcher,
+        dns: DnsDiscovery | None = None,
+        limits: CrawlLimits | None = None,
+        schedule: Schedule | None = None,
+        progress: Progress | None = None,
+        say: Say | None = None,
+    ) -> None:
+        self.registry = registry
+        self.fetcher = fetcher
+        self.dns = dns or DnsDiscovery()
+        self.limits = limits or CrawlLimits()
+        self.schedule = schedule or Schedule()
+        self.progress = progress
+        self.say = say or (lambda message: log.info("%s", message))
+        self.report = CrawlReport()
+        self._seen: set[str] = set()
+        self._fetched = 0
+        self._lock = anyio.Lock()
+
+    # -- entry points -------------------------------------------------------------------------------
+    async def crawl(self, targets: Sequence[str]) -> CrawlReport:
+        for target in targets:
+            try:
+                level = await self._discover(target)
+            except (InvalidArgument, FetchError) as exc:
+                self.report.errors.append(str(exc) if isinstance(exc, FetchError) else exc.message)
+                continue
+            before = len(self.report.sources)
+            await self._walk(level)
+            if not any(s.status not in ("not-found",) for s in self.report.sources[before:]):
+                self.report.errors.append(f"{target}: no catalog found (tried {', '.join(_tried(level))})")
+        return self.report
+
+    async def refresh(self, force: bool = False) -> CrawlReport:
+        """Fetch again every remembered document that is due (all of them with `force`)."""
+        now = utcnow()
+        due = [Source.from_dict(s) for s in self.registry.store.crawl_sources().values()]
+        due = [s for s in due if s.kind == "document" and (force or s.due(now))]
+        await self._walk([_Candidate(s.url, s.via, s.found_from, s.depth) for s in due])
+        return self.report
+
+    # -- discovery ------------------------------------------------------------------------------------
+    async def _discover(self, target: str) -> list[_Candidate]:
+        target = target.strip()
+        if "://" not in target:
+            if "/" in target or not target:
+                raise InvalidArgument(f"{target!r}: give a domain (example.com) or an http(s) URL")
+            return await self._domain("https", target, target)
+        parts = urlsplit(target)
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise InvalidArgument(f"{target}: only http and https URLs are crawled")
+        if parts.path in ("", "/") and not parts.query:
+            return await self._domain(parts.scheme.lower(), parts.netloc, target)
+        return [_Candidate(target, "direct", None, 0)]
+
+    async def _domain(self, scheme: str, netloc: str, target: str) -> list[_Candidate]:
+        """Every catalog a domain advertises, by each §6.1 mechanism."""
+        origin = f"{scheme}://{netloc}"
+        found = [_Candidate(origin + path, "well-known", target, 0, quiet=True) for path in WELL_KNOWN]
+        robots = await self.fetcher.robots(origin + "/")
+        found += [_Candidate(url, "robots", origin + "/robots.txt", 0) for url in robots.agentmaps]
+        try:
+            page = await self.fetcher.get(origin + "/", HTML)
+            found += [_Candidate(url, "link", page.url, 0) for url in catalog_links(page.body.decode("utf-8", "replace"), page.url)]
+        except FetchError as exc:
+            log.info("%s: no home page to read links from (%s)", origin, exc.reason)
+        host = urlsplit(origin).hostname or netloc
+        for record in await self.dns.discover(host, scheme):
+            if record.via == "dns-registry":
+                await self._registry_from_dns(host, record)
+            else:
+                found.append(_Candidate(record.url, record.via, f"dns:{host}", 0))
+        return found
+
+    async def _registry_from_dns(self, domain: str, record: Found) -> None:
+        """A registry search endpoint in DNS becomes an `ai-registry` entry (what federation will query)."""
+        target = urlsplit(record.url).hostname or domain
+        entry = {
+            "identifier": f"urn:air:{domain}:registry:{target.replace('.', '-')}",
+            "displayName": f"{domain} agent registry",
+            "type": AI_REGISTRY,
+            "url": record.url,
+            "description": f"Agent registry search endpoint that {domain} publishes in DNS ({REGISTRY_LABEL}.{domain} SVCB).",
+        }
+        source = Source(f"dns:{REGISTRY_LABEL}.{domain}", "dns-registry", found_from=domain)
+        await self.ingest(source, Document("dns-registry", [(source.url, entry)], registries=[record.url]), None)
+
+    # -- fetching ---------------------------------------------------------------------------------------
+    async def _walk(self, level: list[_Candidate]) -> None:
+        """Breadth first: each level's documents concurrently, then the catalogs they point to."""
+        limiter = anyio.CapacityLimiter(self.limits.concurrency)
+
+        async def visit(candidate: _Candidate, found: list[_Candidate]) -> None:
+            async with limiter:
+                found.extend(await self._visit(candidate))
+
+        while level:
+            todo = [c for c in level if c.url not in self._seen]
+            self._seen.update(c.url for c in todo)
+            nested: list[_Candidate] = []
+            async with anyio.create_task_group() as group:
+                for candidate in todo:
+                    group.start_soon(visit, candidate, nested)
+            level = nested
+
+    async def _visit(self, candidate: _Candidate) -> list[_Candidate]:
+        """Fetch one document and ingest it; returns the nested catalogs it points to."""
+        if self._fetched >= self.limits.max_documents and not candidate.quiet:
+            self._outcome(candidate, "failed", error=f"not fetched: the crawl's limit of {self.limits.max_documents} documents")
+            return []
+        known = self.registry.store.crawl_sources().get(candidate.url)
+        source = Source.from_dict(known) if known else Source(candidate.url, candidate.via, found_from=candidate.found_from)
+        source.depth = candidate.depth
+        validators = (source.etag, source.last_modified) if known else (None, None)
+        try:
+            fetched = await self._fetch(candidate, *validators)
+        except FetchError as exc:
+            return await self._failed(candidate, source, exc, known is not None)
+        if fetched.not_modified:
+            source.max_age = fetched.max_age
+            source.schedule(utcnow(), self.schedule, failed=False)
+            self.registry.store.set_crawl_source(source.url, source.as_dict())
+            self._outcome(candidate, "not-modified", entries=len(source.identifiers))
+            return []
+        try:
+            document = await self._document(fetched)
+        except ArdError as exc:
+            return await self._failed(candidate, source, FetchError(fetched.url, exc.message), known is not None)
+        source.etag, source.last_modified, source.max_age = fetched.etag, fetched.last_modified, fetched.max_age
+        source.fetched_at = utcnow().isoformat()
+        count = await self.ingest(source, document, fetched)
+        self._outcome(candidate, "ingested", entries=count)
+        if candidate.depth >= self.limits.max_depth:
+            for url in document.nested:
+                self.report.warnings.append(f"{url}: nested catalog not followed (depth limit {self.limits.max_depth})")
+            return []
+        return [_Candidate(url, "nested", source.url, candidate.depth + 1) for url in document.nested]
+
+    async def _fetch(self, candidate: _Candidate, etag: str | None, last_modified: str | None) -> Fetched:
+        self._fetched += 0 if candidate.quiet else 1
+        self.say(f"fetching {candidate.url} ({candidate.via})")
+        return await self.fetcher.get(candidate.url, JSON, etag, last_modified)
+
+    async def _document(self, fetched: Fetched) -> Document:
+        """JSON documents are read as they are; an HTML page is read for its catalog links."""
+        if fetched.content_type in HTML.types:
+            links = catalog_links(fetched.body.decode("utf-8", "replace"), fetched.url)
+            if not links:
+                raise InvalidArgument(f'{fetched.url}: an HTML page without <link rel="ai-catalog">')
+            return Document("html", nested=links)
+        return read_document(parse_json(fetched.body, fetched.url), fetched.url)
+
+    async def _failed(self, candidate: _Candidate, source: Source, exc: FetchError, known: bool) -> list[_Candidate]:
+        if candidate.quiet and not known:  # a probe that found nothing usable: normal for most domains
+            self._outcome(candidate, "not-found", error=exc.reason)
+            return []
+        if known and exc.status in GONE:  # the publisher took it down: so do we
+            await self._forget(source)
+            self._outcome(candidate, "removed", error=exc.reason)
+            return []
+        self._outcome(candidate, "failed", error=str(exc))
+        if known:
+            source.last_error = exc.reason
+            source.schedule(utcnow(), self.schedule, failed=True)
+            self.registry.store.set_crawl_source(source.url, source.as_dict())
+        return []
+
+    def _outcome(self, candidate: _Candidate, status: Status, entries: int = 0, error: str | None = None) -> None:
+        self.report.sources.append(SourceOutcome(url=candidate.url, via=candidate.via, status=status, entries=entries, error=error))
+        if status == "failed":
+            self.say(f"failed {candidate.url}: {error}")
+
+    # -- ingesting ----------------------------------------------------------------------------------------
+    async def ingest(self, source: Source, document: Document, fetched: Fetched | None, complete: bool = True) -> int:
+        """Hand the document's entries to the indexer with their provenance. A `complete` document lists
+        everything its source holds, so what vanished from it is removed; an incremental one (an MCP
+        registry's changes since the last run) adds to what the source holds."""
+        provenance = _provenance(source, fetched)
+        items: list[tuple[str, Any]] = []
+        identifiers: list[str] = []
+        for where, raw in document.entries:
+            if isinstance(raw, dict) and not isinstance(raw, Notice):
+                held = self._held_elsewhere(raw, source.url)
+                if held:
+                    self.report.rejected.append(f"{where}: {held}")
+                    continue
+                if isinstance(raw.get("identifier"), str):
+                    identifiers.append(_normalized(raw["identifier"]))
+                items.append((where, {**raw, "metadata": {**(raw.get("metadata") or {}), **provenance}}))
+            else:
+                items.append((where, raw))
+        async with self._lock:  # one ingest at a time: the indexer serialises writes anyway, this keeps reports in order
+            report = await anyio.to_thread.run_sync(self.registry.indexer.register_many, items, self.progress)
+            self.report.add_ingest(report)
+            self.report.warnings += document.warnings
+            self.report.registries += [r for r in document.registries if r not in self.report.registries]
+            if complete:
+                vanished = [i for i in source.identifiers if i not in set(identifiers)]
+                self.report.removed += await self.remove(vanished, source.url)
+            else:
+                identifiers = list(dict.fromkeys([*source.identifiers, *identifiers]))
+            gone_children = [c for c in source.children if c not in document.nested]
+            source.identifiers = [i for i in identifiers if self._holds(i, source.url)]
+            source.children = list(document.nested)
+            source.last_error = None
+            source.schedule(utcnow(), self.schedule, failed=False)
+            self.registry.store.set_crawl_source(source.url, source.as_dict())
+        for child in gone_children:
+            known = self.registry.store.crawl_sources().get(child)
+            if known:
+                await self._forget(Source.from_dict(known))
+        return len(source.identifiers)
+
+    def _held_elsewhere(self, raw: dict[str, Any], url: str) -> str | None:
+        identifier = raw.get("identifier")
+        if not isinstance(identifier, str):
+            return None
+        try:
+            stored = self.registry.store.get(normalize_identifier(identifier))
+        except ArdError:
+            return None  # the indexer rejects it with the reason
+        if stored is None:
+            return None
+        holder = (stored.entry.get("metadata") or {}).get(entry_facts.CRAWL_SOURCE_KEY)
+        if holder == url:
+            return None
+        where = f"the document {holder}" if holder else "a registration (API or file ingest)"
+        return f"{identifier} is held by {where}; a crawl does not replace an entry another source holds"
+
+    def _holds(self, identifier: str, url: str) -> bool:
+        stored = self.registry.store.get(identifier)
+        return stored is not None and (stored.entry.get("metadata") or {}).get(entry_facts.CRAWL_SOURCE_KEY) == url
+
+    async def remove(self, identifiers: Iterable[str], url: str) -> list[str]:
+        removed = []
+        for identifier in identifiers:
+            if self._holds(identifier, url):
+                try:
+                    await anyio.to_thread.run_sync(self.registry.indexer.deregister, identifier)
+                    removed.append(identifier)
+                except NotFound:
+                    pass
+        return removed
+
+    async def _forget(self, source: Source) -> None:
+        """A document that is gone: its entries and its nested catalogs' entries go too."""
+        self.report.removed += await self.remove(source.identifiers, source.url)
+        self.registry.store.delete_crawl_source(source.url)
+        for child in source.children:
+            known = self.registry.store.crawl_sources().get(child)
+            if known:
+                await self._forget(Source.from_dict(known))
+
+
+def _provenance(source: Source, fetched: Fetched | None) -> dict[str, str]:
+    found = {
+        entry_facts.CRAWL_SOURCE_KEY: source.url,
+        entry_facts.CRAWL_VIA_KEY: source.via,
+        entry_facts.CRAWL_FETCHED_KEY: source.fetched_at or utcnow().isoformat(),
+    }
+    if fetched is not None and fetched.etag:
+        found[entry_facts.CRAWL_ETAG_KEY] = fetched.etag
+    if fetched is not None and fetched.last_modified:
+        found[entry_facts.CRAWL_MODIFIED_KEY] = fetched.last_modified
+    return found
+
+
+def _normalized(identifier: str) -> str:
+    try:
+        return normalize_identifier(identifier)
+    except ArdError:
+        return identifier
+
+
+def _tried(level: list[_Candidate]) -> list[str]:
+    return sorted({c.via for c in level} | {"well-known", "robots", "link", "dns"})
+
+
+@asynccontextmanager
+async def open_crawler(
+    registry: Registry, settings: CrawlSettings, progress: Progress | None = None, say: Say | None = None
+) -> AsyncIterator[Crawler]:
+    """A crawler with its own connection pool, closed on exit. With a DNS server given, host names are
+    resolved through it too, so discovery and connections see one DNS view."""
+    dns = DnsDiscovery(settings.dns_server)
+    resolver = dns if settings.dns_server else SystemResolver()
+    async with Fetcher(NetworkPolicy(settings.allow_private_networks), settings.fetch, resolver) as fetcher:
+        yield Crawler(registry, fetcher, dns, settings.limits, settings.schedule, progress, say)

@@ -1,0 +1,170 @@
+"""Which addresses the crawler may connect to, checked where the connection is made.
+
+A registry that fetches URLs third parties give it (catalog entries, redirects, DNS answers) can be turned
+against the network it runs in: cloud metadata at 169.254.169.254, an admin port on localhost, a database
+on 10.0.0.5. Checking a URL's host before fetching is not enough, because the name can resolve to another
+address by the time the socket opens (DNS rebinding) and a redirect can point anywhere. So the check sits
+in the connection layer: every TCP connection, the first one and each redirect's, resolves the host
+itself, refuses it if any of its addresses is not a public unicast one, and connects to the address it
+checked. `allow_private` lifts the rule (tests on loopback, a registry for a private network).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+import anyio
+import httpcore
+import httpx
+
+log = logging.getLogger(__name__)
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class BlockedAddress(Exception):
+    """A connection the network policy refuses; the message says which host, which address and why."""
+
+
+class Resolver(Protocol):
+    async def addresses(self, host: str) -> list[str]: ...
+
+
+class SystemResolver:
+    """The operating system's resolver (hosts file included), as every other client on the machine sees names."""
+
+    async def addresses(self, host: str) -> list[str]:
+        infos = await anyio.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def why_blocked(address: Address) -> str | None:
+    """Why an address is not a public unicast one, or None when it is."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return why_blocked(address.ipv4_mapped)
+    for reason, flag in (
+        ("a loopback address", address.is_loopback),
+        ("a link-local address", address.is_link_local),
+        ("a multicast address", address.is_multicast),
+        ("an unspecified address", address.is_unspecified),
+        ("a private address", address.is_private),
+        ("a reserved address", address.is_reserved),
+    ):
+        if flag:
+            return reason
+    return None if address.is_global else "not a public address"
+
+
+@dataclass(frozen=True)
+class NetworkPolicy:
+    """`allow_private`: connect to loopback, private, link-local and reserved addresses too."""
+
+    allow_private: bool = False
+
+    def check(self, host: str, addresses: Iterable[str]) -> list[str]:
+        """The addresses to connect to; raises `BlockedAddress` if any of them is refused (a name with
+        one public and one private address is refused: the resolver decides which one a client gets)."""
+        checked = [ipaddress.ip_address(a.split("%", 1)[0]) for a in addresses]
+        if not checked:
+            raise BlockedAddress(f"{host} has no address")
+        if not self.allow_private:
+            for address in checked:
+                reason = why_blocked(address)
+                if reason is not None:
+                    raise BlockedAddress(
+                        f"{host} resolves to {address}, {reason}: refused (pass --allow-private-networks to crawl private networks)"
+                    )
+        return [str(a) for a in checked]
+
+
+class GuardedBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's anyio backend, connecting only to addresses the policy allows (TLS still verifies the host name)."""
+
+    def __init__(self, policy: NetworkPolicy, resolver: Resolver) -> None:
+        self._policy = policy
+        self._resolver = resolver
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        try:
+            literal = [str(ipaddress.ip_address(host))]
+        except ValueError:
+            literal = []
+        with anyio.fail_after(timeout):
+            resolved = literal or await self._resolver.addresses(host)
+        addresses = self._policy.check(host, resolved)
+        last: Exception | None = None
+        for address in addresses:
+            try:
+                return await self._inner.connect_tcp(address, port, timeout, local_address, socket_options)
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                last = exc
+        assert last is not None
+        raise last
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None
+    ) -> httpcore.AsyncNetworkStream:
+        raise BlockedAddress("unix sockets are not crawled")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class _Body(httpx.AsyncByteStream):
+    """httpcore's response stream as httpx reads it (closing it returns the connection to the pool)."""
+
+    def __init__(self, stream: AsyncIterable[bytes]) -> None:
+        self._stream = stream
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._stream:
+            yield chunk
+
+    async def aclose(self) -> None:
+        close = getattr(self._stream, "aclose", None)
+        if close is not None:
+            await close()
+
+
+class GuardedTransport(httpx.AsyncBaseTransport):
+    """An httpx transport over a connection pool whose every connection goes through `GuardedBackend`."""
+
+    def __init__(self, policy: NetworkPolicy, resolver: Resolver, max_connections: int = 20) -> None:
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(),
+            max_connections=max_connections,
+            network_backend=GuardedBackend(policy, resolver),
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        assert isinstance(request.stream, httpx.AsyncByteStream)
+        url = request.url
+        response = await self._pool.handle_async_request(
+            httpcore.Request(
+                method=request.method,
+                url=httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
+                headers=request.headers.raw,
+                content=request.stream,
+                extensions=request.extensions,
+            )
+        )
+        assert isinstance(response.stream, AsyncIterable)
+        return httpx.Response(
+            status_code=response.status, headers=response.headers, stream=_Body(response.stream), extensions=response.extensions
+        )
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
