@@ -82,6 +82,7 @@ class Crawler:
         self.say = say or (lambda message: log.info("%s", message))
         self.report = CrawlReport()
         self._seen: set[str] = set()
+        self._refresh_all = False
         self._fetched = 0
         self._lock = anyio.Lock()
 
@@ -100,11 +101,16 @@ class Crawler:
         return self.report
 
     async def refresh(self, force: bool = False) -> CrawlReport:
-        """Fetch again every remembered document that is due (all of them with `force`)."""
+        """Fetch again every remembered document that is due (all of them with `force`). A document is
+        fetched after the one that points to it, which decides whether it still does: a catalog that is
+        gone takes its nested catalogs with it, one that did not change (304) hands on its remembered ones."""
+        self._refresh_all = force
+        remembered = {url: Source.from_dict(s) for url, s in self.registry.store.crawl_sources().items()}
+        documents = {url: s for url, s in remembered.items() if s.kind == "document"}
         now = utcnow()
-        due = [Source.from_dict(s) for s in self.registry.store.crawl_sources().values()]
-        due = [s for s in due if s.kind == "document" and (force or s.due(now))]
-        await self._walk([_Candidate(s.url, s.via, s.found_from, s.depth) for s in due])
+        due = [s for s in documents.values() if (force or s.due(now))]
+        first = [s for s in due if s.found_from not in documents or not (force or documents[s.found_from].due(now))]
+        await self._walk([_Candidate(s.url, s.via, s.found_from, s.depth) for s in first])
         return self.report
 
     # -- discovery ------------------------------------------------------------------------------------
@@ -133,7 +139,7 @@ class Crawler:
         except FetchError as exc:
             log.info("%s: no home page to read links from (%s)", origin, exc.reason)
         host = urlsplit(origin).hostname or netloc
-        for record in await self.dns.discover(host, scheme):
+        for record in await self.dns.discover(host, origin):
             if record.via == "dns-registry":
                 await self._registry_from_dns(host, record)
             else:
@@ -150,8 +156,9 @@ class Crawler:
             "url": record.url,
             "description": f"Agent registry search endpoint that {domain} publishes in DNS ({REGISTRY_LABEL}.{domain} SVCB).",
         }
-        source = Source(f"dns:{REGISTRY_LABEL}.{domain}", "dns-registry", found_from=domain)
-        await self.ingest(source, Document("dns-registry", [(source.url, entry)], registries=[record.url]), None)
+        source = Source(f"dns:{REGISTRY_LABEL}.{domain}", "dns-registry", kind="dns-registry", found_from=domain)
+        count = await self.ingest(source, Document("dns-registry", [(source.url, entry)], registries=[record.url]), None)
+        self._outcome(_Candidate(source.url, source.via, domain, 0), "ingested", entries=count)
 
     # -- fetching ---------------------------------------------------------------------------------------
     async def _walk(self, level: list[_Candidate]) -> None:
@@ -189,7 +196,7 @@ class Crawler:
             source.schedule(utcnow(), self.schedule, failed=False)
             self.registry.store.set_crawl_source(source.url, source.as_dict())
             self._outcome(candidate, "not-modified", entries=len(source.identifiers))
-            return []
+            return self._due_children(source, candidate.depth + 1)
         try:
             document = await self._document(fetched)
         except ArdError as exc:
@@ -203,6 +210,13 @@ class Crawler:
                 self.report.warnings.append(f"{url}: nested catalog not followed (depth limit {self.limits.max_depth})")
             return []
         return [_Candidate(url, "nested", source.url, candidate.depth + 1) for url in document.nested]
+
+    def _due_children(self, source: Source, depth: int) -> list[_Candidate]:
+        """The remembered nested catalogs of an unchanged document that are due themselves."""
+        remembered = self.registry.store.crawl_sources()
+        now = utcnow()
+        children = [Source.from_dict(remembered[c]) for c in source.children if c in remembered]
+        return [_Candidate(c.url, c.via, source.url, depth) for c in children if self._refresh_all or c.due(now)]
 
     async def _fetch(self, candidate: _Candidate, etag: str | None, last_modified: str | None) -> Fetched:
         self._fetched += 0 if candidate.quiet else 1

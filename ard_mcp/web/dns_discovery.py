@@ -1,11 +1,11 @@
 """Catalogs and registries a domain publishes in the DNS (ARD §6.1, draft-mozleywilliams-dnsop-dnsaid).
 
-What is read, for a domain `D` crawled over `scheme`:
+What is read, for a domain `D` crawled at an origin (its scheme is used for every URL found):
 - SVCB at `D` in ServiceMode with a path parameter: a static manifest at `scheme://<target>[:port]<path>`
   (ARD's `{name} IN SVCB . well-known=/not-well-known/ai-catalog.json`; TargetName `.` is `D` itself). The
   path key has no registered number yet, so a private-use key (65280-65534) whose value starts with `/` is
   taken as the path: `D. IN SVCB 1 . port=8443 key65400="/catalogs/main.json"`;
-- TXT at `D`, the fallback: strings `well-known=/path` (a path on `D`) or `ai-catalog=<url>`;
+- TXT at `D`, the fallback: strings `well-known=/path` (a path on the origin) or `ai-catalog=<url>`;
 - SVCB at `_index._agents.D`: a dynamic registry search endpoint (`scheme://<target>[:port]/`), recorded as
   an upstream registry, not crawled as a catalog.
 
@@ -77,8 +77,10 @@ class DnsDiscovery:
             raise OSError(f"{host}: no A or AAAA record")
         return found
 
-    async def discover(self, domain: str, scheme: str) -> list[Found]:
-        """Manifests and registries `domain` publishes, most preferred first."""
+    async def discover(self, domain: str, origin: str) -> list[Found]:
+        """Manifests and registries `domain` publishes, most preferred first; `origin` is the one being
+        crawled (its scheme for every URL found, and its port for a TXT path)."""
+        scheme = origin.split("://", 1)[0]
         found: list[Found] = []
         for record in sorted(await self._answer(domain, "SVCB"), key=lambda r: getattr(r, "priority", 0)):
             path = _path_param(record)
@@ -88,7 +90,7 @@ class DnsDiscovery:
             text = b"".join(getattr(record, "strings", ())).decode("utf-8", "replace").strip()
             for token in text.replace(";", " ").split():
                 if token.startswith(_TXT_PATH) and token[len(_TXT_PATH) :].startswith("/"):
-                    found.append(Found(_origin(scheme, domain, None) + token[len(_TXT_PATH) :], "dns-txt"))
+                    found.append(Found(origin + token[len(_TXT_PATH) :], "dns-txt"))
                 elif token.startswith(_TXT_URL):
                     found.append(Found(token[len(_TXT_URL) :], "dns-txt"))
         for record in sorted(await self._answer(f"{REGISTRY_LABEL}.{domain}", "SVCB"), key=lambda r: getattr(r, "priority", 0)):

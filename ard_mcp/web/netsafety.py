@@ -11,10 +11,11 @@ checked. `allow_private` lifts the rule (tests on loopback, a registry for a pri
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import socket
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -123,6 +124,38 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
+_ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
+    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+    (httpcore.ReadTimeout, httpx.ReadTimeout),
+    (httpcore.WriteTimeout, httpx.WriteTimeout),
+    (httpcore.PoolTimeout, httpx.PoolTimeout),
+    (httpcore.ConnectError, httpx.ConnectError),
+    (httpcore.ReadError, httpx.ReadError),
+    (httpcore.WriteError, httpx.WriteError),
+    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+    (httpcore.ProxyError, httpx.ProxyError),
+    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    (httpcore.ProtocolError, httpx.ProtocolError),
+    (httpcore.NetworkError, httpx.NetworkError),
+    (httpcore.TimeoutException, httpx.TimeoutException),
+)
+
+
+@contextlib.contextmanager
+def _as_httpx_errors() -> Iterator[None]:
+    """httpcore's errors as httpx's, as httpx's own transport maps them (its mapping is private)."""
+    try:
+        yield
+    except httpcore.ConnectError as exc:  # all addresses failed: say so plainly
+        raise httpx.ConnectError(str(exc) or "connection failed") from exc
+    except Exception as exc:
+        for theirs, ours in _ERRORS:
+            if isinstance(exc, theirs):
+                raise ours(str(exc) or type(exc).__name__) from exc
+        raise
+
+
 class _Body(httpx.AsyncByteStream):
     """httpcore's response stream as httpx reads it (closing it returns the connection to the pool)."""
 
@@ -130,8 +163,9 @@ class _Body(httpx.AsyncByteStream):
         self._stream = stream
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._stream:
-            yield chunk
+        with _as_httpx_errors():
+            async for chunk in self._stream:
+                yield chunk
 
     async def aclose(self) -> None:
         close = getattr(self._stream, "aclose", None)
@@ -152,15 +186,16 @@ class GuardedTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         assert isinstance(request.stream, httpx.AsyncByteStream)
         url = request.url
-        response = await self._pool.handle_async_request(
-            httpcore.Request(
-                method=request.method,
-                url=httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
-                headers=request.headers.raw,
-                content=request.stream,
-                extensions=request.extensions,
+        with _as_httpx_errors():
+            response = await self._pool.handle_async_request(
+                httpcore.Request(
+                    method=request.method,
+                    url=httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
+                    headers=request.headers.raw,
+                    content=request.stream,
+                    extensions=request.extensions,
+                )
             )
-        )
         assert isinstance(response.stream, AsyncIterable)
         return httpx.Response(
             status_code=response.status, headers=response.headers, stream=_Body(response.stream), extensions=response.extensions

@@ -27,7 +27,8 @@ class Schedule:
 class Source:
     url: str
     via: str  # how it was found: well-known, robots, link, dns-svcb, dns-txt, nested, direct, mcp-registry, refresh
-    kind: str = "document"  # "document" (a catalog, card or server description) or "mcp-registry" (a paged API)
+    kind: str = "document"  # "document" (a catalog, card or server description), "mcp-registry" (a paged API) or
+    # "dns-registry" (a registry endpoint read from DNS: refreshed by crawling its domain again)
     found_from: str | None = None  # the target or document that led to it
     depth: int = 0
     etag: str | None = None
