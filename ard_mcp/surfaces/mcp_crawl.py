@@ -77,12 +77,16 @@ def add_crawl_tool(
         from ard_mcp.web.service import run_crawl
 
         registry = await anyio.to_thread.run_sync(registry_of, ctx)
+        report: CrawlReport | None = None
+        error: str | None = None
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(forward)
             try:
                 report = await run_crawl(registry, crawl or CrawlSettings(), request, None, say)
-            except ArdError as exc:
-                raise ToolError(exc.message) from exc
+            except ArdError as exc:  # raised after the task group: inside it, the SDK would see an exception group
+                error = exc.message
             finally:
                 send.close()
+        if report is None:
+            raise ToolError(error or "the crawl did not finish")
         return cast("CrawlReport", compact_result(report))
