@@ -123,7 +123,9 @@ def test_server_json_package_runs_the_stdio_server_with_documented_env_vars() ->
     # `ard-mcp` alone only prints usage: the package must be started with the `serve` subcommand.
     assert [a.get("value") for a in package.get("packageArguments", [])] == ["serve"]
     env = {v["name"]: v for v in package["environmentVariables"]}
-    assert set(env) == {"ARD_MCP_DATA_DIR", "ARD_MCP_MODEL_DIR"}
+    assert {"ARD_MCP_DATA_DIR", "ARD_MCP_MODEL_DIR"} <= set(env)
+    serve_help = subprocess.run([sys.executable, "-m", "ard_mcp", "serve", "--help"], capture_output=True, text=True, check=True).stdout
+    assert all(f"({name}" in " ".join(serve_help.split()) for name in env), "every documented variable is one `serve` reads"
     assert all(v["description"] and not v.get("isRequired", False) and not v.get("isSecret", False) for v in env.values())
 
 
