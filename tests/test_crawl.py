@@ -14,11 +14,14 @@ from typing import Any
 import anyio
 import pytest
 
+from ard_mcp.formats.messages import FacetRequest
 from ard_mcp.registry import Registry
 from ard_mcp.web.crawler import open_crawler
 from ard_mcp.web.mcp_registry import import_registry
+from ard_mcp.web.refresh import refresh_forever
 from ard_mcp.web.report import CrawlReport
 from ard_mcp.web.settings import CrawlLimits, CrawlSettings
+from ard_mcp.web.sources import Schedule
 from tests.conftest import INVOICES, PDF, TRANSLATE, WEATHER, entry, results
 from tests.dns_responder import DnsResponder
 from tests.web_publisher import Publisher
@@ -314,3 +317,23 @@ def test_mcp_registry_import_pages_and_updates_incrementally(registry: Registry,
     assert second.removed == ["urn:air:dev1.github.io:server:tool1"]
     assert all("updated_since" in q for q in seen[1:])
     assert registry.store.count() == 4
+
+
+def test_a_serving_registry_refreshes_due_documents_by_itself(registry: Registry, site: Publisher) -> None:
+    fast = CrawlSettings(allow_private_networks=True, schedule=Schedule(interval=0.2, min_interval=0.2))
+    site.put("/catalog.json", manifest(WEATHER))
+    crawl(registry, site.url("/catalog.json"), settings=fast)
+    site.put("/catalog.json", manifest(WEATHER, PDF))
+
+    async def serve_until_refreshed() -> None:
+        async with anyio.create_task_group() as background:
+            background.start_soon(refresh_forever, lambda: registry, fast, 0.1)
+            with anyio.fail_after(20):
+                while registry.store.get(PDF["identifier"]) is None:
+                    await anyio.sleep(0.05)
+            background.cancel_scope.cancel()
+
+    anyio.run(serve_until_refreshed)
+    assert metadata(registry, PDF["identifier"])["crawlSource"] == site.url("/catalog.json")
+    facets = registry.explore(None, None, [FacetRequest(field="metadata.crawlVia")])
+    assert facets.facets["metadata.crawlVia"].buckets[0].value == "direct"
