@@ -45,7 +45,14 @@ from ard_mcp.web.sources import Schedule, Source, utcnow
 
 log = logging.getLogger(__name__)
 
-WELL_KNOWN = ("/.well-known/ai-catalog.json", "/.well-known/ard.json", "/.well-known/agent-card.json")
+WELL_KNOWN = (
+    "/.well-known/ai-catalog.json",  # ARD §4.1
+    "/.well-known/ard.json",  # the name ARD v0.9 also gives the manifest
+    "/.well-known/agent-card.json",  # A2A v0.3 and later
+    "/.well-known/agent.json",  # A2A before v0.3
+    "/.well-known/mcp/server-card.json",  # MCP server cards (SEP-1649 / SEP-2127; both paths are served in the wild)
+    "/.well-known/mcp.json",
+)
 GONE = (404, 410)
 
 Say = Callable[[str], None]  # progress messages (stderr for the CLI, MCP progress notifications for the tool)
