@@ -47,7 +47,7 @@ class Expect:
 JSON = Expect("application/json, application/*+json;q=0.9, text/plain;q=0.5", ("application/json", "+json", "text/json", "text/plain"))
 HTML = Expect("text/html, application/xhtml+xml;q=0.9", ("text/html", "application/xhtml+xml"))
 TEXT = Expect("text/plain", ("text/plain",))
-_MAX_AGE = re.compile(r"(?:^|,)\s*(?:s-)?max-age\s*=\s*(\d+)", re.IGNORECASE)
+_MAX_AGE = re.compile(r"(?:^|,)\s*(?:s-maxage|max-age)\s*=\s*(\d+)", re.IGNORECASE)
 
 
 class FetchError(Exception):
@@ -79,7 +79,10 @@ class Fetched:
 
 
 def check_scheme(url: str) -> None:
-    scheme = urlsplit(url).scheme.lower()
+    try:
+        scheme = urlsplit(url).scheme.lower()
+    except ValueError as exc:  # e.g. an unclosed IPv6 bracket
+        raise FetchError(url, f"malformed URL ({exc})") from None
     if scheme not in ("http", "https"):
         raise FetchError(url, f"the {scheme or 'missing'} scheme is not fetched (http and https only)")
 
@@ -147,10 +150,14 @@ class Fetcher:
         if origin not in self._robots:
             try:
                 got = await self._get(f"{origin}/robots.txt", TEXT, None, None, check_robots=False)
-                self._robots[origin] = parse_robots(got.body.decode("utf-8", "replace"))
+                self._robots[origin] = parse_robots(got.body.decode("utf-8", "replace"), origin)
             except FetchError as exc:
                 if exc.blocked:
                     raise
+                if exc.status is not None and 200 <= exc.status < 300:  # not text, or too large: no rules we can read
+                    log.info("%s: robots.txt unusable (%s): read as no rules", origin, exc.reason)
+                    self._robots[origin] = Robots(None)
+                    return self._robots[origin]
                 self._robots[origin] = robots_for_status(exc.status or 503)
                 if exc.status is None or exc.status >= 500:
                     log.info("%s: robots.txt unreachable (%s): nothing is fetched from this origin for now", origin, exc.reason)
@@ -227,6 +234,8 @@ class Fetcher:
                 raise FetchError(url, str(exc), blocked=True) from None
             except httpx.TimeoutException:
                 raise FetchError(url, "timed out") from None
+            except httpx.InvalidURL as exc:  # e.g. a redirect to javascript:... or mailto:..., which httpx cannot even parse as a next hop
+                raise FetchError(url, f"unusable URL or redirect Location ({exc})") from None
             except httpx.HTTPError as exc:
                 raise FetchError(url, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from None
 

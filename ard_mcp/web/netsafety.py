@@ -46,8 +46,12 @@ class SystemResolver:
 
 def why_blocked(address: Address) -> str | None:
     """Why an address is not a public unicast one, or None when it is."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return why_blocked(address.ipv4_mapped)
+    if isinstance(address, ipaddress.IPv6Address):
+        wrapped = address.ipv4_mapped or address.sixtofour  # an IPv4 address inside an IPv6 one is judged as itself
+        if wrapped is not None:
+            return why_blocked(wrapped)
+        if address.is_site_local:
+            return "a site-local address"
     for reason, flag in (
         ("a loopback address", address.is_loopback),
         ("a link-local address", address.is_link_local),
@@ -103,8 +107,13 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
             literal = [str(ipaddress.ip_address(host))]
         except ValueError:
             literal = []
-        with anyio.fail_after(timeout):
-            resolved = literal or await self._resolver.addresses(host)
+        try:
+            with anyio.fail_after(timeout):
+                resolved = literal or await self._resolver.addresses(host)
+        except TimeoutError:
+            raise httpcore.ConnectTimeout(f"{host}: no DNS answer in time") from None
+        except OSError as exc:  # no such name: a failed connection, as for any client
+            raise httpcore.ConnectError(f"{host}: {exc}") from None
         addresses = self._policy.check(host, resolved)
         last: Exception | None = None
         for address in addresses:
