@@ -14,9 +14,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+OFFLINE_DNS = "127.0.0.1:9"
+"""A DNS server address nothing answers at: a crawl a test starts (fuzzed targets too) never asks the system's
+resolvers, so no test sends a query off this machine."""
+
 
 def quiet_env() -> dict[str, str]:
-    return {**os.environ, "ARD_MCP_LOG_LEVEL": "WARNING"}
+    return {**os.environ, "ARD_MCP_LOG_LEVEL": "WARNING", "ARD_MCP_DNS_SERVER": OFFLINE_DNS}
 
 
 def free_port() -> int:

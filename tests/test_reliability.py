@@ -61,8 +61,10 @@ from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
 from ard_mcp.surfaces.mcp_server import build_server
 from ard_mcp.surfaces.rest.operations import OPERATIONS, Operation
+from ard_mcp.web.settings import CrawlSettings
 from tests.conftest import SAMPLE
 from tests.http_support import AIDIP_TRANSLATOR, XU_HR
+from tests.processes import OFFLINE_DNS
 from tests.reliability_support import (
     Server,
     ard_mcp,
@@ -685,7 +687,16 @@ async def test_concurrent_clients_over_rest_and_mcp_see_no_server_error(tmp_path
 
 
 # -- fuzzing every MCP tool ----------------------------------------------------------------------------------
-MCP_TOOLS = ("search_agents", "discover_agents", "explore_facets", "register_agent", "get_agent", "list_agents", "deregister_agent")
+MCP_TOOLS = (
+    "search_agents",
+    "discover_agents",
+    "explore_facets",
+    "register_agent",
+    "get_agent",
+    "list_agents",
+    "deregister_agent",
+    "crawl_catalogs",
+)
 FUZZ = settings(max_examples=FUZZ_EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 TOOL_TIMEOUT = 30.0
 
@@ -713,7 +724,7 @@ class McpFuzz:
 
 @pytest.fixture(scope="module")
 def mcp_fuzz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpFuzz]:
-    server = build_server(Config(tmp_path_factory.mktemp("mcp-fuzz") / "data"), warm=False)
+    server = build_server(Config(tmp_path_factory.mktemp("mcp-fuzz") / "data"), warm=False, crawl=CrawlSettings(dns_server=OFFLINE_DNS))
     unexpected = _Unexpected()
     logging.getLogger().addHandler(unexpected)
     try:
