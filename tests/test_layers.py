@@ -20,6 +20,7 @@ LAYERS = {  # a module may import from its own layer and those below
     "ard_mcp.registry": 4,
     "ard_mcp.evaluation": 5,
     "ard_mcp.web": 5,
+    "ard_mcp.trust": 5,
     "ard_mcp.federation": 5,
     "ard_mcp.surfaces": 6,
     "ard_mcp.__main__": 7,
