@@ -97,6 +97,13 @@ class BriefResult(WireModel):
     match: str | None = Field(default=None, description="The single best piece of evidence: the example or words that matched.")
 
 
+class RegistryReferral(WireModel):
+    identifier: str
+    displayName: str
+    type: Literal["application/ai-registry", "application/ai-registry+json"]
+    url: str
+
+
 class SearchResponse(WireModel):
     results: list[SearchResult] | list[BriefResult] = Field(
         description="Full (or detail-trimmed) catalog entries with evidence, or at detail=compact one brief line each."
@@ -104,6 +111,10 @@ class SearchResponse(WireModel):
     pageToken: str | None = Field(default=None, description="Pass back to get the next page; absent on the last page.")
     totalResults: int = Field(description="How many entries are listed in all, over every page.")
     confidence: Confidence | None = Field(default=None, description=CONFIDENCE + " Absent when there are no results.")
+    referrals: list[RegistryReferral] | None = Field(
+        default=None, description="federation=referrals: other registries to ask (their search endpoints)."
+    )
+    warnings: list[str] | None = Field(default=None, description="federation=auto: upstream registries that failed or were late.")
 
 
 class FacetRequest(WireModel):
@@ -167,13 +178,6 @@ class SearchRequest(WireModel):
         "and the response's X-Page-Size header says so.",
     )
     pageToken: str | None = None
-
-
-class RegistryReferral(WireModel):
-    identifier: str
-    displayName: str
-    type: Literal["application/ai-registry", "application/ai-registry+json"]
-    url: str
 
 
 class ArdSearchResponse(WireModel):

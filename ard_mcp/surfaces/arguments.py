@@ -47,6 +47,30 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def federation_options(parser: argparse.ArgumentParser) -> None:
+    """Which registries a search may also ask (ARD §8)."""
+    parser.add_argument(
+        "--upstream",
+        action="append",
+        default=list(csv_list(env("UPSTREAMS"))),
+        metavar="URL",
+        help="an upstream registry's ARD base URL (POST URL/search), repeatable (ARD_MCP_UPSTREAMS, comma-separated)",
+    )
+    parser.add_argument(
+        "--upstream-token-file",
+        type=Path,
+        default=Path(t) if (t := env("UPSTREAM_TOKEN_FILE")) else None,
+        metavar="FILE",
+        help="bearer tokens for upstreams, one 'URL TOKEN' per line (ARD_MCP_UPSTREAM_TOKEN_FILE)",
+    )
+    parser.add_argument(
+        "--no-registry-upstreams",
+        action="store_true",
+        default=_truthy(env("NO_REGISTRY_UPSTREAMS")),
+        help="do not ask the registries the catalog holds as application/ai-registry+json entries (ARD_MCP_NO_REGISTRY_UPSTREAMS)",
+    )
+
+
 def crawl_options(parser: argparse.ArgumentParser) -> None:
     """What the crawler and the server's background refresh share."""
     parser.add_argument(
@@ -82,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the MCP server")
     _common(serve)
     crawl_options(serve)
+    federation_options(serve)
     serve.add_argument(
         "--transport", choices=TRANSPORTS, default=env("TRANSPORT", "stdio"), help="(ARD_MCP_TRANSPORT; default %(default)s)"
     )

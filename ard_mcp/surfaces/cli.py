@@ -18,6 +18,7 @@ from typing import Any
 
 from ard_mcp.config import Config
 from ard_mcp.errors import ArdError
+from ard_mcp.federation.settings import FederationSettings, load_upstreams
 from ard_mcp.formats.limits import EntryLimits
 from ard_mcp.surfaces.arguments import build_parser, csv_list
 from ard_mcp.surfaces.rest.ratelimit import RateLimits
@@ -71,7 +72,7 @@ def _serve(args: argparse.Namespace) -> int:
         # The server claims the directory as it starts; trying first makes a directory in use a clear error
         # and exit status, not a traceback out of the server's task group.
         datadir.release(datadir.claim(config.data_dir, shared=config.chroma_url is not None))
-        build_server(config, crawl=_crawl_settings(args)).run()
+        build_server(config, crawl=_crawl_settings(args), upstreams=_federation_settings(args)).run()
         return 0
     return _serve_http(args)
 
@@ -122,6 +123,7 @@ def _serve_http(args: argparse.Namespace) -> int:
         body_timeout=args.body_timeout,
         mcp_issuer=args.oauth_issuer if args.mcp_requires_token else None,
         crawl=_crawl_settings(args),
+        federation=_federation_settings(args),
     )
     if allowed is None and not is_loopback(args.host):
         log.warning("answering any Host header on %s; pass --allowed-hosts with the names clients use", args.host)
@@ -164,6 +166,17 @@ def _ingest(args: argparse.Namespace) -> int:
         for warning in total.warnings:
             print(f"  warning {warning}")
     return 1 if total.rejected and not (total.added or total.updated or total.unchanged) else 0
+
+
+def _federation_settings(args: argparse.Namespace) -> FederationSettings:
+    """Upstreams from `--upstream` (a bad URL or token file is a clear error at start, not at the first search)."""
+    try:
+        upstreams = load_upstreams(args.upstream, args.upstream_token_file)
+    except (ValueError, OSError) as exc:
+        raise SystemExit(f"ard-mcp: {exc}") from None
+    return FederationSettings(
+        upstreams=upstreams, registry_entries=not args.no_registry_upstreams, allow_private_networks=args.allow_private_networks
+    )
 
 
 def _crawl_settings(args: argparse.Namespace) -> CrawlSettings:

@@ -8,6 +8,7 @@ same bearer tokens as the REST write routes; over stdio the caller is the local 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -26,6 +27,8 @@ from pydantic import BaseModel, Field
 from ard_mcp import __version__
 from ard_mcp.config import Config
 from ard_mcp.errors import ArdError, NotFound
+from ard_mcp.federation.hops import Path
+from ard_mcp.federation.settings import FederationSettings
 from ard_mcp.formats import registration, xu
 from ard_mcp.formats.catalog import CatalogEntry
 from ard_mcp.formats.messages import (
@@ -51,6 +54,7 @@ from ard_mcp.web.refresh import refresh_forever
 from ard_mcp.web.settings import CrawlSettings
 
 if TYPE_CHECKING:  # imported when first opened: they bring numpy, SQLite and the ranking, which tools/list needs none of
+    from ard_mcp.federation.service import Federation
     from ard_mcp.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -156,13 +160,26 @@ def build_server(
     tokens: TokenStore | None = None,
     protect: AuthSettings | None = None,
     crawl: CrawlSettings | None = None,
+    upstreams: FederationSettings | None = None,
+    federation: Federation | None = None,
 ) -> MCPServer[Callable[[], Registry]]:
     """The MCP server over a registry in `config.data_dir`, claimed when the server starts.
 
     `shared` hands the tools a registry someone else opened and closes (the HTTP app, so MCP and REST use
     one registry); `tokens` makes the write tools demand a bearer token (HTTP transports only); `protect`
     makes every MCP request demand one, checked by the SDK with `tokens` as its verifier, and advertises
-    the authorization server (RFC 9728 protected-resource metadata) so MCP clients can sign in."""
+    the authorization server (RFC 9728 protected-resource metadata) so MCP clients can sign in. `crawl`
+    sets the crawl tool and the background refresh; `upstreams` the registries a search may also ask (by
+    default only the ai-registry entries of the catalog); `federation` is the HTTP app's, shared with it."""
+    federated: list[Federation] = [federation] if federation is not None else []
+
+    def federation_of() -> Federation:
+        """The server's federation, made on first use: it brings the ranking's imports, which start-up must not wait for."""
+        if not federated:
+            from ard_mcp.federation.service import Federation
+
+            federated.append(Federation(dataclasses.replace(upstreams or FederationSettings(), identity=config.source)))
+        return federated[0]
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Callable[[], Registry]]) -> AsyncIterator[Callable[[], Registry]]:
@@ -179,6 +196,8 @@ def build_server(
                 yield opening
                 background.cancel_scope.cancel()
         finally:
+            if federated and federation is None:  # ours, not the HTTP app's
+                await federated[0].aclose()
             opening.close()
 
     server: MCPServer[Callable[[], Registry]] = MCPServer(
@@ -217,6 +236,13 @@ def build_server(
                 "evidence) or full (the whole ARD entries with all evidence)."
             ),
         ] = "compact",
+        federation: Annotated[
+            Literal["auto", "referrals", "none"],
+            Field(
+                description="auto (default): also ask the upstream registries this one knows and merge their results; referrals: "
+                "list them for you to ask; none: this registry only. Without upstreams all three are the same."
+            ),
+        ] = "auto",
     ) -> SearchResponse:
         """Find agents, MCP servers and skills for a task (up to 32,000 characters: paste the whole task). Returns them
         ranked by relevance with a 0-100 score and the evidence for each; get_agent reads an entry in full. confidence
@@ -226,7 +252,12 @@ def build_server(
         criteria = Criteria.of(required_tags=required_tags, excluded_tags=excluded_tags, preferred_tags=preferred_tags)
         trimmed = None if detail == "compact" else detail
         query = SearchQuery.of(text, filter, criteria, detail=trimmed, page_size=pageSize, page_token=pageToken)
-        page = _registry(ctx).search(query, viewer=viewer(ctx))
+        registry = _registry(ctx)
+        if federation != "none" and federation_of().may_federate(registry):
+            found = anyio.from_thread.run(federation_of().search, registry, query, federation, Path(), viewer(ctx))
+            answer: SearchResponse = found.response(trimmed, compact=detail == "compact")
+            return answer
+        page = registry.search(query, viewer=viewer(ctx))
         return page.brief() if detail == "compact" else page.response()
 
     @server.tool(title="Discover agents (Xu profile)", annotations=READ)

@@ -3,6 +3,7 @@ beside the REST routes of ARD (§7), the Xu discovery profile and AIDIP, all ove
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,6 +22,8 @@ from starlette.routing import BaseRoute, Route
 
 from ard_mcp.config import Config
 from ard_mcp.errors import ArdError, MethodNotAllowed, NotFound
+from ard_mcp.federation.service import Federation
+from ard_mcp.federation.settings import FederationSettings
 from ard_mcp.registry import Registry
 from ard_mcp.surfaces.mcp_server import build_server, warm_up_soon
 from ard_mcp.surfaces.rest.errors import error_response
@@ -78,7 +81,10 @@ def build_app(config: Config, settings: HttpSettings, *, registry: Registry | No
         mcp_url = f"{(config.source_url or settings.base_url()).rstrip('/')}/{'sse' if settings.transport == 'sse' else 'mcp'}"
         issuer, resource = AnyHttpUrl(settings.mcp_issuer), AnyHttpUrl(mcp_url)
         protect = AuthSettings(issuer_url=issuer, resource_server_url=resource, validate_token_resource=False)  # our verifier checks aud
-    server = build_server(config, warm=False, shared=state.open_registry, tokens=settings.tokens, protect=protect, crawl=settings.crawl)
+    federation = Federation(dataclasses.replace(settings.federation or FederationSettings(), identity=config.source))
+    server = build_server(
+        config, warm=False, shared=state.open_registry, tokens=settings.tokens, protect=protect, crawl=settings.crawl, federation=federation
+    )
     security = transport_security(settings)
     mcp_app: Starlette
     if settings.transport == "sse":
@@ -95,6 +101,7 @@ def build_app(config: Config, settings: HttpSettings, *, registry: Registry | No
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         opened: Registry = registry if registry is not None else await anyio.to_thread.run_sync(Registry, config)
         state.registry = opened
+        state.federation = federation
         if warm:
             warm_up_soon(opened.warm_up)
         try:
@@ -109,6 +116,8 @@ def build_app(config: Config, settings: HttpSettings, *, registry: Registry | No
                 background.cancel_scope.cancel()
         finally:
             state.registry = None
+            state.federation = None
+            await federation.aclose()
             await anyio.to_thread.run_sync(opened.close)
 
     middleware = [Middleware(GuardMiddleware, settings=settings), *mcp_app.user_middleware]  # the SDK's auth, when protected

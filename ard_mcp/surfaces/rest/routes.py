@@ -20,6 +20,8 @@ from starlette.responses import JSONResponse, Response
 from ard_mcp import __version__
 from ard_mcp.config import Config
 from ard_mcp.errors import ArdError, InvalidArgument, NotFound, PermissionDenied
+from ard_mcp.federation.hops import WARNING_HEADER, Path
+from ard_mcp.federation.service import Federation
 from ard_mcp.formats import aidip, registration, xu
 from ard_mcp.formats.catalog import CatalogEntry, parse_as
 from ard_mcp.formats.identifiers import normalize_identifier
@@ -58,6 +60,7 @@ class AppState:
     settings: HttpSettings
     registry: Registry | None = None
     openapi: dict[str, Any] = field(default_factory=dict)
+    federation: Federation | None = None  # set while the app runs
 
     def open_registry(self) -> Registry:
         if self.registry is None:
@@ -96,8 +99,15 @@ async def search(request: Request, state: AppState) -> Response:
     query = SearchQuery.of(req.query.text, req.query.filter, page_size=size, page_token=req.pageToken)
     registry = state.open_registry()
     viewer = viewer_of(request)
-    found = await run(lambda: registry.search(query, viewer=viewer))
-    response = model_response(ArdSearchResponse(results=found.results(), pageToken=found.page_token))
+    federation = state.federation
+    if req.federation != "none" and federation is not None and await run(federation.may_federate, registry):
+        page = await federation.search(registry, query, req.federation, Path.of(request.headers), viewer)
+        response = model_response(ArdSearchResponse(results=page.results, referrals=page.referrals or None, pageToken=page.page_token))
+        for warning in page.warnings:  # the ARD body has no place for them
+            response.headers.append(WARNING_HEADER, warning.replace("\n", " ")[:500])
+    else:
+        found = await run(lambda: registry.search(query, viewer=viewer))
+        response = model_response(ArdSearchResponse(results=found.results(), pageToken=found.page_token))
     if size != req.pageSize:
         response.headers["X-Page-Size"] = f"{size} (asked {req.pageSize}; this registry's maximum)"
     return response

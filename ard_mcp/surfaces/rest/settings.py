@@ -9,6 +9,7 @@ import socket
 from dataclasses import dataclass, field, replace
 
 from ard_mcp.config import Config
+from ard_mcp.federation.settings import FederationSettings
 from ard_mcp.surfaces.auth import TokenStore
 from ard_mcp.surfaces.rest.ratelimit import DEFAULT_RATE_LIMITS, RateLimits
 from ard_mcp.web.settings import CrawlSettings
@@ -40,6 +41,7 @@ class HttpSettings:
     rate_limits: RateLimits = DEFAULT_RATE_LIMITS
     mcp_issuer: str | None = None  # when set, every MCP request needs a token, and this authorization server is advertised
     crawl: CrawlSettings | None = None  # the crawl route's settings and the background refresh; None: defaults, no refresh
+    federation: FederationSettings | None = None  # upstream registries; None: only the ai-registry entries of the catalog
     body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds for a whole request body to arrive
 
     def base_url(self) -> str:

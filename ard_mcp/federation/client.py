@@ -1,0 +1,86 @@
+"""Asking one upstream registry: `POST {url}/search` with the request's path, bounded in time and size.
+
+Upstreams the operator configured may be anywhere (a private network is often the point); upstreams that an
+`ai-registry` entry named are third-party input, so their connections go through the crawler's network
+rules (`ard_mcp.web.netsafety`). Whatever comes back is validated as an ARD search response before any of
+it is merged: a registry that answers something else fails like one that does not answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+
+from ard_mcp.federation.hops import Path
+from ard_mcp.federation.settings import FederationSettings, Upstream
+from ard_mcp.formats.messages import ArdSearchResponse, SearchResult
+from ard_mcp.web.fetcher import USER_AGENT
+from ard_mcp.web.netsafety import BlockedAddress, GuardedTransport, NetworkPolicy, SystemResolver
+
+MAX_RESPONSE_BYTES = 5 * 1024 * 1024
+
+
+class UpstreamError(Exception):
+    def __init__(self, upstream: Upstream, reason: str) -> None:
+        super().__init__(f"upstream {upstream.url}: {reason}")
+        self.upstream = upstream
+        self.reason = reason
+
+
+def search_endpoint(url: str) -> str:
+    return url if url.rstrip("/").endswith("/search") else url.rstrip("/") + "/search"
+
+
+class UpstreamClient:
+    """Connection pools for the two kinds of upstream, shared by every federated search of a server."""
+
+    def __init__(self, settings: FederationSettings) -> None:
+        self._settings = settings
+        self._pools: tuple[httpx.AsyncClient, httpx.AsyncClient] | None = None
+
+    def _clients(self) -> tuple[httpx.AsyncClient, httpx.AsyncClient]:
+        """Made on first use: a TLS context costs ~0.1 s, which a registry that never federates should not pay at start."""
+        if self._pools is None:
+            timeout = httpx.Timeout(self._settings.timeout)
+            headers = {"User-Agent": USER_AGENT}
+            guarded = GuardedTransport(NetworkPolicy(self._settings.allow_private_networks), SystemResolver())
+            self._pools = (
+                httpx.AsyncClient(timeout=timeout, headers=headers, follow_redirects=False),
+                httpx.AsyncClient(transport=guarded, timeout=timeout, headers=headers, follow_redirects=False),
+            )
+        return self._pools
+
+    async def aclose(self) -> None:
+        if self._pools is not None:
+            for pool in self._pools:
+                await pool.aclose()
+            self._pools = None
+
+    async def search(self, upstream: Upstream, body: dict[str, Any], path: Path, identity: str) -> list[SearchResult]:
+        headers = path.forwarded_by(identity)
+        if upstream.token:
+            headers["Authorization"] = f"Bearer {upstream.token}"
+        configured, named = self._clients()
+        client = configured if upstream.configured else named
+        try:
+            async with client.stream("POST", search_endpoint(upstream.url), json=body, headers=headers) as response:
+                data = bytearray()
+                async for chunk in response.aiter_bytes():
+                    data += chunk
+                    if len(data) > MAX_RESPONSE_BYTES:
+                        raise UpstreamError(upstream, f"answer larger than {MAX_RESPONSE_BYTES} bytes")
+                status = response.status_code
+        except BlockedAddress as exc:
+            raise UpstreamError(upstream, str(exc)) from None
+        except httpx.TimeoutException:
+            raise UpstreamError(upstream, "timed out") from None
+        except httpx.HTTPError as exc:
+            raise UpstreamError(upstream, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from None
+        if status != 200:
+            raise UpstreamError(upstream, f"HTTP {status}")
+        try:
+            return ArdSearchResponse.model_validate_json(bytes(data)).results
+        except ValidationError as exc:
+            raise UpstreamError(upstream, f"not an ARD search response ({exc.error_count()} validation errors)") from None

@@ -1,0 +1,160 @@
+"""A search answered with what other registries know (ARD §8): `none`, `referrals` or `auto`.
+
+`none` is the local search. `referrals` adds the upstream registries as catalog entries the client may ask
+itself. `auto` asks them concurrently (each within its timeout, all within a deadline, none whose circuit
+is open), fuses their rankings with the local one (`merge`) and says in `warnings` which upstream failed or
+was late: partial results beat none. Federation applies to the first page; later pages (the local page
+token) continue the local ranking. Upstreams are the configured ones and, unless turned off, the
+`application/ai-registry+json` entries the catalog holds that are most relevant to the query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+import anyio
+import anyio.to_thread
+
+from ard_mcp.federation.breaker import Breakers
+from ard_mcp.federation.client import UpstreamClient, UpstreamError, search_endpoint
+from ard_mcp.federation.hops import Path
+from ard_mcp.federation.merge import fuse
+from ard_mcp.federation.settings import FederationSettings, Upstream
+from ard_mcp.formats.media_types import AI_REGISTRY
+from ard_mcp.formats.messages import AGENT_RESOURCE, BriefResult, Detail, RegistryReferral, SearchResponse, SearchResult
+from ard_mcp.search.query import SearchQuery
+from ard_mcp.search.results import brief
+from ard_mcp.search.visibility import Viewer
+
+if TYPE_CHECKING:
+    from ard_mcp.registry import Registry
+
+Mode = Literal["auto", "referrals", "none"]
+
+
+@dataclass
+class FederatedPage:
+    """The first page of a federated search (or a local one): results best first, referrals, warnings."""
+
+    results: list[SearchResult]
+    page_token: str | None
+    total: int
+    confident: bool
+    referrals: list[RegistryReferral] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    sources: dict[str, list[str]] = field(default_factory=dict)  # identifier -> every registry that returned it
+
+    def response(self, detail: Detail | None, compact: bool) -> SearchResponse:
+        """The page as `search_agents` answers it: brief lines, or entries at a detail level."""
+        results: list[SearchResult] | list[BriefResult]
+        if compact:
+            results = [brief(r) for r in self.results]
+        else:
+            results = [r.at_detail(detail, AGENT_RESOURCE.format(identifier=r.identifier)) for r in self.results]
+        return SearchResponse(
+            results=results,
+            pageToken=self.page_token,
+            totalResults=self.total,
+            confidence=None if not self.results else "high" if self.confident else "low",
+            referrals=self.referrals or None,
+            warnings=self.warnings or None,
+        )
+
+
+class Federation:
+    """One per serving registry: its upstream connection pools and circuit breakers."""
+
+    def __init__(self, settings: FederationSettings) -> None:
+        self.settings = settings
+        self.breakers = Breakers(settings.breaker_failures, settings.breaker_cooldown)
+        self.client = UpstreamClient(settings)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    def may_federate(self, registry: Registry) -> bool:
+        """Whether there is anyone to ask: configured upstreams, or registry entries in the catalog (cheap:
+        a filter-value lookup), so a registry without any skips federation's extra work altogether."""
+        if self.settings.upstreams:
+            return True
+        return self.settings.registry_entries and bool(registry.store.filter_agents({"type": [AI_REGISTRY]}))
+
+    def upstreams(self, registry: Registry, text: str, viewer: Viewer) -> list[Upstream]:
+        """The configured upstreams, then the registry entries most relevant to `text`; never this registry itself."""
+        found = list(self.settings.upstreams)
+        if self.settings.registry_entries and self.settings.max_registry_entries > 0:
+            query = SearchQuery.of(text, {"type": [AI_REGISTRY]}, page_size=self.settings.max_registry_entries)
+            page = registry.search(query, viewer=viewer)
+            for result in page.results():
+                if result.url:
+                    found.append(Upstream(result.url, configured=False, identifier=result.identifier, name=result.displayName))
+        own = {self.settings.identity.rstrip("/"), search_endpoint(self.settings.identity)} - {""}
+        unique: dict[str, Upstream] = {}
+        for upstream in found:
+            endpoint = search_endpoint(upstream.url)
+            if endpoint not in unique and upstream.url.rstrip("/") not in own and endpoint not in own:
+                unique[endpoint] = upstream
+        return list(unique.values())
+
+    async def search(self, registry: Registry, query: SearchQuery, mode: Mode, path: Path, viewer: Viewer) -> FederatedPage:
+        page = await anyio.to_thread.run_sync(lambda: registry.search(query, viewer=viewer))
+        local = page.results()
+        answer = FederatedPage(local, page.page_token, page.total or len(local), page.confident)
+        if mode == "none" or query.page_token is not None:
+            return answer
+        stop = path.stops_at(self.settings.identity, self.settings.max_hops)
+        if stop is not None:
+            answer.warnings.append(stop)
+            return answer
+        upstreams = await anyio.to_thread.run_sync(lambda: self.upstreams(registry, query.text or "", viewer))
+        if mode == "referrals":
+            answer.referrals = [_referral(u, i) for i, u in enumerate(upstreams)]
+            return answer
+        await self._merge(answer, query, upstreams, path)
+        return answer
+
+    async def _merge(self, answer: FederatedPage, query: SearchQuery, upstreams: list[Upstream], path: Path) -> None:
+        body = {"query": {"text": query.text, **({"filter": query.filter} if query.filter else {})}, "pageSize": query.page_size}
+        body["federation"] = "auto"
+        rankings: dict[str, list[SearchResult]] = {}
+
+        async def ask(upstream: Upstream) -> None:
+            try:
+                rankings[upstream.url] = await self.client.search(upstream, body, path, self.settings.identity)
+                self.breakers.succeeded(upstream.url)
+            except UpstreamError as exc:
+                self.breakers.failed(upstream.url)
+                answer.warnings.append(str(exc))
+
+        asked = []
+        for upstream in upstreams:
+            if self.breakers.allows(upstream.url):
+                asked.append(upstream)
+            else:
+                answer.warnings.append(f"upstream {upstream.url}: not asked (it kept failing; trying again later)")
+        with anyio.move_on_after(self.settings.deadline):
+            async with anyio.create_task_group() as group:
+                for upstream in asked:
+                    group.start_soon(ask, upstream)
+        for upstream in asked:
+            if upstream.url not in rankings and not any(upstream.url in w for w in answer.warnings):
+                self.breakers.failed(upstream.url)
+                answer.warnings.append(f"upstream {upstream.url}: no answer within {self.settings.deadline:g} s")
+        if not rankings:
+            return
+        fused = fuse([answer.results, *(rankings[u.url] for u in asked if u.url in rankings)], query.page_size)
+        answer.results = [m.result for m in fused]
+        answer.sources = {m.result.identifier: m.sources for m in fused if len(m.sources) > 1}
+        answer.total = max(answer.total, len(answer.results))
+        answer.confident = answer.confident or any(
+            r.evidence is None or r.evidence.confidence != "low" for ranking in rankings.values() for r in ranking
+        )
+
+
+def _referral(upstream: Upstream, index: int) -> RegistryReferral:
+    host = upstream.url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+    identifier = upstream.identifier or f"urn:air:{host}:registry:upstream-{index + 1}"
+    return RegistryReferral(
+        identifier=identifier, displayName=upstream.name or host, type="application/ai-registry+json", url=search_endpoint(upstream.url)
+    )
