@@ -20,6 +20,7 @@ from referencing.jsonschema import DRAFT202012
 from ard_mcp.config import Config
 from ard_mcp.surfaces.rest.app import build_app
 from ard_mcp.surfaces.rest.settings import HttpSettings
+from ard_mcp.surfaces.services import Services
 from tests.conftest import ARD_SCHEMAS
 from tests.conftest import entry as doc  # noqa: F401 - the HTTP tests import it from here
 from tests.test_packaging import FORMATS
@@ -98,9 +99,11 @@ AIDIP_URN = "urn:air:api.example.com:agent-12345"
 
 
 @asynccontextmanager
-async def running(data_dir: Path, settings: HttpSettings | None = None, source_url: str | None = None) -> AsyncIterator[httpx.AsyncClient]:
+async def running(
+    data_dir: Path, settings: HttpSettings | None = None, source_url: str | None = None, services: Services | None = None
+) -> AsyncIterator[httpx.AsyncClient]:
     """The whole app (lifespan included: registry, MCP session manager) under an httpx client."""
-    app = build_app(Config(data_dir, source_url=source_url), settings or HttpSettings(), warm=False)
+    app = build_app(Config(data_dir, source_url=source_url), settings or HttpSettings(), warm=False, services=services)
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL, timeout=60) as client,

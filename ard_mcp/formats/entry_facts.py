@@ -35,6 +35,13 @@ CRAWL_FETCHED_KEY = "crawlFetchedAt"
 CRAWL_ETAG_KEY = "crawlEtag"
 CRAWL_MODIFIED_KEY = "crawlLastModified"
 VOLATILE_KEYS = frozenset({CRAWL_FETCHED_KEY, CRAWL_ETAG_KEY, CRAWL_MODIFIED_KEY})
+# What the registry found about an entry's trust manifest (`ard_mcp.trust`), kept as filter values beside the
+# entry, never in it: `trust.status` is filterable and facetable; the `~` fields (reason, time) no caller can
+# filter on. An entry no verifier has seen is `self-asserted` without a manifest, `unverified` with one.
+TRUST_STATUS = "trust.status"
+TRUST_REASON = "~trust.reason"
+TRUST_CHECKED = "~trust.checkedAt"
+TRUST_FIELDS = (TRUST_STATUS, TRUST_REASON, TRUST_CHECKED)
 """Metadata that says when an entry was seen, not what it is: left out of its content hash, so a re-fetched
 entry that did not change is "unchanged" (not re-written, not re-embedded) and keeps the time it was first
 fetched in this version."""
@@ -197,3 +204,16 @@ def protocols_of(entry: Mapping[str, Any]) -> set[str]:
     if implied:
         found.add(implied)
     return found
+
+
+def trust_values(status: str, reason: str, checked_at: str | None = None) -> set[tuple[str, str]]:
+    """The filter values that record a trust finding."""
+    found = {(TRUST_STATUS, status), (TRUST_REASON, reason)}
+    return found | {(TRUST_CHECKED, checked_at)} if checked_at else found
+
+
+def unchecked_trust(entry: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """The trust finding of an entry no verifier has seen (registered from a file, or before trust checks existed)."""
+    if entry.get("trustManifest") is None:
+        return trust_values("self-asserted", "no trust manifest: the publisher in the identifier is a claim nobody checked")
+    return trust_values("unverified", "a trust manifest that was not checked (the entry did not come through a verifier)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,7 +19,7 @@ import numpy as np
 
 from ard_mcp.errors import ArdError, Conflict, InvalidArgument, NotFound, PermissionDenied, StaleEntry
 from ard_mcp.formats.catalog import CatalogEntry
-from ard_mcp.formats.entry_facts import EXPIRES_KEY, SOURCE_ID_KEY
+from ard_mcp.formats.entry_facts import EXPIRES_KEY, SOURCE_ID_KEY, TRUST_FIELDS, unchecked_trust
 from ard_mcp.formats.identifiers import normalize_identifier, publisher_of
 from ard_mcp.formats.leniency import Notice, read_entry
 from ard_mcp.formats.limits import EntryLimits
@@ -62,12 +62,17 @@ class IngestReport:
         return asdict(self)
 
 
+Owned = set[tuple[str, str]]
+"""Filter values the registry found about an entry (its trust finding), stored beside the entry's own."""
+
+
 @dataclass
 class _Plan:
     entry: CatalogEntry
     document: dict[str, Any]  # the entry as stored (`CatalogEntry.stored()`)
     content_hash: str
     stored: StoredAgent | None
+    owned: Owned
 
 
 def restore_pending(store: Store, index: VectorIndex) -> None:
@@ -121,19 +126,22 @@ class Indexer:
         self._limits = limits
 
     # -- registration -------------------------------------------------------------------------------
-    def register(self, raw: Any, may_write: MayWrite | None = None) -> RegisterResult:
-        """Register or update one entry; `may_write`, when given, must cover the entry's publisher."""
+    def register(self, raw: Any, may_write: MayWrite | None = None, owned: Owned | None = None) -> RegisterResult:
+        """Register or update one entry; `may_write`, when given, must cover the entry's publisher; `owned`
+        is what a verifier found about it (`ard_mcp.trust`), when one looked."""
         entry, warnings = read_entry(raw, limits=self._limits)
         _check_scope(entry.identifier, may_write)
         with self._lock:
-            plan = self._plan(entry)
+            plan = self._plan(entry, owned)
             if plan is not None:
                 self._apply([plan])
         if plan is None:
             return RegisterResult(status="unchanged", entry=entry, warnings=warnings or None)
         return RegisterResult(status="updated" if plan.stored else "created", entry=entry, warnings=warnings or None)
 
-    def register_many(self, items: Iterable[tuple[str, Any]], progress: Progress | None = None) -> IngestReport:
+    def register_many(
+        self, items: Iterable[tuple[str, Any]], progress: Progress | None = None, owned: Mapping[str, Owned] | None = None
+    ) -> IngestReport:
         """Ingest many entries: invalid or stale ones are reported, the rest written in chunks of
         `INGEST_CHUNK` agents, so a catalog of any size needs the memory of one chunk and an interrupted
         ingest keeps every chunk written before it (re-running it skips them as unchanged)."""
@@ -166,7 +174,7 @@ class Indexer:
                     entry, warnings = read_entry(raw, where, self._limits)
                     if entry.identifier in plans:
                         del plans[entry.identifier]  # a later copy in the same chunk supersedes an earlier one
-                    plan = self._plan(entry)
+                    plan = self._plan(entry, (owned or {}).get(entry.identifier))
                 except ArdError as exc:
                     report.rejected.append(exc.message if exc.message.startswith(where) else f"{where}: {exc.message}")
                     continue
@@ -182,8 +190,9 @@ class Indexer:
             progress(0, 0)
         return report
 
-    def _plan(self, entry: CatalogEntry) -> _Plan | None:
-        """What registering `entry` would change; None when nothing would."""
+    def _plan(self, entry: CatalogEntry, owned: Owned | None = None) -> _Plan | None:
+        """What registering `entry` would change; None when nothing would. A new trust finding for an
+        unchanged entry replaces the old one in place (no embedding, no rewrite of the entry)."""
         if entry.updated is not None and entry.updated > datetime.now(UTC) + MAX_FUTURE:
             raise InvalidArgument(
                 f"{entry.identifier}: updatedAt {entry.updatedAt} is in the future (more than {MAX_FUTURE.seconds // 60} minutes "
@@ -194,6 +203,8 @@ class Indexer:
         stored = self._store.get(entry.identifier)
         if stored is not None:
             if stored.content_hash == digest:
+                if owned is not None and self._store.owned_values(stored.id, TRUST_FIELDS) != owned:
+                    self._store.replace_owned_values(stored.id, TRUST_FIELDS, owned)
                 return None
             _check_same_source(entry, stored.entry)
             new, old = entry.updated, CatalogEntry.model_validate(stored.entry).updated
@@ -202,7 +213,7 @@ class Indexer:
                 raise StaleEntry(
                     f"{entry.identifier}: updatedAt {entry.updatedAt} is older than the stored {stored_at}; nothing was changed"
                 )
-        return _Plan(entry, document, digest, stored)
+        return _Plan(entry, document, digest, stored, owned if owned is not None else unchecked_trust(document))
 
     def _apply(self, plans: list[_Plan], progress: Progress | None = None) -> None:
         if not plans:
@@ -221,7 +232,7 @@ class Indexer:
         batch_vectors: list[np.ndarray] = []
         batch_agents: list[int] = []
         for p in plans:
-            agent_id, removed, added = self._write(p.entry, p.document, p.content_hash, examples[p.entry.identifier], known)
+            agent_id, removed, added = self._write(p, examples[p.entry.identifier], known)
             if removed:
                 self._vectors.delete([(e, agent_id) for e in removed])
             batch_ids += [(e, agent_id) for e in added]
@@ -232,15 +243,14 @@ class Indexer:
                 self._flush(batch_ids, batch_vectors, batch_agents)
         self._flush(batch_ids, batch_vectors, batch_agents)
 
-    def _write(
-        self, entry: CatalogEntry, document: dict[str, Any], digest: str, examples: list[Example], vectors: dict[str, np.ndarray]
-    ) -> tuple[int, list[int], list[int]]:
-        """One agent into the store: its entry, filter values, lexical document and examples."""
+    def _write(self, plan: _Plan, examples: list[Example], vectors: dict[str, np.ndarray]) -> tuple[int, list[int], list[int]]:
+        """One agent into the store: its entry, filter values (the registry's findings too), lexical document and examples."""
+        entry = plan.entry
         rows = [NewExample(e.kind, e.label, e.text, vectors[e.text]) for e in examples]
         updated = entry.updated.isoformat() if entry.updated else None
-        return self._store.write(
-            document, digest, publisher_of(entry.identifier), updated, entry_values(document), fts_document(entry, examples), rows
-        )
+        values = entry_values(plan.document) | plan.owned
+        fts = fts_document(entry, examples)
+        return self._store.write(plan.document, plan.content_hash, publisher_of(entry.identifier), updated, values, fts, rows)
 
     def _record_model(self) -> None:
         """The store's vectors are this model's from now on."""
@@ -313,6 +323,7 @@ class Indexer:
             entry = CatalogEntry.model_validate(agent.entry)
             examples = extract_examples(entry)
             vectors = self._embed([e.text for e in examples], None)
-            self._write(entry, agent.entry, agent.content_hash, examples, vectors)
+            owned = self._store.owned_values(agent.id, TRUST_FIELDS) or unchecked_trust(agent.entry)
+            self._write(_Plan(entry, agent.entry, agent.content_hash, agent, owned), examples, vectors)
         if progress:
             progress(len(stored), len(stored))

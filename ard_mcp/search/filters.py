@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ard_mcp.errors import InvalidArgument
+from ard_mcp.formats.entry_facts import TRUST_STATUS
 from ard_mcp.formats.identifiers import normalize_identifier
 from ard_mcp.formats.media_types import canonical_type
 from ard_mcp.index.filter_values import FIELDS, METADATA_PREFIX, Filter, scalar_text
@@ -18,8 +19,12 @@ MAX_FILTER_VALUES = 100  # per key: each value is an index lookup, and 10,000 of
 
 
 def check_field(field: Any, what: str = "filter key") -> str:
-    if not isinstance(field, str) or not (field in FIELDS or (field.startswith(METADATA_PREFIX) and len(field) > len(METADATA_PREFIX))):
-        supported = ", ".join(FIELDS)
+    """A field callers may filter and facet on: an entry's own (`FIELDS`, `metadata.<key>`) or the registry's
+    finding `trust.status` (`ard_mcp.formats.entry_facts`: no entry field can write it)."""
+    if not isinstance(field, str) or not (
+        field in FIELDS or field == TRUST_STATUS or (field.startswith(METADATA_PREFIX) and len(field) > len(METADATA_PREFIX))
+    ):
+        supported = ", ".join((*FIELDS, TRUST_STATUS))
         raise InvalidArgument(f"{what} {field!r} is not supported by this registry; use one of {supported} or metadata.<key>")
     return field
 

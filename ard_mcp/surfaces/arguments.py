@@ -14,6 +14,7 @@ from ard_mcp.config import default_data_dir, env
 from ard_mcp.formats.limits import DEFAULT_MAX_ENTRY_BYTES
 from ard_mcp.surfaces.rest.ratelimit import DEFAULT_RATE_LIMITS
 from ard_mcp.surfaces.rest.settings import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES
+from ard_mcp.trust.policy import TRUST_POLICIES
 
 TRANSPORTS = ("stdio", "sse", "streamable-http")
 N = TypeVar("N", int, float)
@@ -72,7 +73,14 @@ def federation_options(parser: argparse.ArgumentParser) -> None:
 
 
 def crawl_options(parser: argparse.ArgumentParser) -> None:
-    """What the crawler and the server's background refresh share."""
+    """What the crawler and the server's background refresh share (and trust checks: both fetch from the web)."""
+    parser.add_argument(
+        "--trust-policy",
+        choices=TRUST_POLICIES,
+        default=env("TRUST_POLICY", "show"),
+        help="show: serve every entry with its trust status (filter trust.status); refuse-invalid: refuse entries whose trust "
+        "manifest fails its check (ARD_MCP_TRUST_POLICY; default %(default)s)",
+    )
     parser.add_argument(
         "--allow-private-networks",
         action="store_true",

@@ -67,12 +67,14 @@ def _serve(args: argparse.Namespace) -> int:
     if args.transport == "stdio":
         from ard_mcp.index import datadir
         from ard_mcp.surfaces.mcp_server import build_server
+        from ard_mcp.surfaces.services import Services
 
         config = _config(args)
         # The server claims the directory as it starts; trying first makes a directory in use a clear error
         # and exit status, not a traceback out of the server's task group.
         datadir.release(datadir.claim(config.data_dir, shared=config.chroma_url is not None))
-        build_server(config, crawl=_crawl_settings(args), upstreams=_federation_settings(args)).run()
+        services = Services(config.source, _federation_settings(args), _crawl_settings(args), args.trust_policy)
+        build_server(config, crawl=_crawl_settings(args), services=services).run()
         return 0
     return _serve_http(args)
 
@@ -124,6 +126,7 @@ def _serve_http(args: argparse.Namespace) -> int:
         mcp_issuer=args.oauth_issuer if args.mcp_requires_token else None,
         crawl=_crawl_settings(args),
         federation=_federation_settings(args),
+        trust_policy=args.trust_policy,
     )
     if allowed is None and not is_loopback(args.host):
         log.warning("answering any Host header on %s; pass --allowed-hosts with the names clients use", args.host)
@@ -192,6 +195,7 @@ def _crawl_settings(args: argparse.Namespace) -> CrawlSettings:
         limits=dataclasses.replace(base.limits, max_depth=depth, max_documents=documents),
         schedule=Schedule(interval=interval or base.schedule.interval, min_interval=min(base.schedule.min_interval, interval or 60.0)),
         background_refresh=interval > 0,
+        trust_policy=args.trust_policy,
     )
 
 

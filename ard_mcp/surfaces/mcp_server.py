@@ -8,7 +8,6 @@ same bearer tokens as the REST write routes; over stdio the caller is the local 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import logging
@@ -48,13 +47,13 @@ from ard_mcp.search.query import SearchQuery
 from ard_mcp.search.visibility import EVERYONE, Viewer
 from ard_mcp.surfaces.auth import ANONYMOUS, Principal, TokenStore
 from ard_mcp.surfaces.mcp_crawl import add_crawl_tool
+from ard_mcp.surfaces.services import Services
 from ard_mcp.surfaces.tool_results import compact_result
 from ard_mcp.surfaces.xu_discovery import discover
 from ard_mcp.web.refresh import refresh_forever
 from ard_mcp.web.settings import CrawlSettings
 
 if TYPE_CHECKING:  # imported when first opened: they bring numpy, SQLite and the ranking, which tools/list needs none of
-    from ard_mcp.federation.service import Federation
     from ard_mcp.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -161,7 +160,7 @@ def build_server(
     protect: AuthSettings | None = None,
     crawl: CrawlSettings | None = None,
     upstreams: FederationSettings | None = None,
-    federation: Federation | None = None,
+    services: Services | None = None,
 ) -> MCPServer[Callable[[], Registry]]:
     """The MCP server over a registry in `config.data_dir`, claimed when the server starts.
 
@@ -170,16 +169,8 @@ def build_server(
     makes every MCP request demand one, checked by the SDK with `tokens` as its verifier, and advertises
     the authorization server (RFC 9728 protected-resource metadata) so MCP clients can sign in. `crawl`
     sets the crawl tool and the background refresh; `upstreams` the registries a search may also ask (by
-    default only the ai-registry entries of the catalog); `federation` is the HTTP app's, shared with it."""
-    federated: list[Federation] = [federation] if federation is not None else []
-
-    def federation_of() -> Federation:
-        """The server's federation, made on first use: it brings the ranking's imports, which start-up must not wait for."""
-        if not federated:
-            from ard_mcp.federation.service import Federation
-
-            federated.append(Federation(dataclasses.replace(upstreams or FederationSettings(), identity=config.source)))
-        return federated[0]
+    default only the ai-registry entries of the catalog); `services` are the HTTP app's, shared with it."""
+    shared_services = services or Services(config.source, upstreams, crawl)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Callable[[], Registry]]) -> AsyncIterator[Callable[[], Registry]]:
@@ -196,8 +187,8 @@ def build_server(
                 yield opening
                 background.cancel_scope.cancel()
         finally:
-            if federated and federation is None:  # ours, not the HTTP app's
-                await federated[0].aclose()
+            if services is None:  # ours, not the HTTP app's
+                await shared_services.aclose()
             opening.close()
 
     server: MCPServer[Callable[[], Registry]] = MCPServer(
@@ -253,8 +244,8 @@ def build_server(
         trimmed = None if detail == "compact" else detail
         query = SearchQuery.of(text, filter, criteria, detail=trimmed, page_size=pageSize, page_token=pageToken)
         registry = _registry(ctx)
-        if federation != "none" and federation_of().may_federate(registry):
-            found = anyio.from_thread.run(federation_of().search, registry, query, federation, Path(), viewer(ctx))
+        if federation != "none" and shared_services.federation().may_federate(registry):
+            found = anyio.from_thread.run(shared_services.federation().search, registry, query, federation, Path(), viewer(ctx))
             answer: SearchResponse = found.response(trimmed, compact=detail == "compact")
             return answer
         page = registry.search(query, viewer=viewer(ctx))
@@ -339,7 +330,9 @@ def build_server(
         """Publish or update a catalog entry (upsert by identifier). An entry whose updatedAt is older than the stored one is
         refused as stale; an identical entry is reported unchanged."""
         may_write = writer(ctx).may_write
-        return _registry(ctx).indexer.register(registration.to_entry(entry, format), may_write)
+        document = registration.to_entry(entry, format)
+        owned = anyio.from_thread.run(shared_services.trust_findings, document)  # as published, before the lenient reader
+        return _registry(ctx).indexer.register(document, may_write, owned)
 
     @server.tool(title="Get agent", annotations=READ)
     @_as_tool

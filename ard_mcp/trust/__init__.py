@@ -5,22 +5,8 @@ and their alignment with the URN publisher) and `canonical` (RFC 8785 JCS, the b
 under `signatures` (detached JWS, checked and made with PyJWT) and `keys` (publishers' key sets and DID
 documents, fetched through the crawler's `ard_mcp.web.fetcher.Fetcher` and cached), all under `verifier`,
 which turns one entry into `verified`, `unverified`, `self-asserted` or `invalid` with a reason.
+`service` checks entries as they arrive, and `policy` says what a registry does with the outcome.
+
+Nothing is imported here: `policy` is read at start-up (the server's settings name it), and the rest
+brings PyJWT and httpx, which only a check needs.
 """
-
-from ard_mcp.trust.keys import CachePolicy, KeyStore
-from ard_mcp.trust.signatures import SignatureError, sign_manifest, verify_detached
-from ard_mcp.trust.status import TrustResult, TrustStatus, aligned, identity_domain
-from ard_mcp.trust.verifier import Verifier
-
-__all__ = [
-    "CachePolicy",
-    "KeyStore",
-    "SignatureError",
-    "TrustResult",
-    "TrustStatus",
-    "Verifier",
-    "aligned",
-    "identity_domain",
-    "sign_manifest",
-    "verify_detached",
-]

@@ -34,6 +34,8 @@ from ard_mcp.formats.leniency import Notice
 from ard_mcp.formats.media_types import AI_REGISTRY
 from ard_mcp.index.indexer import Progress
 from ard_mcp.registry import Registry
+from ard_mcp.trust.policy import TrustPolicy
+from ard_mcp.trust.service import TrustChecks
 from ard_mcp.web.dns_discovery import REGISTRY_LABEL, DnsDiscovery, Found
 from ard_mcp.web.documents import Document, parse_json, read_document
 from ard_mcp.web.fetcher import HTML, JSON, Fetched, Fetcher, FetchError
@@ -79,8 +81,12 @@ class Crawler:
         schedule: Schedule | None = None,
         progress: Progress | None = None,
         say: Say | None = None,
+        trust: TrustChecks | None = None,
+        trust_policy: TrustPolicy = "show",
     ) -> None:
         self.registry = registry
+        self.trust = trust
+        self.trust_policy = trust_policy
         self.fetcher = fetcher
         self.dns = dns or DnsDiscovery()
         self.limits = limits or CrawlLimits()
@@ -278,8 +284,12 @@ class Crawler:
                 items.append((where, {**raw, "metadata": {**(raw.get("metadata") or {}), **provenance}}))
             else:
                 items.append((where, raw))
+        owned: dict[str, set[tuple[str, str]]] = {}
+        if self.trust is not None:
+            owned, refused = await self.trust.batch(items, refuse_invalid=self.trust_policy == "refuse-invalid")
+            self.report.rejected += refused
         async with self._lock:  # one ingest at a time: the indexer serialises writes anyway, this keeps reports in order
-            report = await anyio.to_thread.run_sync(self.registry.indexer.register_many, items, self.progress)
+            report = await anyio.to_thread.run_sync(self.registry.indexer.register_many, items, self.progress, owned)
             self.report.add_ingest(report)
             self.report.warnings += document.warnings
             self.report.registries += [r for r in document.registries if r not in self.report.registries]
@@ -367,11 +377,16 @@ def _tried(level: list[_Candidate]) -> list[str]:
 
 @asynccontextmanager
 async def open_crawler(
-    registry: Registry, settings: CrawlSettings, progress: Progress | None = None, say: Say | None = None
+    registry: Registry, settings: CrawlSettings, progress: Progress | None = None, say: Say | None = None, trust: TrustChecks | None = None
 ) -> AsyncIterator[Crawler]:
-    """A crawler with its own connection pool, closed on exit. With a DNS server given, host names are
-    resolved through it too, so discovery and connections see one DNS view."""
+    """A crawler with its own connection pool and trust checks (or `trust`, kept open), closed on exit. With
+    a DNS server given, host names are resolved through it too, so discovery and connections see one DNS view."""
     dns = DnsDiscovery(settings.dns_server)
     resolver = dns if settings.dns_server else SystemResolver()
+    checks = trust or TrustChecks(settings.allow_private_networks, resolver)
     async with Fetcher(NetworkPolicy(settings.allow_private_networks), settings.fetch, resolver) as fetcher:
-        yield Crawler(registry, fetcher, dns, settings.limits, settings.schedule, progress, say)
+        try:
+            yield Crawler(registry, fetcher, dns, settings.limits, settings.schedule, progress, say, checks, settings.trust_policy)
+        finally:
+            if trust is None:
+                await checks.aclose()

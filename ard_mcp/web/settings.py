@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ard_mcp.trust.policy import TrustPolicy
 from ard_mcp.web.sources import Schedule
 
 
@@ -34,3 +35,4 @@ class CrawlSettings:
     fetch: FetchLimits = field(default_factory=FetchLimits)
     schedule: Schedule = field(default_factory=Schedule)
     background_refresh: bool = True  # a serving registry refreshes due documents by itself
+    trust_policy: TrustPolicy = "show"  # refuse-invalid: crawled entries whose trust manifest fails its check are left out

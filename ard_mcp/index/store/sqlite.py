@@ -36,6 +36,7 @@ from ard_mcp.index.records import (
     encode_vector,
 )
 from ard_mcp.index.store import schema, writes
+from ard_mcp.index.store.side_tables import SideTables
 from ard_mcp.index.store.snapshot import IN_CHUNK, read_rows
 
 _FILTERS_KEPT = 32
@@ -58,7 +59,7 @@ def _agent(row: sqlite3.Row) -> StoredAgent:
     return StoredAgent(row["id"], row["identifier"], entry, row["content_hash"], row["updated_at"], row["created_at"], row["indexed_at"])
 
 
-class Store:
+class Store(SideTables):
     """All SQL lives here. One connection guarded by a lock: SQLite is fast enough that a pool would only
     add contention on two cores, and one writer is what WAL wants anyway."""
 
@@ -131,22 +132,6 @@ class Store:
             self._conn.execute(
                 "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value)
             )
-
-    # -- crawl sources --------------------------------------------------------------------------
-    def crawl_sources(self) -> dict[str, dict[str, Any]]:
-        """What the crawler remembers of each document it fetched, by URL (`ard_mcp.web.sources`)."""
-        return {row["url"]: json.loads(row["state"]) for row in self._query("SELECT url, state FROM crawl_sources")}
-
-    def set_crawl_source(self, url: str, state: dict[str, Any]) -> None:
-        with self._lock:
-            self._conn.execute(
-                "INSERT INTO crawl_sources(url, state) VALUES (?, ?) ON CONFLICT(url) DO UPDATE SET state = excluded.state",
-                (url, json.dumps(state, sort_keys=True)),
-            )
-
-    def delete_crawl_source(self, url: str) -> None:
-        with self._lock:
-            self._conn.execute("DELETE FROM crawl_sources WHERE url = ?", (url,))
 
     # -- agents ---------------------------------------------------------------------------------
     def get(self, identifier: str) -> StoredAgent | None:

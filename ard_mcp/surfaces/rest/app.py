@@ -3,7 +3,6 @@ beside the REST routes of ARD (§7), the Xu discovery profile and AIDIP, all ove
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -22,8 +21,6 @@ from starlette.routing import BaseRoute, Route
 
 from ard_mcp.config import Config
 from ard_mcp.errors import ArdError, MethodNotAllowed, NotFound
-from ard_mcp.federation.service import Federation
-from ard_mcp.federation.settings import FederationSettings
 from ard_mcp.registry import Registry
 from ard_mcp.surfaces.mcp_server import build_server, warm_up_soon
 from ard_mcp.surfaces.rest.errors import error_response
@@ -32,6 +29,7 @@ from ard_mcp.surfaces.rest.openapi import build_openapi
 from ard_mcp.surfaces.rest.operations import OPERATIONS, dialect_for
 from ard_mcp.surfaces.rest.routes import AppState, state_of
 from ard_mcp.surfaces.rest.settings import HttpSettings
+from ard_mcp.surfaces.services import Services
 from ard_mcp.web.refresh import refresh_forever
 
 log = logging.getLogger(__name__)
@@ -71,7 +69,9 @@ def transport_security(settings: HttpSettings) -> TransportSecuritySettings:
     )
 
 
-def build_app(config: Config, settings: HttpSettings, *, registry: Registry | None = None, warm: bool = True) -> Starlette:
+def build_app(
+    config: Config, settings: HttpSettings, *, registry: Registry | None = None, warm: bool = True, services: Services | None = None
+) -> Starlette:
     """The app. `registry`, when given, is an already opened registry the app takes over (and closes at
     shutdown); otherwise the app opens one at start-up. MCP tools and REST routes share it."""
     config = settings.named(config)
@@ -81,9 +81,15 @@ def build_app(config: Config, settings: HttpSettings, *, registry: Registry | No
         mcp_url = f"{(config.source_url or settings.base_url()).rstrip('/')}/{'sse' if settings.transport == 'sse' else 'mcp'}"
         issuer, resource = AnyHttpUrl(settings.mcp_issuer), AnyHttpUrl(mcp_url)
         protect = AuthSettings(issuer_url=issuer, resource_server_url=resource, validate_token_resource=False)  # our verifier checks aud
-    federation = Federation(dataclasses.replace(settings.federation or FederationSettings(), identity=config.source))
+    services = services or Services(config.source, settings.federation, settings.crawl, settings.trust_policy)
     server = build_server(
-        config, warm=False, shared=state.open_registry, tokens=settings.tokens, protect=protect, crawl=settings.crawl, federation=federation
+        config,
+        warm=False,
+        shared=state.open_registry,
+        tokens=settings.tokens,
+        protect=protect,
+        crawl=settings.crawl,
+        services=services,
     )
     security = transport_security(settings)
     mcp_app: Starlette
@@ -101,7 +107,7 @@ def build_app(config: Config, settings: HttpSettings, *, registry: Registry | No
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         opened: Registry = registry if registry is not None else await anyio.to_thread.run_sync(Registry, config)
         state.registry = opened
-        state.federation = federation
+        state.services = services
         if warm:
             warm_up_soon(opened.warm_up)
         try:
@@ -116,8 +122,8 @@ def build_app(config: Config, settings: HttpSettings, *, registry: Registry | No
                 background.cancel_scope.cancel()
         finally:
             state.registry = None
-            state.federation = None
-            await federation.aclose()
+            state.services = None
+            await services.aclose()
             await anyio.to_thread.run_sync(opened.close)
 
     middleware = [Middleware(GuardMiddleware, settings=settings), *mcp_app.user_middleware]  # the SDK's auth, when protected

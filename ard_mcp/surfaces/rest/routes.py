@@ -21,7 +21,6 @@ from ard_mcp import __version__
 from ard_mcp.config import Config
 from ard_mcp.errors import ArdError, InvalidArgument, NotFound, PermissionDenied
 from ard_mcp.federation.hops import WARNING_HEADER, Path
-from ard_mcp.federation.service import Federation
 from ard_mcp.formats import aidip, registration, xu
 from ard_mcp.formats.catalog import CatalogEntry, parse_as
 from ard_mcp.formats.identifiers import normalize_identifier
@@ -42,6 +41,7 @@ from ard_mcp.surfaces.auth import Principal
 from ard_mcp.surfaces.rest.manifest import manifest
 from ard_mcp.surfaces.rest.requests import json_body, page_size
 from ard_mcp.surfaces.rest.settings import HttpSettings
+from ard_mcp.surfaces.services import Services
 from ard_mcp.web.report import CrawlRequest
 from ard_mcp.web.settings import CrawlSettings
 
@@ -60,7 +60,12 @@ class AppState:
     settings: HttpSettings
     registry: Registry | None = None
     openapi: dict[str, Any] = field(default_factory=dict)
-    federation: Federation | None = None  # set while the app runs
+    services: Services | None = None  # set while the app runs
+
+    def open_services(self) -> Services:
+        if self.services is None:
+            raise ArdError("the registry is not open (the server is starting or stopping)")
+        return self.services
 
     def open_registry(self) -> Registry:
         if self.registry is None:
@@ -99,8 +104,8 @@ async def search(request: Request, state: AppState) -> Response:
     query = SearchQuery.of(req.query.text, req.query.filter, page_size=size, page_token=req.pageToken)
     registry = state.open_registry()
     viewer = viewer_of(request)
-    federation = state.federation
-    if req.federation != "none" and federation is not None and await run(federation.may_federate, registry):
+    federation = state.open_services().federation()
+    if req.federation != "none" and await run(federation.may_federate, registry):
         page = await federation.search(registry, query, req.federation, Path.of(request.headers), viewer)
         response = model_response(ArdSearchResponse(results=page.results, referrals=page.referrals or None, pageToken=page.page_token))
         for warning in page.warnings:  # the ARD body has no place for them
@@ -159,7 +164,8 @@ def _register_status(status: str) -> int:
 async def register_agent(request: Request, state: AppState) -> Response:
     raw = await json_body(request)
     entry = registration.to_entry(raw, request.query_params.get("format", "auto"))
-    result = await run(state.open_registry().indexer.register, entry, writer_of(request).may_write)
+    owned = await state.open_services().trust_findings(entry)
+    result = await run(state.open_registry().indexer.register, entry, writer_of(request).may_write, owned)
     return model_response(aidip.document(result.entry, result.warnings), _register_status(result.status))
 
 
@@ -182,7 +188,8 @@ async def put_agent(request: Request, state: AppState) -> Response:
         existing = None
     if not _same_agent(path_id, entry, existing):
         raise InvalidArgument(f"the body describes {entry.get('identifier')!r}, not the agent {path_id!r} named in the path")
-    result = await run(registry.indexer.register, entry, writer_of(request).may_write)
+    owned = await state.open_services().trust_findings(entry)
+    result = await run(registry.indexer.register, entry, writer_of(request).may_write, owned)
     return model_response(aidip.document(result.entry, result.warnings), _register_status(result.status))
 
 

@@ -12,6 +12,7 @@ from ard_mcp.config import Config
 from ard_mcp.federation.settings import FederationSettings
 from ard_mcp.surfaces.auth import TokenStore
 from ard_mcp.surfaces.rest.ratelimit import DEFAULT_RATE_LIMITS, RateLimits
+from ard_mcp.trust.policy import TrustPolicy
 from ard_mcp.web.settings import CrawlSettings
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024  # the MCP SDK's own default, so /mcp and the REST routes agree
@@ -42,6 +43,7 @@ class HttpSettings:
     mcp_issuer: str | None = None  # when set, every MCP request needs a token, and this authorization server is advertised
     crawl: CrawlSettings | None = None  # the crawl route's settings and the background refresh; None: defaults, no refresh
     federation: FederationSettings | None = None  # upstream registries; None: only the ai-registry entries of the catalog
+    trust_policy: TrustPolicy = "show"  # refuse-invalid: registrations whose trust manifest fails its check are refused
     body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds for a whole request body to arrive
 
     def base_url(self) -> str:

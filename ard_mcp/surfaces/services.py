@@ -1,0 +1,65 @@
+"""What a serving registry shares across its surfaces and requests: the federation (upstream connection
+pools, circuit breakers) and the trust checks (key caches). Each is made on first use: they bring httpx
+pools, the ranking and the JWS library, none of which the first `tools/list` should wait for. The HTTP
+app makes one and hands it to the MCP server it mounts, so MCP and REST share pools, breakers and caches."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ard_mcp.federation.settings import FederationSettings
+from ard_mcp.trust.policy import TrustPolicy
+from ard_mcp.web.settings import CrawlSettings
+
+if TYPE_CHECKING:
+    from ard_mcp.federation.service import Federation
+    from ard_mcp.trust.service import TrustChecks
+
+
+class Services:
+    def __init__(
+        self,
+        identity: str,
+        federation: FederationSettings | None = None,
+        crawl: CrawlSettings | None = None,
+        trust_policy: TrustPolicy = "show",
+        trust: TrustChecks | None = None,
+    ) -> None:
+        """`identity` names this registry on federated requests' paths; `crawl` decides whether private
+        networks may be fetched from (trust keys, upstreams named by entries); `trust` replaces the trust
+        checks made on first use (tests point key fetches at loopback with it)."""
+        self._federation_settings = dataclasses.replace(federation or FederationSettings(), identity=identity)
+        self._allow_private = crawl.allow_private_networks if crawl else False
+        self.trust_policy = trust_policy
+        self._federation: Federation | None = None
+        self._trust = trust
+
+    def federation(self) -> Federation:
+        if self._federation is None:
+            from ard_mcp.federation.service import Federation
+
+            self._federation = Federation(self._federation_settings)
+        return self._federation
+
+    def trust(self) -> TrustChecks:
+        if self._trust is None:
+            from ard_mcp.trust.service import TrustChecks
+
+            self._trust = TrustChecks(self._allow_private)
+        return self._trust
+
+    async def trust_findings(self, entry: Mapping[str, Any]) -> set[tuple[str, str]] | None:
+        """What the check of an entry being registered found; None for an entry without a trust manifest
+        (the indexer records it as self-asserted without any of this). Refuses an invalid one when the
+        policy says so."""
+        if entry.get("trustManifest") is None:
+            return None
+        return await self.trust().findings(entry, refuse_invalid=self.trust_policy == "refuse-invalid")
+
+    async def aclose(self) -> None:
+        if self._federation is not None:
+            await self._federation.aclose()
+        if self._trust is not None:
+            await self._trust.aclose()

@@ -1,0 +1,86 @@
+"""Checking entries as they arrive: one `Verifier` per server or crawl, its keys fetched under the network rules.
+
+An entry is checked as it was published, before the lenient reader normalises it (a changed trust manifest
+would no longer match its signature). An entry without a trust manifest is `self-asserted` at once, with no
+network; one with a manifest costs at most one key-set fetch per publisher per cache lifetime. Key fetches
+go through the crawler's `Fetcher` (no private addresses unless allowed, sizes and times bounded) but do not
+ask robots.txt: fetching a key to check a signature is not crawling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+
+from ard_mcp.errors import PermissionDenied
+from ard_mcp.formats.entry_facts import trust_values
+from ard_mcp.formats.identifiers import normalize_identifier
+from ard_mcp.trust.keys import KeyStore, OriginFor
+from ard_mcp.trust.status import TrustResult
+from ard_mcp.trust.verifier import Verifier
+from ard_mcp.web.fetcher import Fetcher
+from ard_mcp.web.netsafety import NetworkPolicy, Resolver, SystemResolver
+from ard_mcp.web.settings import FetchLimits
+
+BATCH_CONCURRENCY = 8  # entries of one document checked at once (one key-set fetch per publisher, then cached)
+SELF_ASSERTED = "no trust manifest: the publisher in the identifier is a claim nobody checked"
+
+
+class TrustChecks:
+    def __init__(self, allow_private_networks: bool = False, resolver: Resolver | None = None, origin_for: OriginFor | None = None) -> None:
+        """`origin_for` maps a domain to the origin its keys are fetched from (tests point one at loopback)."""
+        self._policy = NetworkPolicy(allow_private_networks)
+        self._resolver = resolver or SystemResolver()
+        self._origin_for = origin_for
+        self._verifier: Verifier | None = None
+        self._fetcher: Fetcher | None = None
+
+    def _made(self) -> Verifier:
+        """Made on first use: a registry whose entries carry no trust manifests never opens a connection pool."""
+        if self._verifier is None:
+            self._fetcher = Fetcher(self._policy, FetchLimits(delay=0), self._resolver, respect_robots=False)
+            self._verifier = Verifier(KeyStore(self._fetcher, origin_for=self._origin_for))
+        return self._verifier
+
+    async def check(self, entry: Mapping[str, Any]) -> TrustResult:
+        if not isinstance(entry, Mapping) or entry.get("trustManifest") is None:
+            return TrustResult("self-asserted", SELF_ASSERTED)
+        return await self._made().verify(entry)
+
+    async def findings(self, entry: Mapping[str, Any], refuse_invalid: bool = False) -> set[tuple[str, str]]:
+        """The filter values recording `entry`'s check; with `refuse_invalid`, an invalid one is refused
+        (`PermissionDenied`, saying why), as `--trust-policy refuse-invalid` asks."""
+        result = await self.check(entry)
+        if refuse_invalid and result.status == "invalid":
+            raise PermissionDenied(
+                f"{entry.get('identifier')}: its trust manifest is invalid ({result.reason}); this registry refuses such entries"
+            )
+        return trust_values(result.status, result.reason, result.checked_at)
+
+    async def batch(self, items: list[tuple[str, Any]], refuse_invalid: bool = False) -> tuple[dict[str, set[tuple[str, str]]], list[str]]:
+        """Check the entries of a crawled document, a few at a time: their findings by identifier, and why
+        each refused one was (`refuse_invalid`); refused entries are taken out of `items`."""
+        found: dict[str, set[tuple[str, str]]] = {}
+        refused: dict[int, str] = {}
+        limiter = anyio.CapacityLimiter(BATCH_CONCURRENCY)
+
+        async def check(raw: dict[str, Any]) -> None:
+            async with limiter:
+                result = await self.check(raw)
+            if refuse_invalid and result.status == "invalid":
+                refused[id(raw)] = f"{raw['identifier']}: its trust manifest is invalid ({result.reason}); left out"
+            found[normalize_identifier(raw["identifier"])] = trust_values(result.status, result.reason, result.checked_at)
+
+        async with anyio.create_task_group() as group:
+            for _, raw in items:
+                if isinstance(raw, dict) and isinstance(raw.get("identifier"), str):
+                    group.start_soon(check, raw)
+        items[:] = [(where, raw) for where, raw in items if id(raw) not in refused]
+        return found, list(refused.values())
+
+    async def aclose(self) -> None:
+        if self._fetcher is not None:
+            await self._fetcher.aclose()
+            self._fetcher = self._verifier = None
