@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from ard_mcp.config import Config
 from ard_mcp.formats.messages import SearchResult
 from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
+from tests.dns_responder import DnsResponder
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "tests" / "specs"  # vendored, pinned: see specs/README.md
@@ -111,6 +113,24 @@ def entry(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
 def results(registry: Registry, text: str) -> list[SearchResult]:
     """The first page of ARD results for a task, as `search_agents` returns them."""
     return registry.search(SearchQuery.of(text)).response().results
+
+
+@pytest.fixture(scope="session", autouse=True)
+def offline_dns() -> Iterator[str]:
+    """A DNS server on loopback that knows no name, for every crawl a test starts (server processes too, through
+    `ARD_MCP_DNS_SERVER`): a fuzzed target never sends a query off this machine, and fails in a millisecond
+    where a dead address would cost the resolver's whole timeout per lookup."""
+    with DnsResponder() as dns:
+        address = f"127.0.0.1:{dns.port}"
+        before = os.environ.get("ARD_MCP_DNS_SERVER")
+        os.environ["ARD_MCP_DNS_SERVER"] = address
+        try:
+            yield address
+        finally:
+            if before is None:
+                os.environ.pop("ARD_MCP_DNS_SERVER", None)
+            else:
+                os.environ["ARD_MCP_DNS_SERVER"] = before
 
 
 @pytest.fixture

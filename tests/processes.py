@@ -14,13 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-OFFLINE_DNS = "127.0.0.1:9"
-"""A DNS server address nothing answers at: a crawl a test starts (fuzzed targets too) never asks the system's
-resolvers, so no test sends a query off this machine."""
-
 
 def quiet_env() -> dict[str, str]:
-    return {**os.environ, "ARD_MCP_LOG_LEVEL": "WARNING", "ARD_MCP_DNS_SERVER": OFFLINE_DNS}
+    """The environment of a server process: quiet logs, and the test session's DNS server (`conftest.offline_dns`)."""
+    return {**os.environ, "ARD_MCP_LOG_LEVEL": "WARNING"}
 
 
 def free_port() -> int:

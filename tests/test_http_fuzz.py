@@ -24,7 +24,6 @@ from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.web.settings import CrawlSettings
 from tests.conftest import SAMPLE
 from tests.http_support import AIDIP_TRANSLATOR, XU_HR, assert_ours, running
-from tests.processes import OFFLINE_DNS
 
 pytestmark = pytest.mark.slow  # the model, Chroma or a server
 
@@ -100,9 +99,9 @@ def from_schema(schema: dict[str, Any], components: dict[str, Any], depth: int =
 
 
 @pytest.fixture(scope="module")
-def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+def api(tmp_path_factory: pytest.TempPathFactory, offline_dns: str) -> Iterator[Api]:
     data_dir: Path = tmp_path_factory.mktemp("fuzz") / "data"
-    offline = HttpSettings(crawl=CrawlSettings(dns_server=OFFLINE_DNS))  # fuzzed crawl targets never reach the system's resolvers
+    offline = HttpSettings(crawl=CrawlSettings(dns_server=offline_dns))  # fuzzed crawl targets never reach the system's resolvers
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(running(data_dir, offline)) as client:
         for item in [*SAMPLE, XU_HR, AIDIP_TRANSLATOR]:
             assert portal.call(partial(client.post, "/agents", json=item)).status_code == 201

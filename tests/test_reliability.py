@@ -64,7 +64,6 @@ from ard_mcp.surfaces.rest.operations import OPERATIONS, Operation
 from ard_mcp.web.settings import CrawlSettings
 from tests.conftest import SAMPLE
 from tests.http_support import AIDIP_TRANSLATOR, XU_HR
-from tests.processes import OFFLINE_DNS
 from tests.reliability_support import (
     Server,
     ard_mcp,
@@ -723,8 +722,9 @@ class McpFuzz:
 
 
 @pytest.fixture(scope="module")
-def mcp_fuzz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpFuzz]:
-    server = build_server(Config(tmp_path_factory.mktemp("mcp-fuzz") / "data"), warm=False, crawl=CrawlSettings(dns_server=OFFLINE_DNS))
+def mcp_fuzz(tmp_path_factory: pytest.TempPathFactory, offline_dns: str) -> Iterator[McpFuzz]:
+    offline = CrawlSettings(dns_server=offline_dns)  # fuzzed crawl targets never reach the system's resolvers
+    server = build_server(Config(tmp_path_factory.mktemp("mcp-fuzz") / "data"), warm=False, crawl=offline)
     unexpected = _Unexpected()
     logging.getLogger().addHandler(unexpected)
     try:

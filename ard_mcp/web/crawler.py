@@ -18,6 +18,7 @@ entries whose content changed (unchanged ones are "unchanged" for the indexer, p
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -47,6 +48,8 @@ from ard_mcp.web.sources import Schedule, Source, utcnow
 
 log = logging.getLogger(__name__)
 
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_DOMAIN = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*(?::\d{{1,5}})?$")  # a host name or IPv4 address, with a port
 WELL_KNOWN = (
     "/.well-known/ai-catalog.json",  # ARD §4.1
     "/.well-known/ard.json",  # the name ARD v0.9 also gives the manifest
@@ -130,11 +133,15 @@ class Crawler:
     async def _discover(self, target: str) -> list[_Candidate]:
         target = target.strip()
         if "://" not in target:
-            if "/" in target or not target:
-                raise InvalidArgument(f"{target!r}: give a domain (example.com) or an http(s) URL")
+            if not _DOMAIN.match(target):
+                raise InvalidArgument(f"{target!r}: give a domain (example.com, optionally with :port) or an http(s) URL")
             return await self._domain("https", target, target)
-        parts = urlsplit(target)
-        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        try:
+            parts = urlsplit(target)
+            hostname = parts.hostname
+        except ValueError as exc:
+            raise InvalidArgument(f"{target!r}: not a URL ({exc})") from None
+        if parts.scheme.lower() not in ("http", "https") or not hostname:
             raise InvalidArgument(f"{target}: only http and https URLs are crawled")
         if parts.path in ("", "/") and not parts.query:
             return await self._domain(parts.scheme.lower(), parts.netloc, target)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+import anyio
 import dns.asyncresolver
 import dns.exception
 import dns.rdatatype
@@ -70,9 +71,21 @@ class DnsDiscovery:
             log.info("DNS %s %s: %s", rdtype, name, exc)
             return []
 
+    async def _answers(self, *questions: tuple[str, str]) -> list[list[object]]:
+        """Several lookups at once: a slow or dead server then costs one timeout, not one per question."""
+        found: list[list[object]] = [[] for _ in questions]
+
+        async def ask(i: int, name: str, rdtype: str) -> None:
+            found[i] = await self._answer(name, rdtype)
+
+        async with anyio.create_task_group() as group:
+            for i, (name, rdtype) in enumerate(questions):
+                group.start_soon(ask, i, name, rdtype)
+        return found
+
     async def addresses(self, host: str) -> list[str]:
         """A and AAAA of a host, through the configured server (`netsafety.Resolver`)."""
-        found = [str(r) for rdtype in ("A", "AAAA") for r in await self._answer(host, rdtype)]
+        found = [str(r) for answer in await self._answers((host, "A"), (host, "AAAA")) for r in answer]
         if not found:
             raise OSError(f"{host}: no A or AAAA record")
         return found
@@ -82,18 +95,19 @@ class DnsDiscovery:
         crawled (its scheme for every URL found, and its port for a TXT path)."""
         scheme = origin.split("://", 1)[0]
         found: list[Found] = []
-        for record in sorted(await self._answer(domain, "SVCB"), key=lambda r: getattr(r, "priority", 0)):
+        svcb, txt, registries = await self._answers((domain, "SVCB"), (domain, "TXT"), (f"{REGISTRY_LABEL}.{domain}", "SVCB"))
+        for record in sorted(svcb, key=lambda r: getattr(r, "priority", 0)):
             path = _path_param(record)
             if getattr(record, "priority", 0) > 0 and path is not None:
                 found.append(Found(_origin(scheme, _target(record, domain), _port(record)) + path, "dns-svcb"))
-        for record in await self._answer(domain, "TXT"):
+        for record in txt:
             text = b"".join(getattr(record, "strings", ())).decode("utf-8", "replace").strip()
             for token in text.replace(";", " ").split():
                 if token.startswith(_TXT_PATH) and token[len(_TXT_PATH) :].startswith("/"):
                     found.append(Found(origin + token[len(_TXT_PATH) :], "dns-txt"))
                 elif token.startswith(_TXT_URL):
                     found.append(Found(token[len(_TXT_URL) :], "dns-txt"))
-        for record in sorted(await self._answer(f"{REGISTRY_LABEL}.{domain}", "SVCB"), key=lambda r: getattr(r, "priority", 0)):
+        for record in sorted(registries, key=lambda r: getattr(r, "priority", 0)):
             if getattr(record, "priority", 0) > 0:
                 found.append(Found(_origin(scheme, _target(record, domain), _port(record)) + "/", "dns-registry"))
         return list({f.url: f for f in found}.values())
