@@ -194,3 +194,16 @@ def test_loop_headers_and_breaker() -> None:
     assert breakers.allows("u")
     breakers.succeeded("u")
     assert breakers.allows("u")
+
+
+def test_xu_discover_federates_with_provenance(trio: tuple[str, str, str]) -> None:
+    a, b, _ = trio
+    body = {"query": "book a flight to Tokyo", "federation": "auto", "limit": 5}
+    found = httpx.post(f"{a}/discover", json=body, timeout=60)
+    assert found.status_code == 200, found.text
+    remote = next(c for c in found.json()["candidates"] if c["identifier"] == BOOKING["identifier"])
+    assert remote["origin_service"].rstrip("/") == b and remote["origin_authority"] == "travel.example.com" and remote["received_at"]
+    local = httpx.post(f"{a}/discover", json={**body, "federation": "none"}, timeout=60).json()
+    assert BOOKING["identifier"] not in [c["identifier"] for c in local["candidates"]]
+    referred = httpx.post(f"{a}/discover", json={**body, "federation": "referrals"}, timeout=60).json()
+    assert referred["referrals"][0]["url"] == f"{b}/search"

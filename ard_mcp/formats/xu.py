@@ -32,6 +32,7 @@ from ard_mcp.formats.entry_facts import (
 )
 from ard_mcp.formats.identifiers import derive_identifier
 from ard_mcp.formats.limits import MAX_QUERY_CHARS
+from ard_mcp.formats.messages import RegistryReferral
 
 MAX_LIMIT = 100
 
@@ -180,6 +181,11 @@ class DiscoveryRequest(WireModel):
     include_evidence: bool = Field(default=False, description="Return score components, matched tags and matched examples.")
     detail: Literal["minimal", "summary", "full"] = "summary"
     client_context: dict[str, Any] | None = Field(default=None, description="Hints such as locale; accepted, not used for ranking.")
+    federation: Literal["auto", "referrals", "none"] = Field(
+        default="none",
+        description="This registry's extension (§10 leaves it open): auto also asks the upstream registries it knows and merges "
+        "their candidates, each with origin_service, origin_authority, origin_signature and received_at; referrals lists them.",
+    )
 
 
 class XuMatchedExample(WireModel):
@@ -235,6 +241,7 @@ class DiscoveryResponse(WireModel):
     applied_filters: dict[str, Any]
     unsupported_filters: list[str]
     warnings: list[str]
+    referrals: list[RegistryReferral] | None = Field(default=None, description="federation=referrals: other registries to ask.")
 
 
 class XuError(WireModel):

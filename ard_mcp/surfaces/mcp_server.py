@@ -49,7 +49,7 @@ from ard_mcp.surfaces.auth import ANONYMOUS, Principal, TokenStore
 from ard_mcp.surfaces.mcp_crawl import add_crawl_tool
 from ard_mcp.surfaces.services import Services
 from ard_mcp.surfaces.tool_results import compact_result
-from ard_mcp.surfaces.xu_discovery import discover
+from ard_mcp.surfaces.xu_discovery import Federate, discover
 from ard_mcp.web.refresh import refresh_forever
 from ard_mcp.web.settings import CrawlSettings
 
@@ -208,6 +208,14 @@ def build_server(
         """Over HTTP, what the request's token may see (`metadata.visibleTo`); over stdio, everything."""
         return tokens.viewer(ctx.headers) if tokens is not None else EVERYONE
 
+    def federator(registry: Registry, seen_by: Viewer) -> Federate | None:
+        """A federated search for a Xu request, run on the event loop from the tool's worker thread; None
+        when there is nobody to ask."""
+        service = shared_services.federation()
+        if not service.may_federate(registry):
+            return None
+        return lambda query, mode: anyio.from_thread.run(service.search, registry, query, mode, Path(), seen_by)
+
     @server.tool(title="Search agents", annotations=READ)
     @_as_tool
     def search_agents(
@@ -272,6 +280,9 @@ def build_server(
             Literal["minimal", "summary", "full"], Field(description="How much of each agent's metadata to return.")
         ] = "summary",
         client_context: Annotated[dict[str, Any] | None, Field(description="Hints such as locale; not used for ranking.")] = None,
+        federation: Annotated[
+            Literal["auto", "referrals", "none"], Field(description="auto: also ask the upstream registries; referrals: list them.")
+        ] = "none",
     ) -> xu.DiscoveryResponse:
         """A Discovery Request of the Xu agent discovery profile (conformance D2): candidates with bindings, status,
         freshness and, on request, matching evidence; unsupported constraints are listed, never silently ignored."""
@@ -286,10 +297,13 @@ def build_server(
             "include_evidence": include_evidence,
             "detail": detail,
             "client_context": client_context,
+            "federation": federation,
         }
         raw = {k: v for k, v in given.items() if v is not None}
         full_allowed = tokens is None or tokens.may_see_everything(ctx.headers)
-        return discover(_registry(ctx), xu.parse_request(raw), viewer(ctx), full_allowed=full_allowed)
+        registry = _registry(ctx)
+        federate = federator(registry, viewer(ctx)) if federation != "none" else None
+        return discover(registry, xu.parse_request(raw), viewer(ctx), full_allowed=full_allowed, federate=federate)
 
     @server.tool(title="Explore facets", annotations=READ)
     @_as_tool

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ard_mcp.formats.entry_facts import bindings_of, source_id_of, status_of
+from ard_mcp.formats.identifiers import publisher_of
+from ard_mcp.formats.messages import SearchResult
 from ard_mcp.formats.xu import (
     DiscoveryConstraints,
     DiscoveryRequest,
@@ -28,6 +31,7 @@ from ard_mcp.search.query import SearchQuery
 from ard_mcp.search.visibility import Viewer
 
 if TYPE_CHECKING:  # the MCP server imports this before it may load numpy (the registry and ranking bring it)
+    from ard_mcp.federation.service import FederatedPage, Mode
     from ard_mcp.registry import Registry
     from ard_mcp.search.selection import Candidate
 
@@ -128,14 +132,52 @@ def _candidate(
     return XuCandidate.model_validate({k: v for k, v in fields.items() if v is not None})
 
 
-def discover(registry: Registry, request: DiscoveryRequest, viewer: Viewer, *, full_allowed: bool = True) -> DiscoveryResponse:
+def _remote(result: SearchResult, now: datetime) -> XuCandidate:
+    """A candidate another registry returned, with the provenance §10 asks federated candidates to carry."""
+    entry = result.model_dump(mode="json", exclude_none=True)
+    trust = entry.get("trustManifest") or {}
+    return XuCandidate.model_validate(
+        {
+            "id": source_id_of(entry),
+            "identifier": result.identifier,
+            "name": result.displayName,
+            "description": result.description,
+            "tags": result.tags,
+            "bindings": bindings_of(entry),
+            "score": round(result.score / 100, 4),
+            "status": status_of(entry),
+            "freshness": XuFreshness(metadata_updated_at=result.updatedAt, indexed_at=utc_now_text(now), age_seconds=0.0),
+            "origin_service": result.source,
+            "origin_authority": publisher_of(result.identifier),
+            **({"origin_signature": trust["signature"]} if trust.get("signature") else {}),
+            "received_at": utc_now_text(now),
+        }
+    )
+
+
+Federate = Callable[[SearchQuery, "Mode"], "FederatedPage"]
+"""Runs a federated search (`Federation.search`, bridged to the caller's thread) for a Xu request."""
+
+
+def discover(
+    registry: Registry, request: DiscoveryRequest, viewer: Viewer, *, full_allowed: bool = True, federate: Federate | None = None
+) -> DiscoveryResponse:
     """Answer a Discovery Request from the registry, among the entries `viewer` may see. `full_allowed` is
-    whether the caller is authorised to see authentication details with `detail=full` (§7.4)."""
+    whether the caller is authorised to see authentication details with `detail=full` (§7.4); `federate`,
+    when the request asks for federation and there are upstreams, merges their candidates in (§10)."""
     now = datetime.now(UTC)
     criteria, applied, unsupported, warnings = criteria_of(request)
-    page = registry.search(SearchQuery.of(request.query, criteria=criteria, page_size=request.limit), now, viewer)
+    query = SearchQuery.of(request.query, criteria=criteria, page_size=request.limit)
+    page = registry.search(query, now, viewer)
     omitted: set[str] = set()
     candidates = [_candidate(c, request, criteria, now, full_allowed, omitted) for c in page.candidates]
+    referrals = None
+    if federate is not None and request.federation != "none":
+        federated = federate(query, request.federation)
+        warnings += federated.warnings
+        referrals = federated.referrals or None
+        local = {c.identifier: c for c in candidates}
+        candidates = [local.get(r.identifier) or _remote(r, now) for r in federated.results]
     if page.confidence == "low":
         warnings.append("low confidence: no candidate reached the relevance cutoff; these are only the closest agents")
     if omitted:
@@ -149,4 +191,5 @@ def discover(registry: Registry, request: DiscoveryRequest, viewer: Viewer, *, f
         applied_filters=applied,
         unsupported_filters=unsupported,
         warnings=warnings,
+        referrals=referrals,
     )

@@ -145,6 +145,7 @@ class Fetcher:
     async def robots(self, url: str) -> Robots:
         """The robots.txt of the URL's origin, fetched once per crawl; raises `FetchError` when the
         network policy refuses the origin (nothing else from it would be fetched either)."""
+        check_scheme(url)  # a malformed URL is a FetchError here too, not a ValueError out of urlsplit
         parts = urlsplit(url)
         origin = f"{parts.scheme}://{parts.netloc}"
         if origin not in self._robots:

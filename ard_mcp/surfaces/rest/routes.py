@@ -209,7 +209,12 @@ async def aidip_search(request: Request, state: AppState) -> Response:
 async def discover(request: Request, state: AppState) -> Response:
     req = xu.parse_request(await json_body(request))
     full_allowed = state.settings.tokens.may_see_everything(request.headers)
-    found = await run(partial(xu_discovery.discover, state.open_registry(), req, viewer_of(request), full_allowed=full_allowed))
+    registry, viewer, path = state.open_registry(), viewer_of(request), Path.of(request.headers)
+    federation = state.open_services().federation()
+    federate: xu_discovery.Federate | None = None
+    if req.federation != "none" and await run(federation.may_federate, registry):
+        federate = lambda query, mode: anyio.from_thread.run(federation.search, registry, query, mode, path, viewer)  # noqa: E731
+    found = await run(partial(xu_discovery.discover, registry, req, viewer, full_allowed=full_allowed, federate=federate))
     return model_response(found)
 
 
