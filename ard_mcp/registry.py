@@ -36,7 +36,7 @@ from ard_mcp.search.paging import check_page_size, decode_token, encode_token
 from ard_mcp.search.query import SearchQuery, query_text
 from ard_mcp.search.ranking import Ranker
 from ard_mcp.search.results import SearchPage
-from ard_mcp.search.selection import Selection, narrowed, ranked_page, unranked_page
+from ard_mcp.search.selection import Selection, narrowed, ranked_page, unranked_page, with_trust
 from ard_mcp.search.visibility import ANONYMOUS, Viewer, hidden_agents, visible
 
 MAX_FACETS = 20  # per explore request: 400 facets over a 100,000-tag entry once took 140 s
@@ -160,6 +160,7 @@ class Registry:
                 found = unranked_page(self.store, ids, query.criteria, now, offset, query.page_size)
             else:
                 found = ranked_page(self.ranker.rank(query.text, ids), self.store, query.criteria, now, offset, query.page_size)
+        found = with_trust(self.store, found)
         token = encode_token(offset + query.page_size, query.key()) if found.more else None
         return SearchPage(found.candidates, found.total, token, self.config.source, query.detail, found.confident)
 

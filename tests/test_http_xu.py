@@ -155,7 +155,8 @@ async def test_detail_levels_and_redaction(api: Api) -> None:
     request = {"query": "Prepare a new-employee onboarding workflow.", "required_tags": ["hr"]}
     minimal = await discover(api, **request, detail="minimal")
     candidate = minimal["candidates"][0]
-    assert set(candidate) == {"id", "identifier", "bindings", "score", "status", "freshness", "redacted"} and candidate["redacted"] is True
+    assert set(candidate) == {"id", "identifier", "bindings", "score", "status", "freshness", "trust", "redacted"}
+    assert candidate["redacted"] is True and candidate["trust"]["status"] == "self-asserted"  # every detail level shows it
     assert candidate["bindings"] == [{"protocol": "https", "endpoint": XU_HR["bindings"][0]["endpoint"]}]
     assert any("detail=minimal" in w for w in minimal["warnings"])
     summary = (await discover(api, **request))["candidates"][0]

@@ -71,7 +71,8 @@ async def test_search_returns_brief_results_as_compact_text(server: Any) -> None
         text = result.content[0].text  # type: ignore[union-attr]
         assert json.loads(text) == found and "\n" not in text and "  " not in text
         top = found["results"][0]
-        assert set(top) == {"identifier", "displayName", "description", "score", "match"}
+        assert set(top) == {"identifier", "displayName", "description", "score", "match", "trust"}
+        assert top["trust"] == "self-asserted"  # WEATHER has no trust manifest
         assert top["identifier"] == WEATHER["identifier"] and top["displayName"] == WEATHER["displayName"]
         assert top["match"].startswith("tool: get forecast") and len(top["match"]) <= 80
         assert len(top["description"]) <= 100 and WEATHER["description"].startswith(top["description"].rstrip("…"))

@@ -123,3 +123,27 @@ def test_a_crawl_checks_trust_and_a_new_finding_replaces_the_old_without_re_embe
     site.put("/catalog.json", {**catalog, "entries": [*catalog["entries"], agent("new")]})  # a change, so the document is re-read
     anyio.run(lambda: crawl(refresh=True))
     assert [e.identifier for e in registry.list("trust.status = 'invalid'").items] == ["urn:air:acme.test:agents:verified"]
+
+
+async def test_every_surface_shows_the_trust_status(data_dir: Path, site: Publisher) -> None:
+    services = Services("http://registry.test", trust=checks(site))
+    async with running(data_dir, services=services) as client:
+        assert (await client.post("/agents", json=agent("verified", SPIFFE, KEY))).status_code == 201
+        assert (await client.post("/agents", json=agent("plain"))).status_code == 201
+        ard = (await client.post("/search", json={"query": {"text": "book business travel"}})).json()
+        xu = (await client.post("/discover", json={"query": "book business travel"})).json()
+    trust = {r["identifier"].rsplit(":", 1)[1]: r["evidence"]["trust"] for r in ard["results"]}
+    assert trust["verified"]["status"] == "verified" and trust["verified"]["checkedAt"]
+    assert (
+        trust["plain"] == {"status": "self-asserted", "reason": trust["plain"]["reason"]}
+        and "no trust manifest" in trust["plain"]["reason"]
+    )
+    assert {c["identifier"].rsplit(":", 1)[1]: c["trust"]["status"] for c in xu["candidates"]} == {
+        "verified": "verified",
+        "plain": "self-asserted",
+    }
+    server = build_server(Config(data_dir.parent / "mcp"), warm=False, services=Services("http://registry.test", trust=checks(site)))
+    async with Client(server) as mcp:
+        await mcp.call_tool("register_agent", {"entry": agent("verified", SPIFFE, KEY)})
+        page = await mcp.call_tool("search_agents", {"text": "book business travel"})
+    assert page.structured_content is not None and page.structured_content["results"][0]["trust"] == "verified"

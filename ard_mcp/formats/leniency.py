@@ -31,6 +31,7 @@ from ard_mcp.formats.catalog import (
     parse_entry,
 )
 from ard_mcp.formats.identifiers import is_identifier, normalize_identifier, publisher_of
+from ard_mcp.formats.invisible import strip_entry
 from ard_mcp.formats.limits import DEFAULT_LIMITS, EntryLimits, check_entry
 
 SPEC_VERSION = "1.0"
@@ -152,12 +153,15 @@ ENTRY_RULES: tuple[Rule, ...] = (_identifier, _updated_at, _metadata, _queries, 
 
 def read_entry(raw: Any, where: str = "entry", limits: EntryLimits = DEFAULT_LIMITS) -> tuple[CatalogEntry, list[str]]:
     """The entry `raw` describes and a warning (`where.field: what was done`) per change made to it; an
-    entry over a limit (see `limits`) is refused before anything else reads it."""
+    entry over a limit (see `limits`) is refused before anything else reads it. Invisible characters are
+    removed from every text a model reads (`invisible.strip_entry`), with one warning for the entry."""
     if not isinstance(raw, Mapping):
         raise InvalidArgument(f"{where}: must be a JSON object")
     check_entry(raw, where, limits)
     entry = dict(raw)
-    warnings = [f"{where}.{note}" for rule in ENTRY_RULES for note in rule(entry)]
+    stripped = strip_entry(entry)
+    warnings = [f"{where}: {stripped}"] if stripped else []
+    warnings += [f"{where}.{note}" for rule in ENTRY_RULES for note in rule(entry)]
     return parse_entry(entry, where), warnings
 
 

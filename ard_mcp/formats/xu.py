@@ -32,7 +32,7 @@ from ard_mcp.formats.entry_facts import (
 )
 from ard_mcp.formats.identifiers import derive_identifier
 from ard_mcp.formats.limits import MAX_QUERY_CHARS
-from ard_mcp.formats.messages import RegistryReferral
+from ard_mcp.formats.messages import RegistryReferral, TrustFinding
 
 MAX_LIMIT = 100
 
@@ -232,6 +232,7 @@ class XuCandidate(WireModel):
     redacted: bool | None = None
     status: str
     freshness: XuFreshness
+    trust: TrustFinding | None = Field(default=None, description="This registry's check of the agent's trust manifest (ARD §5).")
 
 
 class DiscoveryResponse(WireModel):

@@ -14,6 +14,7 @@ from typing import Any
 
 from ard_mcp.formats.identifiers import publisher_of
 from ard_mcp.formats.media_types import canonical_type
+from ard_mcp.formats.untrusted import model_directed
 
 FIELDS: tuple[str, ...] = (
     "identifier",
@@ -32,6 +33,12 @@ FIELDS: tuple[str, ...] = (
     "trustManifest.provenance.sourceId",
 )
 METADATA_PREFIX = "metadata."
+UNTRUSTED_FIELD = "~untrusted"
+"""The registry's own finding that an entry's text is aimed at a model (`untrusted.model_directed`): one
+value per finding, the warning its evidence shows, computed here whenever the entry is stored. Owned by the
+registry: no publisher can set or clear it, because an entry's own values are stored only under `FIELDS`
+(dot paths of ARD fields, none starting with `~`) and `metadata.<key>`; and no caller can filter or facet on
+it (`filters.check_field` accepts those two kinds of key only). The ranking reads it (`ranking.Ranker`)."""
 
 Filter = dict[str, list[str]]
 """A checked filter: field → the values it accepts in their stored spelling (OR within a key, AND across keys)."""
@@ -67,11 +74,13 @@ def _leaves(value: Any, path: list[str]) -> Iterator[Any]:
 
 def entry_values(entry: Mapping[str, Any]) -> set[tuple[str, str]]:
     """Every `(field, value)` an entry can be filtered or faceted on; the type in its canonical spelling,
-    so both names of one media type are one value."""
+    so both names of one media type are one value. Plus the registry's own `UNTRUSTED_FIELD` findings,
+    which nobody can filter on."""
     pairs: set[tuple[str, str]] = {("publisher", publisher_of(entry["identifier"])), ("type", canonical_type(entry["type"]))}
     for field in FIELDS:
         if field not in ("publisher", "type"):
             pairs.update((field, scalar_text(v)) for v in _leaves(entry, field.split(".")))
     for key, value in (entry.get("metadata") or {}).items():
         pairs.update((METADATA_PREFIX + key, scalar_text(v)) for v in _leaves(value, []))
+    pairs.update((UNTRUSTED_FIELD, finding.message()) for finding in model_directed(entry))
     return pairs

@@ -5,6 +5,16 @@ Both sides go through `terms()`: identifiers split the way people write them (`g
 bigrams (FTS5's unicode61 would keep a whole Chinese phrase as one token). Because the index holds our
 own terms, its vocabulary gives exact document frequencies for the query's terms, which makes the
 lexical score absolute: the IDF-weighted share of the query's terms that an entry contains.
+
+That share rewards breadth: an entry that lists every popular word contains some of every query's terms.
+So the prose of an entry (its name, description and representative queries) is indexed without the words
+of a keyword run beyond its 24th (`untrusted.cap_keyword_runs`: prose breaks a run with a function word
+every few words, and no real text runs past 20), and each field an entry fills freely has a term budget
+(`DESCRIPTION_TERMS`, `KEYWORD_TAGS`, `KEYWORD_GROUPS`, `EXAMPLE_TERMS`): what lies beyond is not
+indexed. Both sit above the largest real entry of the benchmark catalogs, so no real entry loses a term
+(all 6,263 index exactly as before); a stuffed one gains at most the budget, whether or not the registry
+flags it. FTS5's BM25, which only picks candidates, already saturates repeated terms (k1) and discounts
+long fields (b).
 """
 
 from __future__ import annotations
@@ -15,12 +25,27 @@ import re
 from collections.abc import Container, Iterable, Mapping, Sized
 
 from ard_mcp.formats.catalog import CatalogEntry
+from ard_mcp.formats.untrusted import cap_keyword_runs
 from ard_mcp.index.example_texts import Example, humanize
 from ard_mcp.index.records import FtsDocument
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 MAX_QUERY_TERMS = 48
+#: Distinct terms of a description that are indexed: the largest real description has 72 (a Chinese one, in
+#: character bigrams), 99.9% have at most 44. The model reads only a text's first 256 tokens, too.
+DESCRIPTION_TERMS = 128
+#: Tags indexed as keywords, in the entry's order. The `tag` signal counts the tags and capabilities a query
+#: names, so every popular word listed as a tag is a chance to be named: 60 such tags put a stuffed entry in
+#: the top 3 of 18-19 of 60 unrelated dev queries, 5-6 with this budget (`bench/injection.py`). Real
+#: entries have at most 3 tags.
+KEYWORD_TAGS = 16
+#: Tags and capabilities indexed, in the entry's order: the most a real entry has is 36 (capabilities naming
+#: an MCP server's tools); beyond that a list is keywords for their own sake.
+KEYWORD_GROUPS = 64
+#: Distinct terms of all the other examples together (queries, tools, skills): the largest real entry has
+#: 661 (an MCP server of 35 richly documented tools), 99.9% at most 358.
+EXAMPLE_TERMS = 1024
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below between both
@@ -95,16 +120,38 @@ def named_keywords(named: Sized) -> float:
     return min(1.0, len(named) / 3)
 
 
-def _joined(texts: Iterable[str]) -> str:
-    return " ".join(t for text in texts for t in terms(text))
+def _joined(texts: Iterable[str], budget: int | None = None) -> str:
+    """The terms of `texts` in order, up to the first `budget` distinct ones (repeats of those kept)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for text in texts:
+        for term in terms(text):
+            if budget is not None and term not in seen:
+                if len(seen) >= budget:
+                    return " ".join(out)
+                seen.add(term)
+            out.append(term)
+    return " ".join(out)
+
+
+def _prose(example: Example) -> str:
+    """An example's text as indexed: a query's keyword runs capped, tool and skill texts as they are (listing
+    parameters or component names is what those are for)."""
+    return cap_keyword_runs(example.text) if example.kind == "query" else example.text
+
+
+def indexed_keywords(tags: Iterable[str] | None, capabilities: Iterable[str] | None) -> list[str]:
+    """The tags and capabilities indexed as keyword groups, in the order of `AgentTerms.keywords`."""
+    return [*list(tags or [])[:KEYWORD_TAGS], *(capabilities or [])][:KEYWORD_GROUPS]
 
 
 def fts_document(entry: CatalogEntry, examples: list[Example]) -> FtsDocument:
-    """The four weighted fields of an entry, already turned into terms."""
+    """The four weighted fields of an entry, already turned into terms, each within its term budget."""
     name_part = entry.identifier.rsplit(":", 1)[-1]
+    keywords = indexed_keywords(entry.tags, entry.capabilities)
     return FtsDocument(
-        name=_joined([entry.displayName, name_part]),
-        keywords=" | ".join(_joined([k]) for k in [*(entry.tags or []), *(entry.capabilities or [])]),
-        description=_joined([entry.description or ""]),
-        examples=_joined(e.text for e in examples if e.kind != "description"),
+        name=_joined([cap_keyword_runs(entry.displayName), name_part]),
+        keywords=" | ".join(_joined([k]) for k in keywords),
+        description=_joined([cap_keyword_runs(entry.description or "")], DESCRIPTION_TERMS),
+        examples=_joined((_prose(e) for e in examples if e.kind != "description"), EXAMPLE_TERMS),
     )

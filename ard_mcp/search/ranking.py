@@ -11,6 +11,15 @@ still wanted). A query whose best candidate stays below the cutoff is not left e
 candidates come back marked low-confidence, because for a host model an empty list where a fitting agent
 exists is the worst outcome, and a score alone cannot tell a near miss from a poorly described fit (README
 "Search quality" has the measured trade-off). Evidence texts are fetched only for the page that is returned.
+
+An entry whose text is aimed at a model (`ard_mcp.formats.untrusted`: instruction overrides, chat-template
+syntax, hidden prompts, keyword stuffing) is flagged by the registry when it is stored
+(`filter_values.UNTRUSTED_FIELD`) and its relevance is multiplied by `Tuning.untrusted_demotion` after the
+signals are fused, which puts it under the floor: the registry never vouches for it (a confident answer
+does not list it, and it cannot make a query confident); a low-confidence answer may still show it among
+the closest candidates, below every unflagged one scoring more, with the warning in its evidence. The
+scores of unflagged entries do not change. Nothing else about the ranking reads an entry: the tuning, the
+weights, the filters and the page come from the code and the caller, never from entry text or metadata.
 """
 
 from __future__ import annotations
@@ -26,7 +35,8 @@ import numpy as np
 
 from ard_mcp.formats.messages import MatchedExample
 from ard_mcp.index.embedding import Embedder
-from ard_mcp.index.lexical import coverage, idf, match_expression, named_keywords, query_terms, terms
+from ard_mcp.index.filter_values import UNTRUSTED_FIELD
+from ard_mcp.index.lexical import coverage, idf, indexed_keywords, match_expression, named_keywords, query_terms, terms
 from ard_mcp.index.records import AgentTerms, CandidateExamples, term_finder
 from ard_mcp.index.store.sqlite import Store
 from ard_mcp.index.vectors import VectorIndex
@@ -65,6 +75,13 @@ class Tuning:
     floor: int = 15  # a confident answer lists candidates down to this score; README "Search quality" has the trade-off
     tentative: int = 5  # a query below the cutoff still gets its closest candidates, at least this many, marked low-confidence
     evidence_examples: int = 3
+    # A flagged entry's relevance is multiplied by this (1.0 turns the demotion off). At 0.1 its score is at most 10, under
+    # the floor: a confident answer never lists it (so its text reaches a host model only among the closest candidates of a
+    # low-confidence answer, after every unflagged candidate scoring more, with the warning in its evidence), and it can never
+    # make a query confident. `bench/injection.py`: a keyword-stuffed entry with an injected instruction is in the top 3 /
+    # top 10 of 5-6 / 26-27 of 60 unrelated dev queries undemoted (18-19 / 34-36 before the lexical budgets); 1 / 18 at 0.84
+    # (just under the cutoff), 0 / 3 at 0.5, 0 / 0 at 0.25 and below. Real entries flagged: none of 6,263.
+    untrusted_demotion: float = 0.1
 
 
 DEFAULT_TUNING = Tuning()
@@ -108,6 +125,7 @@ class Ranked:
     matched_examples: list[MatchedExample]
     matched_words: list[str]
     matched_tags: list[str]
+    warnings: list[str] | None = None  # why the registry flagged the entry's text (see `Tuning.untrusted_demotion`)
 
 
 @dataclass
@@ -122,6 +140,7 @@ class Candidates:
     query: list[str]  # the query's terms
     surface: dict[str, str]  # term -> the word the user typed
     terms: dict[int, AgentTerms]  # agent -> its terms, and those of each tag / capability
+    flagged: np.ndarray | None = None  # (n,) bool: the registry flagged the agent's text as aimed at a model
 
 
 @dataclass
@@ -165,6 +184,21 @@ class Ranker:
         self.embedder = embedder
         self.tuning = tuning
         self._weights = np.array(tuning.weights)
+        self._flags: tuple[tuple[int, int], np.ndarray] | None = None
+
+    def flagged(self) -> np.ndarray:
+        """The ids of agents whose text the registry flagged (ascending), read once per store version: one
+        index range scan of a field only the registry writes (`filter_values.UNTRUSTED_FIELD`)."""
+        version = self.store.version()
+        if self._flags is None or self._flags[0] != version:
+            values = [v for v, _ in self.store.facet(UNTRUSTED_FIELD, None)]
+            ids = self.store.filter_agents({UNTRUSTED_FIELD: values}) if values else frozenset()
+            self._flags = (version, np.array(sorted(ids or ()), np.int64))
+        return self._flags[1]
+
+    def warnings(self, agent_id: int) -> list[str]:
+        """Why the registry flagged an agent's text; empty for an unflagged one."""
+        return [v for v, _ in self.store.facet(UNTRUSTED_FIELD, {agent_id})]
 
     def relevance(self, signals: np.ndarray) -> np.ndarray:
         """Probability-like relevance in (0, 1) for each row of signals; comparable across queries."""
@@ -181,6 +215,8 @@ class Ranker:
         if found is None:
             return Ranking([], None, self)
         relevance = self.relevance(found.signals)
+        if found.flagged is not None and found.flagged.any():
+            relevance = np.where(found.flagged, relevance * self.tuning.untrusted_demotion, relevance)
         scores = np.round(relevance * 100)
         order = np.lexsort((found.agent_ids, -relevance))
         confident = bool(scores.max() >= self.tuning.cutoff)
@@ -200,7 +236,8 @@ class Ranker:
         texts = self.store.example_texts([int(found.examples.ids[i]) for i in local])
         local = [i for i in local if int(found.examples.ids[i]) in texts]  # an update since ranking replaced the others
         terms = found.terms[agent_id]
-        keywords = [*(entry.get("tags") or []), *(entry.get("capabilities") or [])]
+        keywords = indexed_keywords(entry.get("tags"), entry.get("capabilities"))
+        flagged = found.flagged is not None and bool(found.flagged[index])
         return Ranked(
             agent_id=agent_id,
             score=hit.score,
@@ -209,6 +246,7 @@ class Ranker:
             matched_examples=[_matched(*texts[int(found.examples.ids[i])], round(float(found.similarity[i]), 4)) for i in local],
             matched_words=sorted({found.surface.get(t, t).lower() for t in found.query if t in terms.vocabulary}),
             matched_tags=[k for k, k_terms in zip(keywords, terms.keywords, strict=False) if k_terms.any_of(found.query)],
+            warnings=(self.warnings(agent_id) or None) if flagged else None,
         )
 
     def candidates(self, text: str, allowed: AbstractSet[int] | None) -> Candidates | None:
@@ -255,7 +293,8 @@ class Ranker:
 
         signals = np.column_stack([best, second, context, all_examples, lexical, tag])
         surface = {term: word for word in _WORD.findall(text) for term in terms(word)}
-        return Candidates(agent_ids, signals, examples, sims, starts, qterms, surface, agent_terms)
+        flagged = np.isin(agent_ids, self.flagged())
+        return Candidates(agent_ids, signals, examples, sims, starts, qterms, surface, agent_terms, flagged)
 
     def _dense_candidates(self, intents: np.ndarray, allowed: AbstractSet[int] | None, total: int) -> set[int]:
         t = self.tuning

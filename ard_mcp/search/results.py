@@ -20,6 +20,7 @@ from ard_mcp.formats.messages import (
     ScoreComponents,
     SearchResponse,
     SearchResult,
+    TrustFinding,
 )
 from ard_mcp.search.selection import Candidate
 
@@ -43,15 +44,19 @@ def first_sentence(text: str, limit: int = BRIEF_DESCRIPTION) -> str:
 
 def brief(result: SearchResult) -> BriefResult:
     """A result as one short line of facts. The evidence kept is the best matched example, unless that is the
-    description already shown, when the matched words say more."""
+    description already shown, when the matched words say more; for an entry the registry flagged, its first
+    warning, since the description shown beside it may hold the very instruction it warns about."""
     match: str | None = None
-    if result.evidence is not None:
+    if result.evidence is not None and result.evidence.warnings:
+        match = _shorten(f"warning: {result.evidence.warnings[0]}", BRIEF_MATCH)
+    elif result.evidence is not None:
         examples = [m for m in result.evidence.matchedExamples if m.kind != "description"]
         if examples:
             match = _shorten(f"{examples[0].kind}: {examples[0].text}", BRIEF_MATCH)
         elif result.evidence.matchedWords:
             match = "words: " + ", ".join(result.evidence.matchedWords[:8])
     return BriefResult(
+        trust=result.evidence.trust.status if result.evidence is not None and result.evidence.trust is not None else None,
         identifier=result.identifier,
         displayName=result.displayName,
         description=first_sentence(result.description) if result.description else None,
@@ -106,5 +111,7 @@ class SearchPage:
             scoreComponents=ScoreComponents(**ranked.components),
             freshness=Freshness(metadataUpdatedAt=agent.entry.get("updatedAt"), indexedAt=agent.indexed_at),
             confidence="high" if self.confident else "low",
+            trust=TrustFinding.of(candidate.trust),
+            warnings=ranked.warnings,
         )
         return SearchResult.model_validate({**agent.entry, "score": candidate.score, "source": self.source, "evidence": evidence})

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 
+from ard_mcp.formats.entry_facts import TRUST_FIELDS
 from ard_mcp.index.filter_values import Filter
 from ard_mcp.index.records import StoredAgent
 from ard_mcp.index.store.sqlite import Store
@@ -32,6 +33,7 @@ class Candidate:
     score: int | None
     preferred: list[str] = field(default_factory=list)
     explain: Callable[[], Ranked] | None = None
+    trust: dict[str, str] = field(default_factory=dict)  # the registry's trust finding (`entry_facts.TRUST_FIELDS`)
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,14 @@ def ranked_page(ranking: Ranking, store: Store, criteria: Criteria, now: datetim
         if hit.agent_id in agents  # deleted since it was ranked
     ]
     return Selection(candidates, len(chosen), offset + size < len(chosen), ranking.confident)
+
+
+def with_trust(store: Store, selection: Selection) -> Selection:
+    """The page's candidates with their trust findings: one read for the page, since every result shows it."""
+    found = store.values_of([c.agent.id for c in selection.candidates], TRUST_FIELDS)
+    for candidate in selection.candidates:
+        candidate.trust = found.get(candidate.agent.id, {})
+    return selection
 
 
 def unranked_page(store: Store, ids: AbstractSet[int] | None, criteria: Criteria, now: datetime, offset: int, size: int) -> Selection:

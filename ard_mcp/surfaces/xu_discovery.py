@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ard_mcp.formats.entry_facts import bindings_of, source_id_of, status_of
 from ard_mcp.formats.identifiers import publisher_of
-from ard_mcp.formats.messages import SearchResult
+from ard_mcp.formats.messages import SearchResult, TrustFinding
 from ard_mcp.formats.xu import (
     DiscoveryConstraints,
     DiscoveryRequest,
@@ -93,6 +93,7 @@ def _candidate(
         "credential_refs": refs or None,
         "status": status,
         "freshness": XuFreshness(metadata_updated_at=entry.get("updatedAt"), indexed_at=chosen.agent.indexed_at, age_seconds=round(age, 1)),
+        "trust": TrustFinding.of(chosen.trust),
     }
     if request.include_evidence and chosen.explain is not None:
         ranked = chosen.explain()
@@ -151,6 +152,7 @@ def _remote(result: SearchResult, now: datetime) -> XuCandidate:
             "origin_authority": publisher_of(result.identifier),
             **({"origin_signature": trust["signature"]} if trust.get("signature") else {}),
             "received_at": utc_now_text(now),
+            "trust": result.evidence.trust if result.evidence is not None else None,
         }
     )
 
