@@ -44,6 +44,7 @@ class Config:
     source_url: str | None = None
     chroma_url: str | None = None  # a `chroma run` server shared by several processes; None = embedded Chroma
     limits: EntryLimits = DEFAULT_LIMITS
+    demote_trust: tuple[str, ...] = ()  # trust statuses ranked lower (`--trust-policy demote`: invalid, self-asserted)
 
     @cached_property
     def identifier(self) -> str:

@@ -8,6 +8,7 @@ however large its index is), and answers every read through one method per conce
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -34,7 +35,7 @@ from ard_mcp.search.filters import check_field, parse_filter
 from ard_mcp.search.ordering import parse_order
 from ard_mcp.search.paging import check_page_size, decode_token, encode_token
 from ard_mcp.search.query import SearchQuery, query_text
-from ard_mcp.search.ranking import Ranker
+from ard_mcp.search.ranking import DEFAULT_TUNING, Ranker
 from ard_mcp.search.results import SearchPage
 from ard_mcp.search.selection import Selection, narrowed, ranked_page, unranked_page, with_trust
 from ard_mcp.search.visibility import ANONYMOUS, Viewer, hidden_agents, visible
@@ -89,7 +90,8 @@ class Registry:
 
     @cached_property
     def ranker(self) -> Ranker:
-        return Ranker(self.store, self.vectors, self.embedder, examples=self.resident)
+        tuning = dataclasses.replace(DEFAULT_TUNING, demoted_trust=self.config.demote_trust)
+        return Ranker(self.store, self.vectors, self.embedder, tuning, examples=self.resident)
 
     @cached_property
     def indexer(self) -> Indexer:

@@ -126,6 +126,7 @@ def test_auto_keeps_the_freshest_copy_of_an_entry(trio: tuple[str, str, str]) ->
     results = search(a, "convert markdown to pdf").json()["results"]
     copies = [r for r in results if r["identifier"] == PDF["identifier"]]
     assert len(copies) == 1 and copies[0]["description"].startswith("Newer copy") and copies[0]["source"].rstrip("/") == b
+    assert sorted(s.rstrip("/") for s in copies[0]["evidence"]["sources"]) == sorted([a, b])
 
 
 def test_a_cycle_stops(trio: tuple[str, str, str]) -> None:

@@ -15,7 +15,9 @@ from jwt.algorithms import ECAlgorithm
 from mcp import Client
 
 from ard_mcp.config import Config
+from ard_mcp.formats.entry_facts import trust_values
 from ard_mcp.registry import Registry
+from ard_mcp.search.query import SearchQuery
 from ard_mcp.surfaces.mcp_server import build_server
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.surfaces.services import Services
@@ -147,3 +149,20 @@ async def test_every_surface_shows_the_trust_status(data_dir: Path, site: Publis
         await mcp.call_tool("register_agent", {"entry": agent("verified", SPIFFE, KEY)})
         page = await mcp.call_tool("search_agents", {"text": "book business travel"})
     assert page.structured_content is not None and page.structured_content["results"][0]["trust"] == "verified"
+
+
+def test_demote_ranks_self_asserted_entries_below_checked_ones(tmp_path: Path) -> None:
+    better = agent("plain", description="Books business travel: flights, hotels and trains for a team trip to Tokyo.")
+    checked = agent("checked", description="Books business travel for a team.")
+    order = {}
+    for policy, demoted in (("show", ()), ("demote", ("invalid", "self-asserted"))):
+        registry = Registry(Config(tmp_path / policy, demote_trust=demoted))
+        try:
+            registry.indexer.register(better)
+            registry.indexer.register(checked, owned=trust_values("verified", "signature checked"))
+            page = registry.search(SearchQuery.of("book flights and hotels for a team trip to Tokyo"))
+            order[policy] = [r.identifier.rsplit(":", 1)[1] for r in page.results()]
+        finally:
+            registry.close()
+    assert order["show"][:2] == ["plain", "checked"]
+    assert order["demote"][:2] == ["checked", "plain"]

@@ -43,7 +43,6 @@ class FederatedPage:
     confident: bool
     referrals: list[RegistryReferral] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    sources: dict[str, list[str]] = field(default_factory=dict)  # identifier -> every registry that returned it
 
     def response(self, detail: Detail | None, compact: bool) -> SearchResponse:
         """The page as `search_agents` answers it: brief lines, or entries at a detail level."""
@@ -144,12 +143,18 @@ class Federation:
         if not rankings:
             return
         fused = fuse([answer.results, *(rankings[u.url] for u in asked if u.url in rankings)], query.page_size)
-        answer.results = [m.result for m in fused]
-        answer.sources = {m.result.identifier: m.sources for m in fused if len(m.sources) > 1}
+        answer.results = [_noting_sources(m.result, m.sources) for m in fused]
         answer.total = max(answer.total, len(answer.results))
         answer.confident = answer.confident or any(
             r.evidence is None or r.evidence.confidence != "low" for ranking in rankings.values() for r in ranking
         )
+
+
+def _noting_sources(result: SearchResult, sources: list[str]) -> SearchResult:
+    """The kept copy of an entry several registries returned, naming all of them in its evidence."""
+    if len(sources) < 2 or result.evidence is None:
+        return result
+    return result.model_copy(update={"evidence": result.evidence.model_copy(update={"sources": sources})})
 
 
 def _referral(upstream: Upstream, index: int) -> RegistryReferral:

@@ -75,6 +75,9 @@ class Evidence(WireModel):
     freshness: Freshness
     confidence: Confidence = Field(description=CONFIDENCE)
     trust: TrustFinding | None = Field(default=None, description="The registry's trust check of the entry (filter: trust.status).")
+    sources: list[str] | None = Field(
+        default=None, description="Federation: every registry that returned this entry (the freshest copy is shown)."
+    )
     warnings: list[str] | None = Field(
         default=None,
         description="Set by the registry, never by the entry: why its text looks aimed at a model rather than at you "

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ard_mcp.formats.entry_facts import TRUST_STATUS
 from ard_mcp.formats.messages import MatchedExample
 from ard_mcp.index.embedding import Embedder
 from ard_mcp.index.filter_values import UNTRUSTED_FIELD
@@ -82,6 +83,11 @@ class Tuning:
     # top 10 of 5-6 / 26-27 of 60 unrelated dev queries undemoted (18-19 / 34-36 before the lexical budgets); 1 / 18 at 0.84
     # (just under the cutoff), 0 / 3 at 0.5, 0 / 0 at 0.25 and below. Real entries flagged: none of 6,263.
     untrusted_demotion: float = 0.1
+    # `--trust-policy demote`: entries whose trust status is one of these have their relevance multiplied by
+    # `trust_demotion`, so among comparable matches a checked publisher comes first. An operator's policy, not a
+    # fitted value: 0.5 keeps a self-asserted entry that fits the task well above one that fits it poorly.
+    demoted_trust: tuple[str, ...] = ()
+    trust_demotion: float = 0.5
 
 
 DEFAULT_TUNING = Tuning()
@@ -185,6 +191,7 @@ class Ranker:
         self.tuning = tuning
         self._weights = np.array(tuning.weights)
         self._flags: tuple[tuple[int, int], np.ndarray] | None = None
+        self._demoted: tuple[tuple[int, int], np.ndarray] | None = None
 
     def flagged(self) -> np.ndarray:
         """The ids of agents whose text the registry flagged (ascending), read once per store version: one
@@ -195,6 +202,14 @@ class Ranker:
             ids = self.store.filter_agents({UNTRUSTED_FIELD: values}) if values else frozenset()
             self._flags = (version, np.array(sorted(ids or ()), np.int64))
         return self._flags[1]
+
+    def demoted(self) -> np.ndarray:
+        """The ids of agents whose trust status the policy demotes (`Tuning.demoted_trust`), read once per store version."""
+        version = self.store.version()
+        if self._demoted is None or self._demoted[0] != version:
+            ids = self.store.filter_agents({TRUST_STATUS: list(self.tuning.demoted_trust)}) if self.tuning.demoted_trust else frozenset()
+            self._demoted = (version, np.array(sorted(ids or ()), np.int64))
+        return self._demoted[1]
 
     def warnings(self, agent_id: int) -> list[str]:
         """Why the registry flagged an agent's text; empty for an unflagged one."""
@@ -217,6 +232,8 @@ class Ranker:
         relevance = self.relevance(found.signals)
         if found.flagged is not None and found.flagged.any():
             relevance = np.where(found.flagged, relevance * self.tuning.untrusted_demotion, relevance)
+        if self.tuning.demoted_trust:
+            relevance = np.where(np.isin(found.agent_ids, self.demoted()), relevance * self.tuning.trust_demotion, relevance)
         scores = np.round(relevance * 100)
         order = np.lexsort((found.agent_ids, -relevance))
         confident = bool(scores.max() >= self.tuning.cutoff)
