@@ -19,7 +19,7 @@ import numpy as np
 
 from ard_mcp.errors import ArdError, Conflict, InvalidArgument, NotFound, PermissionDenied, StaleEntry
 from ard_mcp.formats.catalog import CatalogEntry
-from ard_mcp.formats.entry_facts import EXPIRES_KEY, SOURCE_ID_KEY, TRUST_FIELDS, unchecked_trust
+from ard_mcp.formats.entry_facts import EXPIRES_KEY, SOURCE_ID_KEY, TRUST_CHECKED, TRUST_FIELDS, unchecked_trust
 from ard_mcp.formats.identifiers import normalize_identifier, publisher_of
 from ard_mcp.formats.leniency import Notice, read_entry
 from ard_mcp.formats.limits import EntryLimits
@@ -84,6 +84,11 @@ def restore_pending(store: Store, index: VectorIndex) -> None:
         if rows:
             index.add([(r.id, r.agent_id) for r in rows], np.stack([r.vector for r in rows]))
         store.mark_vectors_done(pending)
+
+
+def _finding(owned: Owned) -> Owned:
+    """A trust finding without the time it was made: the same finding made again is no change to write."""
+    return {(field, value) for field, value in owned if field != TRUST_CHECKED}
 
 
 def _check_scope(identifier: str, may_write: MayWrite | None) -> None:
@@ -203,7 +208,7 @@ class Indexer:
         stored = self._store.get(entry.identifier)
         if stored is not None:
             if stored.content_hash == digest:
-                if owned is not None and self._store.owned_values(stored.id, TRUST_FIELDS) != owned:
+                if owned is not None and _finding(self._store.owned_values(stored.id, TRUST_FIELDS)) != _finding(owned):
                     self._store.replace_owned_values(stored.id, TRUST_FIELDS, owned)
                 return None
             _check_same_source(entry, stored.entry)
