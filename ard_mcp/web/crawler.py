@@ -112,7 +112,7 @@ class Crawler:
                 continue
             before = len(self.report.sources)
             await self._walk(level)
-            if not any(s.status not in ("not-found",) for s in self.report.sources[before:]):
+            if all(s.status == "not-found" for s in self.report.sources[before:]):
                 self.report.errors.append(f"{target}: no catalog found (tried {', '.join(_tried(level))})")
         return self.report
 
