@@ -114,8 +114,8 @@ class Federation:
         return answer
 
     async def _merge(self, answer: FederatedPage, query: SearchQuery, upstreams: list[Upstream], path: Path) -> None:
-        body = {"query": {"text": query.text, **({"filter": query.filter} if query.filter else {})}, "pageSize": query.page_size}
-        body["federation"] = "auto"
+        wanted = {"text": query.text, **({"filter": query.filter} if query.filter else {})}
+        body = {"query": wanted, "pageSize": query.page_size, "federation": "auto"}  # upstreams may federate on (hops stop loops)
         rankings: dict[str, list[SearchResult]] = {}
 
         async def ask(upstream: Upstream) -> None:
