@@ -1,6 +1,6 @@
-"""Federation (not built yet): answering a search with what upstream registries know (ARD §8, Xu §9.2),
-merging their rankings with the local one, and stopping request loops between registries.
+"""Federation: answering a search with what upstream registries know (ARD §8, Xu §10), merging their
+rankings with the local one, and stopping request loops between registries.
 
-A federation client wraps `ard_mcp.registry.Registry.search`; the surfaces pass the request's
-`federation` mode through.
+`settings` (which upstreams) and `hops` (the path a request carries) under `client` (asking one upstream)
+and `breaker`; `merge` fuses rankings; `service.Federation` runs none / referrals / auto for every surface.
 """
