@@ -173,6 +173,8 @@ def discover(
     page = registry.search(query, now, viewer)
     omitted: set[str] = set()
     candidates = [_candidate(c, request, criteria, now, full_allowed, omitted) for c in page.candidates]
+    for candidate, chosen in zip(candidates, page.candidates, strict=True):
+        candidate.warnings = registry.ranker.warnings(chosen.agent.id) or None  # shown at every detail level, like trust
     referrals = None
     if federate is not None and request.federation != "none":
         federated = federate(query, request.federation)
