@@ -203,10 +203,10 @@ class Crawler:
         if self._fetched >= self.limits.max_documents and not candidate.quiet:
             self._outcome(candidate, "failed", error=f"not fetched: the crawl's limit of {self.limits.max_documents} documents")
             return []
-        known = self.registry.store.crawl_sources().get(candidate.url)
-        source = Source.from_dict(known) if known else Source(candidate.url, candidate.via, found_from=candidate.found_from)
+        known = self._remembered(candidate.url)
+        source = known or Source(candidate.url, candidate.via, found_from=candidate.found_from)
         source.depth = candidate.depth
-        validators = (source.etag, source.last_modified) if known else (None, None)
+        validators = (source.etag, source.last_modified) if known is not None else (None, None)
         try:
             fetched = await self._fetch(candidate, *validators)
         except FetchError as exc:
@@ -233,10 +233,13 @@ class Crawler:
 
     def _due_children(self, source: Source, depth: int) -> list[_Candidate]:
         """The remembered nested catalogs of an unchanged document that are due themselves."""
-        remembered = self.registry.store.crawl_sources()
         now = utcnow()
-        children = [Source.from_dict(remembered[c]) for c in source.children if c in remembered]
+        children = [c for c in map(self._remembered, source.children) if c is not None]
         return [_Candidate(c.url, c.via, source.url, depth) for c in children if self._refresh_all or c.due(now)]
+
+    def _remembered(self, url: str) -> Source | None:
+        state = self.registry.store.crawl_source(url)
+        return None if state is None else Source.from_dict(state)
 
     async def _fetch(self, candidate: _Candidate, etag: str | None, last_modified: str | None) -> Fetched:
         self._fetched += 0 if candidate.quiet else 1
@@ -287,7 +290,7 @@ class Crawler:
                     self.report.rejected.append(f"{where}: {held}")
                     continue
                 if isinstance(raw.get("identifier"), str):
-                    identifiers.append(_normalized(raw["identifier"]))
+                    identifiers.append(normalize_identifier(raw["identifier"]))
                 items.append((where, {**raw, "metadata": {**(raw.get("metadata") or {}), **provenance}}))
             else:
                 items.append((where, raw))
@@ -312,19 +315,14 @@ class Crawler:
             source.schedule(utcnow(), self.schedule, failed=False)
             self.registry.store.set_crawl_source(source.url, source.as_dict())
         for child in gone_children:
-            known = self.registry.store.crawl_sources().get(child)
-            if known:
-                await self._forget(Source.from_dict(known))
+            await self._forget_url(child)
         return len(source.identifiers)
 
     def _held_elsewhere(self, raw: dict[str, Any], url: str) -> str | None:
         identifier = raw.get("identifier")
         if not isinstance(identifier, str):
             return None
-        try:
-            stored = self.registry.store.get(normalize_identifier(identifier))
-        except ArdError:
-            return None  # the indexer rejects it with the reason
+        stored = self.registry.store.get(normalize_identifier(identifier))
         if stored is None:
             return None
         holder = (stored.entry.get("metadata") or {}).get(entry_facts.CRAWL_SOURCE_KEY)
@@ -353,9 +351,12 @@ class Crawler:
         self.report.removed += await self.remove(source.identifiers, source.url)
         self.registry.store.delete_crawl_source(source.url)
         for child in source.children:
-            known = self.registry.store.crawl_sources().get(child)
-            if known:
-                await self._forget(Source.from_dict(known))
+            await self._forget_url(child)
+
+    async def _forget_url(self, url: str) -> None:
+        known = self._remembered(url)
+        if known is not None:
+            await self._forget(known)
 
 
 def _provenance(source: Source, fetched: Fetched | None) -> dict[str, str]:
@@ -369,13 +370,6 @@ def _provenance(source: Source, fetched: Fetched | None) -> dict[str, str]:
     if fetched is not None and fetched.last_modified:
         found[entry_facts.CRAWL_MODIFIED_KEY] = fetched.last_modified
     return found
-
-
-def _normalized(identifier: str) -> str:
-    try:
-        return normalize_identifier(identifier)
-    except ArdError:
-        return identifier
 
 
 def _tried(level: list[_Candidate]) -> list[str]:

@@ -28,7 +28,7 @@ MAX_PAGES = 2000  # 200,000 servers: a bound on a registry that keeps sending cu
 async def import_registry(crawler: Crawler, base: str) -> Source:
     """Import (or update from) the registry at `base`; the outcome is added to `crawler.report`."""
     url = base.rstrip("/")
-    known = crawler.registry.store.crawl_sources().get(url)
+    known = crawler.registry.store.crawl_source(url)
     source = Source.from_dict(known) if known else Source(url, "mcp-registry", kind="mcp-registry")
     started = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
     since = source.cursor_since

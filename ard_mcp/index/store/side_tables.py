@@ -32,6 +32,12 @@ class SideTables:
         """What the crawler remembers of each document it fetched, by URL."""
         return {row["url"]: json.loads(row["state"]) for row in self._query("SELECT url, state FROM crawl_sources")}
 
+    def crawl_source(self, url: str) -> dict[str, Any] | None:
+        """What the crawler remembers of one document: one row, not the whole table (an MCP registry's state
+        lists every server it imported)."""
+        rows = self._query("SELECT state FROM crawl_sources WHERE url = ?", (url,))
+        return json.loads(rows[0]["state"]) if rows else None
+
     def set_crawl_source(self, url: str, state: dict[str, Any]) -> None:
         with self._lock:
             self._conn.execute(
