@@ -166,3 +166,16 @@ def test_demote_ranks_self_asserted_entries_below_checked_ones(tmp_path: Path) -
             registry.close()
     assert order["show"][:2] == ["plain", "checked"]
     assert order["demote"][:2] == ["checked", "plain"]
+
+
+def test_refuse_invalid_leaves_a_forged_entry_out_of_a_crawl(registry: Registry, site: Publisher) -> None:
+    site.put("/catalog.json", {"specVersion": "1.0", "entries": [agent("forged", SPIFFE, OTHER_KEY), agent("plain")]})
+    settings = CrawlSettings(allow_private_networks=True, trust_policy="refuse-invalid")
+
+    async def crawl() -> list[str]:
+        async with open_crawler(registry, settings, trust=checks(site)) as crawler:
+            return (await crawler.crawl([site.url("/catalog.json")])).rejected
+
+    rejected = anyio.run(crawl)
+    assert len(rejected) == 1 and "agents:forged: its trust manifest is invalid" in rejected[0]
+    assert [e.identifier for e in registry.list().items] == ["urn:air:acme.test:agents:plain"]

@@ -68,10 +68,10 @@ class TrustChecks:
 
         async def check(raw: dict[str, Any]) -> None:
             async with limiter:
-                result = await self.check(raw)
-            if refuse_invalid and result.status == "invalid":
-                refused[id(raw)] = f"{raw['identifier']}: its trust manifest is invalid ({result.reason}); left out"
-            found[normalize_identifier(raw["identifier"])] = trust_values(result.status, result.reason, result.checked_at)
+                try:
+                    found[normalize_identifier(raw["identifier"])] = await self.findings(raw, refuse_invalid)
+                except PermissionDenied as exc:
+                    refused[id(raw)] = exc.message
 
         async with anyio.create_task_group() as group:
             for _, raw in items:
