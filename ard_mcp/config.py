@@ -43,6 +43,7 @@ class Config:
     model_dir: Path | None = None
     source_url: str | None = None
     chroma_url: str | None = None  # a `chroma run` server shared by several processes; None = embedded Chroma
+    store_url: str | None = None  # a PostgreSQL store shared by several processes; None = SQLite in data_dir
     limits: EntryLimits = DEFAULT_LIMITS
     demote_trust: tuple[str, ...] = ()  # trust statuses ranked lower (`--trust-policy demote`: invalid, self-asserted)
 

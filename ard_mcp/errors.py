@@ -105,6 +105,13 @@ class VectorIndexUnavailable(ArdError):
     http_status = 503
 
 
+class StoreUnavailable(ArdError):
+    """The PostgreSQL server named by --store-url cannot be reached (or refused the connection)."""
+
+    code = "UNAVAILABLE"
+    http_status = 503
+
+
 class RequestTimeout(ArdError):
     """A request body that did not arrive in time: a client trickling bytes would otherwise hold a worker."""
 

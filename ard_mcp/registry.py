@@ -28,7 +28,7 @@ from ard_mcp.index.expiry import ExpiryClock
 from ard_mcp.index.filter_values import METADATA_PREFIX
 from ard_mcp.index.indexer import Indexer, Progress, restore_pending
 from ard_mcp.index.resident import ResidentExamples
-from ard_mcp.index.store.sqlite import Store
+from ard_mcp.index.store import open_store
 from ard_mcp.index.vectors import VectorIndex
 from ard_mcp.search.browse import parse_selection, selected_ids
 from ard_mcp.search.filters import check_field, parse_filter
@@ -48,24 +48,32 @@ class Registry:
         """`rebuilding` opens an index built with another model, for `reindex` to convert it; `claimed` is
         the data directory's lock (`datadir.claim`) when the caller took it already, else it is taken here."""
         self.config = config
-        self._lock_file = claimed or datadir.claim(config.data_dir, shared=config.chroma_url is not None)
+        self._lock_file = claimed if claimed is not None else datadir.claim_for(config)
+        self._closed = False
         self._write_lock = threading.RLock()
         self._warm_lock = threading.Lock()
         self._expiry = ExpiryClock()
         self.model_spec = ModelSpec.load(config.model_dir or bundled_model_dir())
-        self.store = Store(config.data_dir / "catalog.sqlite3")
+        try:
+            self.store = open_store(config)
+        except BaseException:
+            datadir.release(self._lock_file)
+            raise
         stored_model = self.store.meta("model_id")
         if stored_model is not None and stored_model != self.model_spec.id and not rebuilding:
+            self.store.close()
+            datadir.release(self._lock_file)
             raise ModelMismatch(
-                f"the index in {config.data_dir} was built with model {stored_model!r}, not {self.model_spec.id!r}; "
+                f"the index in {self.store!r} was built with model {stored_model!r}, not {self.model_spec.id!r}; "
                 f"run `ard-mcp reindex` with the new model to rebuild it"
             )
 
     def close(self) -> None:
         """Release the data directory; safe to call more than once."""
         with self._warm_lock, self._write_lock:  # never close under a warm-up or a write
-            if self._lock_file.closed:
+            if self._closed:
                 return
+            self._closed = True
             self._drop_vectors()
             if "resident" in self.__dict__:
                 self.resident.close()

@@ -1,4 +1,6 @@
-"""Shared fixtures: a real registry (SQLite + embedded Chroma + the bundled ONNX model) in a temp dir."""
+"""Shared fixtures: a real registry (embedded Chroma + the bundled ONNX model) in a temp dir, once on each
+store: SQLite, and PostgreSQL (a real server the session starts, one fresh database per test) where the
+machine has PostgreSQL; tests that use `registry` or `loaded` run on both."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from ard_mcp.config import Config
 from ard_mcp.formats.messages import SearchResult
 from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
+from tests import postgres_server
 from tests.dns_responder import DnsResponder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -143,9 +146,40 @@ def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[postgres_server.PostgresServer]:
+    if not postgres_server.AVAILABLE:
+        pytest.skip("no PostgreSQL binaries on this machine")
+    server = postgres_server.PostgresServer()
+    yield server
+    server.stop()
+
+
+STORES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+def _store_url(request: pytest.FixtureRequest) -> str | None:
+    if request.param == "sqlite":
+        return None
+    server: postgres_server.PostgresServer = request.getfixturevalue("postgres")
+    return server.new_database()
+
+
+@pytest.fixture(params=STORES)
+def store_url(request: pytest.FixtureRequest) -> str | None:
+    """None for the embedded SQLite store, or the URL of a fresh PostgreSQL database."""
+    return _store_url(request)
+
+
+@pytest.fixture(scope="module", params=STORES)
+def module_store_url(request: pytest.FixtureRequest) -> str | None:
+    """`store_url` for a module's shared registry."""
+    return _store_url(request)
+
+
 @pytest.fixture
-def registry(data_dir: Path) -> Iterator[Registry]:
-    reg = Registry(Config(data_dir))
+def registry(data_dir: Path, store_url: str | None) -> Iterator[Registry]:
+    reg = Registry(Config(data_dir, store_url=store_url))
     yield reg
     reg.close()
 

@@ -100,10 +100,15 @@ AIDIP_URN = "urn:air:api.example.com:agent-12345"
 
 @asynccontextmanager
 async def running(
-    data_dir: Path, settings: HttpSettings | None = None, source_url: str | None = None, services: Services | None = None
+    data_dir: Path,
+    settings: HttpSettings | None = None,
+    source_url: str | None = None,
+    services: Services | None = None,
+    store_url: str | None = None,
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The whole app (lifespan included: registry, MCP session manager) under an httpx client."""
-    app = build_app(Config(data_dir, source_url=source_url), settings or HttpSettings(), warm=False, services=services)
+    config = Config(data_dir, source_url=source_url, store_url=store_url)
+    app = build_app(config, settings or HttpSettings(), warm=False, services=services)
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL, timeout=60) as client,
@@ -115,9 +120,11 @@ Api = tuple[httpx.AsyncClient, dict[str, Any]]
 
 
 @asynccontextmanager
-async def seeded(data_dir: Path, documents: list[dict[str, Any]], source_url: str | None = None) -> AsyncIterator[Api]:
+async def seeded(
+    data_dir: Path, documents: list[dict[str, Any]], source_url: str | None = None, store_url: str | None = None
+) -> AsyncIterator[Api]:
     """The app with `documents` registered through POST /agents, and its /openapi.json."""
-    async with running(data_dir, source_url=source_url) as client:
+    async with running(data_dir, source_url=source_url, store_url=store_url) as client:
         for document in documents:
             response = await client.post("/agents", json=document)
             assert response.status_code == 201, response.text

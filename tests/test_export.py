@@ -28,7 +28,7 @@ from ard_mcp.index.export import export, replacing
 from ard_mcp.index.filter_values import entry_values
 from ard_mcp.index.lexical import fts_document
 from ard_mcp.index.records import content_hash
-from ard_mcp.index.store.sqlite import Store
+from ard_mcp.index.store.sqlite import SqliteStore as Store
 from tests.conftest import PDF, SAMPLE, WEATHER, entry
 from tests.http_support import ard_errors, assert_ard
 from tests.test_cli import ard

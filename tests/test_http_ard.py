@@ -21,8 +21,10 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-async def api(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Api]:
-    async with seeded(tmp_path_factory.mktemp("ard") / "data", SAMPLE, source_url="https://registry.example.com/") as api:
+async def api(tmp_path_factory: pytest.TempPathFactory, module_store_url: str | None) -> AsyncIterator[Api]:
+    async with seeded(
+        tmp_path_factory.mktemp("ard") / "data", SAMPLE, source_url="https://registry.example.com/", store_url=module_store_url
+    ) as api:
         yield api
 
 

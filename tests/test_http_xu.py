@@ -36,8 +36,10 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-async def api(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Api]:
-    async with seeded(tmp_path_factory.mktemp("xu") / "data", [*SAMPLE, XU_HR, XU_MINIMAL, AIDIP_TRANSLATOR]) as api:
+async def api(tmp_path_factory: pytest.TempPathFactory, module_store_url: str | None) -> AsyncIterator[Api]:
+    async with seeded(
+        tmp_path_factory.mktemp("xu") / "data", [*SAMPLE, XU_HR, XU_MINIMAL, AIDIP_TRANSLATOR], store_url=module_store_url
+    ) as api:
         yield api
 
 

@@ -104,6 +104,7 @@ def test_no_module_is_too_long_to_hold(module: str) -> None:
 
 def test_the_checks_see_what_they_check() -> None:
     """Not vacuous: the registry imports the store, the CLI the registry, and each is placed."""
-    assert "ard_mcp.index.store.sqlite" in _imports("ard_mcp.registry")
+    assert "ard_mcp.index.store" in _imports("ard_mcp.registry")
+    assert "ard_mcp.index.store.base" in _imports("ard_mcp.index.store.sqlite")
     assert "ard_mcp.registry" in _imports("ard_mcp.surfaces.cli")
     assert _layer_of("ard_mcp.surfaces.rest.app") == 6 and _layer_of("ard_mcp.index.store.sqlite") == 2

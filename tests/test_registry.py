@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,10 @@ pytestmark = pytest.mark.slow  # the model, Chroma or a server
 
 def counts(registry: Registry) -> dict[str, int]:
     """Rows for every table that holds a trace of an agent, plus the vector index."""
-    db = registry.store._conn  # noqa: SLF001 - the test inspects storage directly on purpose
-    out = {t: db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("agents", "agent_values", "examples", "agents_fts")}
+    store = registry.store
+    out = {t: store._tuples(f"SELECT count(*) FROM {t}")[0][0] for t in ("agents", "agent_values", "examples")}  # noqa: SLF001
+    full_text = "SELECT count(DISTINCT agent_id) FROM postings" if registry.config.store_url else "SELECT count(*) FROM agents_fts"
+    out["full_text"] = store._tuples(full_text)[0][0]  # noqa: SLF001 - agents in the store's full-text index
     out["chroma"] = registry.vectors.count()
     return out
 
@@ -179,18 +182,18 @@ def test_an_index_built_with_another_model_is_refused(loaded: Registry, data_dir
     loaded.close()
     other = _model_copy(tmp_path, id="someone/other-model")
     with pytest.raises(ModelMismatch, match=rf"built with model '{re.escape(loaded.model_spec.id)}'.*reindex"):
-        Registry(Config(data_dir, model_dir=other))
-    rebuilt = Registry(Config(data_dir, model_dir=other), rebuilding=True)
+        Registry(replace(loaded.config, model_dir=other))
+    rebuilt = Registry(replace(loaded.config, model_dir=other), rebuilding=True)
     try:
         assert rebuilt.reindex() == counts(rebuilt)["examples"] > 0
         assert results(rebuilt, "weather in Oslo tomorrow")[0].identifier == WEATHER["identifier"]
     finally:
         rebuilt.close()
-    reopened = Registry(Config(data_dir, model_dir=other))  # the index now belongs to the new model
+    reopened = Registry(replace(loaded.config, model_dir=other))  # the index now belongs to the new model
     reopened.close()
-    Registry(Config(data_dir, model_dir=other), rebuilding=True).close()
+    Registry(replace(loaded.config, model_dir=other), rebuilding=True).close()
     with pytest.raises(ModelMismatch):
-        Registry(Config(data_dir))
+        Registry(loaded.config)
 
 
 def test_model_files_are_checked_against_their_sha256(tmp_path: Path) -> None:
@@ -207,9 +210,9 @@ def test_interrupted_vector_writes_are_repaired_on_open(loaded: Registry, data_d
     assert agent is not None
     lost = [(r.id, r.agent_id) for r in loaded.store.examples_of([agent.id])]
     loaded.vectors.delete(lost)  # as if the process died between the SQLite commit and the Chroma write
-    loaded.store._conn.execute("UPDATE agents SET vectors_pending = 1 WHERE id = ?", (agent.id,))  # noqa: SLF001
+    loaded.store._autocommit("UPDATE agents SET vectors_pending = 1 WHERE id = ?", (agent.id,))  # noqa: SLF001
     loaded.close()
-    reopened = Registry(Config(data_dir))
+    reopened = Registry(loaded.config)
     try:
         assert results(reopened, "say this sentence in Japanese")[0].identifier == TRANSLATE["identifier"]
         assert reopened.store.pending_agents() == []
@@ -228,7 +231,7 @@ def test_reindex_leaves_one_vector_index_on_disk(loaded: Registry, data_dir: Pat
     assert loaded.reindex() == expected and loaded.reindex() == expected
     assert len(_segment_dirs(data_dir)) == 1
     loaded.close()
-    reopened = Registry(Config(data_dir))
+    reopened = Registry(loaded.config)
     try:
         assert reopened.vectors.count() == expected
         assert results(reopened, "merge two pdf files")[0].identifier == PDF["identifier"]
@@ -241,7 +244,7 @@ def test_an_older_index_gets_the_current_search_breadth(loaded: Registry, data_d
 
     loaded.vectors._collection.modify(configuration={"hnsw": {"ef_search": 100}})  # noqa: SLF001 - as an earlier version made it
     loaded.close()
-    reopened = Registry(Config(data_dir))
+    reopened = Registry(loaded.config)
     try:
         assert reopened.vectors._collection.configuration["hnsw"]["ef_search"] == HNSW["ef_search"]  # noqa: SLF001
         assert results(reopened, "merge two pdf files")[0].identifier == PDF["identifier"]
@@ -252,7 +255,7 @@ def test_an_older_index_gets_the_current_search_breadth(loaded: Registry, data_d
 def test_reindex_rebuilds_a_lost_vector_index(loaded: Registry, data_dir: Path) -> None:
     loaded.close()
     shutil.rmtree(data_dir / "chroma")
-    rebuilt = Registry(Config(data_dir), rebuilding=True)
+    rebuilt = Registry(loaded.config, rebuilding=True)
     try:
         assert rebuilt.reindex() == counts(rebuilt)["examples"]
         assert results(rebuilt, "merge two pdf files")[0].identifier == PDF["identifier"]
@@ -314,7 +317,7 @@ def test_ingest_writes_chunk_by_chunk_and_an_interrupted_one_keeps_what_it_wrote
 
     report = registry.indexer.register_many((f"entries[{i}]", e) for i, e in enumerate(SAMPLE))
     assert (report.unchanged, report.added, report.updated) == (2, len(SAMPLE) - 2, 0)
-    assert counts(registry)["agents"] == len(SAMPLE) == counts(registry)["agents_fts"]
+    assert counts(registry)["agents"] == len(SAMPLE) == counts(registry)["full_text"]
     assert counts(registry)["chroma"] == counts(registry)["examples"]
 
 

@@ -12,7 +12,7 @@ import pytest
 from ard_mcp.index import resident as resident_module
 from ard_mcp.index.resident import ResidentExamples
 from ard_mcp.index.store import writes as feed
-from ard_mcp.index.store.sqlite import Store
+from ard_mcp.index.store.sqlite import SqliteStore as Store
 from ard_mcp.registry import Registry
 from ard_mcp.search.ranking import Ranker
 from tests.test_store import _layout_1_store, _vectors, _write

@@ -1,5 +1,6 @@
-"""The SQLite store: what it keeps and gives back, its lexical index kept exact through writes, answers
-kept across connections, and older stores migrated to the current layout once, when they open."""
+"""The stores: what they keep and give back and their lexical index kept exact through writes (both
+stores); for SQLite, answers kept across connections and older stores migrated to the current layout once,
+when they open."""
 
 from __future__ import annotations
 
@@ -13,9 +14,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ard_mcp.config import Config
 from ard_mcp.index.records import FtsDocument, NewExample, TermText, content_hash, term_finder
+from ard_mcp.index.store import open_store
+from ard_mcp.index.store.base import Store as BaseStore
+from ard_mcp.index.store.postgres import fold
 from ard_mcp.index.store.schema import SCHEMA_VERSION
-from ard_mcp.index.store.sqlite import Store
+from ard_mcp.index.store.sqlite import SqliteStore as Store
 
 WEIGHTS = (4.0, 3.0, 1.5, 1.0)
 
@@ -48,11 +53,28 @@ def store(tmp_path: Path) -> Iterator[Store]:
     opened.close()
 
 
-def _integrity(store: Store) -> None:
-    store._conn.execute("INSERT INTO agents_fts(agents_fts, rank) VALUES ('integrity-check', 0)")  # noqa: SLF001
+@pytest.fixture
+def any_store(tmp_path: Path, store_url: str | None) -> Iterator[BaseStore]:
+    """Each store: SQLite, and PostgreSQL where the machine has it."""
+    opened = open_store(Config(tmp_path, store_url=store_url))
+    yield opened
+    opened.close()
 
 
-def test_entries_and_vectors_round_trip(store: Store) -> None:
+def _integrity(store: BaseStore) -> None:
+    """The full-text index holds exactly every stored agent's terms."""
+    if isinstance(store, Store):
+        store._conn.execute("INSERT INTO agents_fts(agents_fts, rank) VALUES ('integrity-check', 0)")  # noqa: SLF001
+        return
+    indexed: dict[int, set[str]] = {}
+    for term, agent in store._tuples("SELECT term, agent_id FROM postings"):  # noqa: SLF001
+        indexed.setdefault(agent, set()).add(term)
+    stored = {agent: FtsDocument.packed(blob).vocabulary() for agent, blob in store._tuples("SELECT id, fts FROM agents")}  # noqa: SLF001
+    assert indexed == {agent: {fold(t) for t in terms} for agent, terms in stored.items()}
+
+
+def test_entries_and_vectors_round_trip(any_store: BaseStore) -> None:
+    store = any_store
     vectors = _vectors(5, 1)
     _write(store, "alpha", "weather forecast", vectors)
     stored = store.get("urn:air:example.com:alpha")
@@ -65,7 +87,8 @@ def test_entries_and_vectors_round_trip(store: Store) -> None:
     assert next(v for _, _, v in next(store.iter_examples())).shape == (384,)
 
 
-def test_replacing_and_deleting_keep_the_lexical_index_exact(store: Store) -> None:
+def test_replacing_and_deleting_keep_the_lexical_index_exact(any_store: BaseStore) -> None:
+    store = any_store
     first = _write(store, "alpha", "weather forecast", _vectors(2, 1))
     second = _write(store, "beta", "weather invoices", _vectors(2, 2))
     assert store.document_frequencies(["weather", "forecast"]) == {"weather": 2, "forecast": 1}
@@ -73,14 +96,14 @@ def test_replacing_and_deleting_keep_the_lexical_index_exact(store: Store) -> No
     assert _write(store, "alpha", "currency exchange", _vectors(3, 3)) == first  # replaced in place
     _integrity(store)
     assert store.document_frequencies(["weather", "forecast", "currency"]) == {"weather": 1, "currency": 1}
-    assert [agent for agent, _ in store.lexical("forecast", 10, WEIGHTS)] == []
-    assert [agent for agent, _ in store.lexical("currency", 10, WEIGHTS)] == [first]
+    assert [agent for agent, _ in store.lexical(["forecast"], 10, WEIGHTS)] == []
+    assert [agent for agent, _ in store.lexical(["currency"], 10, WEIGHTS)] == [first]
     assert "currency" in store.agent_terms([first])[first].vocabulary
 
     store.delete("urn:air:example.com:beta")
     _integrity(store)
     assert store.document_frequencies(["weather", "invoices"]) == {}
-    assert [agent for agent, _ in store.lexical("weather OR invoices", 10, WEIGHTS)] == []
+    assert [agent for agent, _ in store.lexical(["weather", "invoices"], 10, WEIGHTS)] == []
     assert store.get("urn:air:example.com:beta") is None and store.examples_of([second]) == []
 
 
@@ -177,7 +200,7 @@ def test_a_layout_1_store_is_migrated_once_without_its_model(tmp_path: Path) -> 
             "invoices": 1,
             "tagbeta": 1,
         }
-        assert [agent for agent, _ in store.lexical("forecast", 10, WEIGHTS)] == [stored.id]
+        assert [agent for agent, _ in store.lexical(["forecast"], 10, WEIGHTS)] == [stored.id]
         assert [k._text for k in store.agent_terms([stored.id])[stored.id].keywords] == [" weather forecast ", " tagalpha "]  # noqa: SLF001
         assert store.read_rows().agent_ids.tolist() == [1, 2]
         assert store.filter_agents({"identifier": ["urn:air:example.com:beta"]}) == {2}

@@ -18,8 +18,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 
 @pytest.fixture
-def server(data_dir: Path) -> Any:
-    return build_server(Config(data_dir, source_url="https://registry.example.com/"), warm=False)
+def server(data_dir: Path, store_url: str | None) -> Any:
+    return build_server(Config(data_dir, source_url="https://registry.example.com/", store_url=store_url), warm=False)
 
 
 async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ard_mcp.errors import InvalidArgument, NotFound
+from ard_mcp.index.store import CATALOG_FILE
 
-CATALOG_FILE = "catalog.sqlite3"
 _BUSY_MS = 10_000  # the same patience as the store's own connections
 
 

@@ -1,5 +1,6 @@
 """Who may use a data directory: one process with embedded Chroma (two writers corrupt its files), or any
-number of processes that all use one Chroma server.
+number of processes that all use one Chroma server. A process with a PostgreSQL store and a Chroma server
+keeps nothing in a directory, so it claims none.
 
 Kept apart from the registry, which imports numpy, SQLite and the ranking, so a stdio server can claim its
 directory (and fail at once if another process has it) before it answers the handshake, and open the rest
@@ -13,7 +14,15 @@ import os
 from pathlib import Path
 from typing import IO
 
+from ard_mcp.config import Config
 from ard_mcp.errors import DataDirInUse
+
+
+def claim_for(config: Config) -> IO[str] | None:
+    """Claim the directory `config` uses, if it uses one (see the module's docstring)."""
+    if config.store_url is not None and config.chroma_url is not None:
+        return None
+    return claim(config.data_dir, shared=config.chroma_url is not None)
 
 
 def claim(data_dir: Path, *, shared: bool) -> IO[str]:
@@ -37,7 +46,7 @@ def claim(data_dir: Path, *, shared: bool) -> IO[str]:
     return handle
 
 
-def release(handle: IO[str]) -> None:
-    if not handle.closed:
+def release(handle: IO[str] | None) -> None:
+    if handle is not None and not handle.closed:
         fcntl.flock(handle, fcntl.LOCK_UN)
         handle.close()

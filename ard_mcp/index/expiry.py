@@ -14,7 +14,7 @@ from ard_mcp.formats.catalog import parse_timestamp
 from ard_mcp.formats.entry_facts import EXPIRES_KEY, expiry_of
 from ard_mcp.index.filter_values import METADATA_PREFIX
 from ard_mcp.index.records import StoredAgent
-from ard_mcp.index.store.sqlite import Store
+from ard_mcp.index.store.base import Store
 
 FIELD = METADATA_PREFIX + EXPIRES_KEY
 _UNKNOWN: Any = object()  # not looked up since the registry opened

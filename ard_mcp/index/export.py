@@ -32,7 +32,8 @@ from typing import IO, Any
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats.catalog import CatalogEntry, HostInfo
 from ard_mcp.formats.media_types import AI_CATALOG
-from ard_mcp.index.backup import CATALOG_FILE, connect_read_only, temporary_beside
+from ard_mcp.index.backup import connect_read_only, temporary_beside
+from ard_mcp.index.store import CATALOG_FILE
 from ard_mcp.index.store.schema import SCHEMA_VERSION
 
 SPEC_VERSION = "1.0"

@@ -30,7 +30,7 @@ from ard_mcp.index.expiry import ExpiryClock
 from ard_mcp.index.filter_values import entry_values
 from ard_mcp.index.lexical import fts_document
 from ard_mcp.index.records import NewExample, StoredAgent, content_hash
-from ard_mcp.index.store.sqlite import Store
+from ard_mcp.index.store.base import Store
 from ard_mcp.index.vectors import VectorIndex
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ard_mcp.index.records import AgentRows, AgentTerms, CandidateExamples, decode_vectors
-from ard_mcp.index.store.sqlite import Store
+from ard_mcp.index.store.base import Store
 
 log = logging.getLogger(__name__)
 

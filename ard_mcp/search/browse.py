@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from ard_mcp.formats.catalog import parse_timestamp
-from ard_mcp.index.store.sqlite import Store
+from ard_mcp.index.store.base import Store
 from ard_mcp.search.expression import Expression, parse_expression
 from ard_mcp.search.filters import parse_filter
 

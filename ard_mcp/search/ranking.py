@@ -37,9 +37,9 @@ from ard_mcp.formats.entry_facts import TRUST_STATUS
 from ard_mcp.formats.messages import MatchedExample
 from ard_mcp.index.embedding import Embedder
 from ard_mcp.index.filter_values import UNTRUSTED_FIELD
-from ard_mcp.index.lexical import coverage, idf, indexed_keywords, match_expression, named_keywords, query_terms, terms
+from ard_mcp.index.lexical import coverage, idf, indexed_keywords, named_keywords, query_terms, terms
 from ard_mcp.index.records import AgentTerms, CandidateExamples, term_finder
-from ard_mcp.index.store.sqlite import Store
+from ard_mcp.index.store.base import Store
 from ard_mcp.index.vectors import VectorIndex
 
 SIGNALS = ("example", "secondExample", "context", "allExamples", "lexical", "tag")
@@ -323,18 +323,15 @@ class Ranker:
 
     def _bm25(self, qterms: list[str], frequencies: Mapping[str, int], allowed: AbstractSet[int] | None) -> set[int]:
         """BM25 candidates from the query's rarest terms: common words add little to BM25 and would make
-        FTS5 score most of a large index (every term still counts in the lexical coverage signal)."""
+        the store score most of a large index (every term still counts in the lexical coverage signal)."""
         present = sorted((t for t in qterms if frequencies.get(t)), key=lambda t: frequencies[t])
         chosen: list[str] = []
         postings = 0
         for term in present[: self.tuning.bm25_terms]:
             postings += frequencies[term]
             if chosen and postings > self.tuning.bm25_postings:
-                break  # FTS5 scores every document of every term: bounded work on a large index
+                break  # BM25 scores every document of every term: bounded work on a large index
             chosen.append(term)
-        expression = match_expression(chosen)
-        if expression is None:
-            return set()
         limit = self.tuning.lexical_candidates * (1 if allowed is None else 10)
-        hits = [a for a, _ in self.store.lexical(expression, limit, self.tuning.field_weights) if allowed is None or a in allowed]
+        hits = [a for a, _ in self.store.lexical(chosen, limit, self.tuning.field_weights) if allowed is None or a in allowed]
         return set(hits[: self.tuning.lexical_candidates])  # as many as unfiltered, so a filter costs no extra rescoring

@@ -17,7 +17,7 @@ from functools import partial
 from ard_mcp.formats.entry_facts import TRUST_FIELDS
 from ard_mcp.index.filter_values import Filter
 from ard_mcp.index.records import StoredAgent
-from ard_mcp.index.store.sqlite import Store
+from ard_mcp.index.store.base import Store
 from ard_mcp.search.criteria import PREFERRED_BOOST, Criteria
 from ard_mcp.search.ranking import Hit, Ranked, Ranking
 

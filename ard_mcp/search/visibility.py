@@ -18,7 +18,7 @@ from ard_mcp.formats.identifiers import publisher_of
 from ard_mcp.index.filter_values import METADATA_PREFIX
 
 if TYPE_CHECKING:  # the surfaces build viewers before the store (and numpy) are loaded: start-up stays fast
-    from ard_mcp.index.store.sqlite import Store
+    from ard_mcp.index.store.base import Store
 
 VISIBLE_TO_KEY = "visibleTo"
 _FIELD = METADATA_PREFIX + VISIBLE_TO_KEY

@@ -39,6 +39,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="use the Chroma server at http://HOST:PORT (`chroma run`) instead of embedded Chroma; several ard-mcp "
         "processes may then share it and the data directory (ARD_MCP_CHROMA_URL)",
     )
+    parser.add_argument(
+        "--store-url",
+        default=env("STORE_URL"),
+        help="keep the catalog in the PostgreSQL database at postgresql://USER[:PASSWORD]@HOST[:PORT]/DB instead of "
+        "SQLite in the data directory; any number of processes may share it; with --chroma-url too, no data directory "
+        "is used (ARD_MCP_STORE_URL)",
+    )
     parser.add_argument("--log-level", default=env("LOG_LEVEL", "INFO"), help="logging level on stderr (ARD_MCP_LOG_LEVEL)")
     parser.add_argument(
         "--max-entry-bytes",

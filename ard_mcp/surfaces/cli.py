@@ -60,6 +60,7 @@ def _config(args: argparse.Namespace) -> Config:
         model_dir=args.model_dir,
         source_url=getattr(args, "public_url", None),
         chroma_url=args.chroma_url,
+        store_url=args.store_url,
         limits=EntryLimits(max_entry_bytes=args.max_entry_bytes),
         demote_trust=DEMOTED if getattr(args, "trust_policy", "show") == "demote" else (),
     )
@@ -74,7 +75,7 @@ def _serve(args: argparse.Namespace) -> int:
         config = _config(args)
         # The server claims the directory as it starts; trying first makes a directory in use a clear error
         # and exit status, not a traceback out of the server's task group.
-        datadir.release(datadir.claim(config.data_dir, shared=config.chroma_url is not None))
+        datadir.release(datadir.claim_for(config))
         services = Services(config.source, _federation_settings(args), _crawl_settings(args), args.trust_policy)
         build_server(config, crawl=_crawl_settings(args), services=services).run()
         return 0

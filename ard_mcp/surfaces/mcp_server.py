@@ -120,7 +120,7 @@ class _Opening:
 
     def __init__(self, config: Config) -> None:
         self._config = config
-        self._claimed = datadir.claim(config.data_dir, shared=config.chroma_url is not None)
+        self._claimed = datadir.claim_for(config)
         self._registry: Registry | None = None
         self._lock = threading.Lock()
 

@@ -37,6 +37,7 @@ from ard_mcp.formats.identifiers import normalize_identifier
 from ard_mcp.formats.media_types import canonical_type
 from ard_mcp.index.records import FtsDocument, content_hash, encode_vector
 from ard_mcp.index.store import writes
+from ard_mcp.index.store.db import Db
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,18 @@ CREATE TABLE IF NOT EXISTS changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, agent_
 CREATE TABLE IF NOT EXISTS crawl_sources(url TEXT PRIMARY KEY, state TEXT NOT NULL);
 """
 _PLAIN_TERM_COLUMNS = frozenset({"terms", "keyword_terms"})  # layouts 1 and 2; only layout 1 filled them
+
+
+def index_text(db: Db, agent_id: int, fts: FtsDocument) -> None:
+    db.execute("INSERT INTO agents_fts(rowid, name, keywords, description, examples) VALUES (?, ?, ?, ?, ?)", (agent_id, *fts.columns()))
+
+
+def unindex_text(db: Db, agent_id: int, old: FtsDocument) -> None:
+    """A contentless FTS5 index is told the old text to remove."""
+    db.execute(
+        "INSERT INTO agents_fts(agents_fts, rowid, name, keywords, description, examples) VALUES ('delete', ?, ?, ?, ?, ?)",
+        (agent_id, *old.columns()),
+    )
 
 
 def _meta(db: sqlite3.Connection, key: str) -> str | None:
@@ -170,7 +183,7 @@ def _canonical_identifiers(db: sqlite3.Connection) -> None:
         *older, (_, agent_id, identifier) = sorted(found)
         for _, loser, spelling in older:
             log.warning("%s and %s name one entry; keeping the one indexed last (%s)", spelling, identifier, identifier)
-            writes.delete_agent(db, loser)  # its vectors stay in the vector index until a reindex; searches skip them
+            writes.delete_agent(db, loser, unindex_text)  # its vectors stay in the vector index until a reindex; searches skip them
         if identifier == canonical:
             continue
         entry = json.loads(zlib.decompress(db.execute("SELECT entry FROM agents WHERE id = ?", (agent_id,)).fetchone()[0]))

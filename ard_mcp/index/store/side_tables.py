@@ -5,26 +5,25 @@ values. A mixin of `Store`, in a module of its own so the store's core stays one
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 from ard_mcp.index.store import writes
+from ard_mcp.index.store.db import Db
 
 
 class SideTables:
-    _lock: threading.RLock
-    _conn: sqlite3.Connection
-
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         raise NotImplementedError  # Store's
 
     def _tuples(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         raise NotImplementedError  # Store's
 
-    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+    def _autocommit(self, sql: str, params: Sequence[Any] = ()) -> None:
+        raise NotImplementedError  # Store's
+
+    def transaction(self) -> AbstractContextManager[Db]:
         raise NotImplementedError  # Store's
 
     # -- crawl sources --------------------------------------------------------------------------
@@ -39,15 +38,13 @@ class SideTables:
         return json.loads(rows[0]["state"]) if rows else None
 
     def set_crawl_source(self, url: str, state: dict[str, Any]) -> None:
-        with self._lock:
-            self._conn.execute(
-                "INSERT INTO crawl_sources(url, state) VALUES (?, ?) ON CONFLICT(url) DO UPDATE SET state = excluded.state",
-                (url, json.dumps(state, sort_keys=True)),
-            )
+        self._autocommit(
+            "INSERT INTO crawl_sources(url, state) VALUES (?, ?) ON CONFLICT(url) DO UPDATE SET state = excluded.state",
+            (url, json.dumps(state, sort_keys=True)),
+        )
 
     def delete_crawl_source(self, url: str) -> None:
-        with self._lock:
-            self._conn.execute("DELETE FROM crawl_sources WHERE url = ?", (url,))
+        self._autocommit("DELETE FROM crawl_sources WHERE url = ?", (url,))
 
     # -- the registry's findings ---------------------------------------------------------------------
     def owned_values(self, agent_id: int, fields: Iterable[str]) -> set[tuple[str, str]]:
@@ -78,5 +75,5 @@ class SideTables:
         with self.transaction() as db:
             db.execute(f"DELETE FROM agent_values WHERE agent_id = ? AND field IN ({marks})", (agent_id, *wanted))
             rows = [(f, v, agent_id) for f, v in pairs]
-            db.executemany("INSERT OR IGNORE INTO agent_values(field, value, agent_id) VALUES (?, ?, ?)", rows)
+            db.executemany("INSERT INTO agent_values(field, value, agent_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", rows)
             writes.note_change(db, agent_id)

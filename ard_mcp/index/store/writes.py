@@ -1,52 +1,60 @@
-"""Row-level steps of a write, inside a transaction the caller holds: shared by the store's writes and the
-migrations that rewrite stored agents (`schema`), so both keep the FTS index, the term counts and the
-change feed exact the same way."""
+"""Row-level steps of a write, inside a transaction the caller holds: shared by both stores' writes and the
+SQLite migrations that rewrite stored agents (`schema`), so all of them keep the full-text index, the term
+counts and the change feed exact the same way. Each store says how an agent's text leaves its full-text
+index (`Unindex`)."""
 
 from __future__ import annotations
 
-import sqlite3
+from collections.abc import Callable
 
 from ard_mcp.index.records import FtsDocument
+from ard_mcp.index.store.db import Db
 
 CHANGES_KEPT = 100_000  # change-feed rows kept; a reader further behind than this reloads everything
 PRUNE_EVERY = 1_000
 
+Unindex = Callable[[Db, int, FtsDocument], None]
 
-def count_change(db: sqlite3.Connection, terms: set[str], delta: int) -> None:
-    """Add `delta` to the number of agents indexed under each of `terms`."""
+
+def count_change(db: Db, terms: set[str], delta: int) -> None:
+    """Add `delta` to the number of agents indexed under each of `terms` (in sorted order: concurrent
+    PostgreSQL writers then lock the rows they share in one order, never in a cycle)."""
+    ordered = sorted(terms)
     db.executemany(
-        "INSERT INTO term_agents(term, agents) VALUES (?, ?) ON CONFLICT(term) DO UPDATE SET agents = agents + excluded.agents",
-        [(t, delta) for t in terms],
+        "INSERT INTO term_agents(term, agents) VALUES (?, ?) ON CONFLICT(term) DO UPDATE SET agents = term_agents.agents + excluded.agents",
+        [(t, delta) for t in ordered],
     )
     if delta < 0:
-        db.executemany("DELETE FROM term_agents WHERE term = ? AND agents <= 0", [(t,) for t in terms])
+        db.executemany("DELETE FROM term_agents WHERE term = ? AND agents <= 0", [(t,) for t in ordered])
 
 
-def note_change(db: sqlite3.Connection, agent_id: int) -> None:
-    """Append the agent to the change feed in-memory copies follow; prune the feed now and then."""
-    seq = db.execute("INSERT INTO changes(agent_id) VALUES (?)", (agent_id,)).lastrowid
-    if seq is not None and seq % PRUNE_EVERY == 0:
+def note_change(db: Db, agent_id: int) -> None:
+    """Append the agent to the change feed in-memory copies follow (gapless: the next number after the last,
+    under the store's one-writer rule); prune the feed now and then."""
+    seq = int(
+        db.execute(
+            "INSERT INTO changes(seq, agent_id) SELECT coalesce(max(seq), 0) + 1, ? FROM changes RETURNING seq", (agent_id,)
+        ).fetchone()[0]
+    )
+    if seq % PRUNE_EVERY == 0:
         db.execute("DELETE FROM changes WHERE seq <= ?", (seq - CHANGES_KEPT,))
 
 
-def delete_dependents(db: sqlite3.Connection, agent_id: int) -> list[int]:
-    """Remove an agent's filter values, FTS document (a contentless index is told the old text) and
-    examples, keeping the term counts exact; returns the removed example ids (for the vector index)."""
-    removed = [r[0] for r in db.execute("SELECT id FROM examples WHERE agent_id = ?", (agent_id,))]
+def delete_dependents(db: Db, agent_id: int, unindex: Unindex) -> list[int]:
+    """Remove an agent's filter values, full-text document and examples, keeping the term counts exact;
+    returns the removed example ids (for the vector index)."""
+    removed = [int(r[0]) for r in db.execute("SELECT id FROM examples WHERE agent_id = ? ORDER BY id", (agent_id,)).fetchall()]
     db.execute("DELETE FROM agent_values WHERE agent_id = ?", (agent_id,))
     old = FtsDocument.packed(db.execute("SELECT fts FROM agents WHERE id = ?", (agent_id,)).fetchone()[0])
     count_change(db, old.vocabulary(), -1)
-    db.execute(
-        "INSERT INTO agents_fts(agents_fts, rowid, name, keywords, description, examples) VALUES ('delete', ?, ?, ?, ?, ?)",
-        (agent_id, *old.columns()),
-    )
+    unindex(db, agent_id, old)
     db.execute("DELETE FROM examples WHERE agent_id = ?", (agent_id,))
     return removed
 
 
-def delete_agent(db: sqlite3.Connection, agent_id: int) -> list[int]:
+def delete_agent(db: Db, agent_id: int, unindex: Unindex) -> list[int]:
     """Remove every trace of an agent; returns its removed example ids."""
-    removed = delete_dependents(db, agent_id)
+    removed = delete_dependents(db, agent_id, unindex)
     db.execute("DELETE FROM agents WHERE id = ?", (agent_id,))
     note_change(db, agent_id)
     return removed

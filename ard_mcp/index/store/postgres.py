@@ -1,0 +1,281 @@
+"""The networked store: PostgreSQL, for registries that run many ard-mcp processes on many machines.
+
+It runs the same queries as the embedded store (`base`) over a psycopg 3 connection pool, and fills the
+engine hooks the PostgreSQL way:
+- **one writer at a time**: every write transaction takes one advisory lock first, as SQLite's BEGIN
+  IMMEDIATE does, so the change feed is numbered in commit order without gaps and a reader that has
+  seen change n has seen every change before it;
+- **noticing other processes' writes**: each write also sends NOTIFY, and a listening connection counts
+  them; that count is the store's `version`, so kept answers (filters, counts, the search's in-memory copy)
+  are dropped as soon as the notification arrives (a few milliseconds on a LAN; `tests/test_postgres.py`
+  measures it across three processes);
+- **BM25 candidates**: `postings` rows with each term's count per field, scored with FTS5's own formula
+  (k1 1.2, b 0.75, its IDF and its field weights), so both stores pick the same candidates.
+Tokens are folded as FTS5's unicode61 tokenizer does (lower case, diacritics removed).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+import unicodedata
+from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg.rows import RowMaker
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ard_mcp.errors import StoreUnavailable
+from ard_mcp.index.records import AgentRows, FtsDocument
+from ard_mcp.index.store import pg_schema
+from ard_mcp.index.store.base import Store
+from ard_mcp.index.store.db import Db
+from ard_mcp.index.store.snapshot import read_rows
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "ard_mcp_changes"
+WRITE_LOCK = 0x6172_645F_6D63_7001  # pg_advisory_xact_lock key every write transaction takes
+_K1, _B = 1.2, 0.75  # FTS5's bm25() constants
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@lru_cache(maxsize=256)
+def _dialect(sql: str) -> str:
+    """`?` placeholders as psycopg's `%s` (the shared SQL has no other `?` or `%`)."""
+    return sql.replace("?", "%s")
+
+
+@lru_cache(maxsize=1 << 16)
+def fold(term: str) -> str:
+    """A term as FTS5's unicode61 tokenizer (remove_diacritics 2) indexes it: lower case, no diacritics."""
+    return "".join(c for c in unicodedata.normalize("NFD", term.lower()) if not unicodedata.combining(c))
+
+
+def field_counts(fts: FtsDocument) -> tuple[dict[str, list[int]], int]:
+    """Each folded term's count in each of the four fields, and the document's token count (`|` separates
+    keyword groups and is no token, as for FTS5)."""
+    counts: dict[str, list[int]] = {}
+    tokens = 0
+    for field, column in enumerate(fts.columns()):
+        for term in column.split():
+            if term == "|":
+                continue
+            counts.setdefault(fold(term), [0, 0, 0, 0])[field] += 1
+            tokens += 1
+    return counts, tokens
+
+
+class _Row(tuple[Any, ...]):
+    """A row read by name or by position, as `sqlite3.Row` is."""
+
+    names: ClassVar[dict[str, int]] = {}
+
+    def __getitem__(self, key: Any) -> Any:
+        return tuple.__getitem__(self, self.names[key] if isinstance(key, str) else key)
+
+
+def _named_rows(cursor: Any) -> RowMaker[_Row]:
+    names = {column.name: i for i, column in enumerate(cursor.description or ())}
+    return type("Row", (_Row,), {"names": names})  # type: ignore[return-value]
+
+
+class _PgDb:
+    """A psycopg cursor speaking the shared SQL (`base.Db`)."""
+
+    def __init__(self, cursor: psycopg.Cursor[Any]) -> None:
+        self.cursor = cursor
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+        return self.cursor.execute(_dialect(sql), params or None)
+
+    def executemany(self, sql: str, rows: Any) -> psycopg.Cursor[Any]:
+        rows = list(rows)
+        if rows:
+            self.cursor.executemany(_dialect(sql), rows)
+        return self.cursor
+
+
+class _StreamingDb:
+    """Each statement on a server-side cursor of its own, so reading every example streams instead of
+    holding ~0.25 GB of rows at once (inside the transaction the caller holds)."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+        self._names = (f"rows_{i}" for i in itertools.count())
+        self._open: psycopg.ServerCursor[Any] | None = None
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.ServerCursor[Any]:
+        if self._open is not None:
+            self._open.close()
+        self._open = self._conn.cursor(name=next(self._names), binary=True)
+        self._open.itersize = 20_000
+        return self._open.execute(_dialect(sql), params or None)
+
+    def executemany(self, sql: str, rows: Any) -> None:
+        raise TypeError("a read-only stream")
+
+
+def redacted(url: str) -> str:
+    """The URL with its password left out, for logs and errors."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class PostgresStore(Store):
+    COLUMNS: ClassVar[dict[str, str]] = {
+        "displayName": f"translate(display_name, '{_UPPER}', '{_UPPER.lower()}')",  # SQLite's NOCASE folds ASCII only
+        "identifier": "identifier",
+        "updatedAt": "updated_at",
+        "createdAt": "created_at",
+        "type": "type",
+        "publisher": "publisher",
+    }
+
+    def __init__(self, url: str, *, pool_size: int = 8, connect_timeout: float = 10.0) -> None:
+        super().__init__()
+        self.url = url
+        self._writes = 0
+        self._heard = 0  # notifications of commits (this process's and others'), counted by the listener
+        self._totals: tuple[Any, tuple[int, float]] | None = None
+        self._closed = threading.Event()
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=int(connect_timeout)) as conn:
+                pg_schema.prepare(conn)
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"cannot open the PostgreSQL store at {redacted(url)}: {str(exc).strip()}") from None
+        self._pool = ConnectionPool(
+            url, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, timeout=connect_timeout, open=True, name="ard-mcp"
+        )
+        self._listening = threading.Event()
+        self._listener = threading.Thread(target=self._listen, name="ard-mcp-store-listener", daemon=True)
+        self._listener.start()
+        self._listening.wait(connect_timeout)
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({redacted(self.url)!r})"
+
+    def close(self) -> None:
+        self._closed.set()
+        self._listener.join(timeout=5)
+        self._pool.close()
+
+    # -- connections ------------------------------------------------------------------------------
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except (PoolTimeout, psycopg.OperationalError) as exc:
+            raise StoreUnavailable(f"the PostgreSQL store at {redacted(self.url)} is unavailable: {str(exc).strip()}") from None
+
+    @contextmanager
+    def _reading(self, *, plain: bool = False) -> Iterator[Db]:
+        with self._connection() as conn:
+            cursor = conn.cursor(binary=True) if plain else conn.cursor(binary=True, row_factory=_named_rows)
+            with cursor:
+                yield _PgDb(cursor)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Db]:
+        with self._connection() as conn, conn.transaction(), conn.cursor(binary=True, row_factory=_named_rows) as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            yield _PgDb(cursor)
+            cursor.execute(f"NOTIFY {CHANNEL}")
+        self._writes += 1
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[Db]:
+        with self._connection() as conn, conn.transaction(), conn.cursor(binary=True) as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield _PgDb(cursor)
+
+    def _autocommit(self, sql: str, params: Sequence[Any] = ()) -> None:
+        with self._reading() as db:
+            db.execute(sql, params)
+
+    def _read_all_rows(self) -> AgentRows:
+        with self._connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            return read_rows(_StreamingDb(conn), None)
+
+    # -- following other processes ------------------------------------------------------------------
+    def version(self) -> tuple[int, int]:
+        return (self._heard, self._writes)
+
+    def _listen(self) -> None:
+        """Count NOTIFYs on a connection of its own; after a lost connection, count one more (whatever was
+        committed meanwhile) and listen again."""
+        while not self._closed.is_set():
+            try:
+                with psycopg.connect(self.url, autocommit=True, connect_timeout=10) as conn:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                    self._heard += 1
+                    self._listening.set()
+                    while not self._closed.is_set():
+                        for _ in conn.notifies(timeout=0.5):
+                            self._heard += 1
+            except psycopg.Error as exc:
+                if self._closed.is_set():
+                    return
+                log.warning("lost the PostgreSQL store's change notifications (%s); reconnecting", str(exc).strip())
+                self._heard += 1
+                time.sleep(1.0)
+
+    # -- full text ------------------------------------------------------------------------------------
+    def _index_text(self, db: Db, agent_id: int, fts: FtsDocument) -> None:
+        counts, tokens = field_counts(fts)
+        assert isinstance(db, _PgDb)
+        db.execute("UPDATE agents SET tokens = ? WHERE id = ?", (tokens, agent_id))
+        with db.cursor.copy("COPY postings(term, agent_id, name, keywords, description, examples) FROM STDIN") as copy:
+            for term in sorted(counts):
+                copy.write_row((term, agent_id, *counts[term]))
+
+    def _unindex_text(self, db: Db, agent_id: int, old: FtsDocument) -> None:
+        db.execute("DELETE FROM postings WHERE agent_id = ? AND term = ANY(?)", (agent_id, sorted(field_counts(old)[0])))
+
+    def _lexical_totals(self) -> tuple[int, float]:
+        """Rows and average tokens a row, as FTS5 keeps them; read again only after a change."""
+        version = self.version()
+        if self._totals is None or self._totals[0] != version:
+            rows, tokens = self._tuples("SELECT count(*), coalesce(sum(tokens), 0) FROM agents")[0]
+            self._totals = (version, (int(rows), int(tokens) / max(1, int(rows))))
+        return self._totals[1]
+
+    def lexical(self, terms: Sequence[str], limit: int, weights: tuple[float, float, float, float]) -> list[tuple[int, float]]:
+        if not terms:
+            return []
+        rows, average = self._lexical_totals()
+        if not rows:
+            return []
+        sql = f"""
+            WITH q AS (SELECT term, count(*) AS phrases FROM unnest(?::text[]) AS term GROUP BY term),
+            hits AS (
+                SELECT p.agent_id, p.term, q.phrases,
+                       (? * p.name + ? * p.keywords + ? * p.description + ? * p.examples)::float8 AS w
+                FROM postings p JOIN q ON p.term = q.term
+            ),
+            df AS (SELECT term, count(*)::float8 AS n FROM hits GROUP BY term)
+            SELECT h.agent_id,
+                   sum(h.phrases * greatest(ln((? - df.n + 0.5) / (df.n + 0.5)), 1e-6)
+                       * (h.w * {_K1 + 1}) / (h.w + {_K1} * ({1 - _B} + {_B} * a.tokens / ?))) AS score
+            FROM hits h JOIN df ON df.term = h.term JOIN agents a ON a.id = h.agent_id
+            GROUP BY h.agent_id ORDER BY score DESC, h.agent_id LIMIT ?"""
+        params = ([fold(t) for t in terms], *map(float, weights), float(rows), max(average, 1e-9), limit)
+        return [(int(agent), float(score)) for agent, score in self._tuples(sql, params)]
+
+    # -- listing ----------------------------------------------------------------------------------------
+    def _page_of(self, agent_ids: AbstractSet[int], clauses: str, offset: int, limit: int) -> list[Any]:
+        return self._query(
+            f"SELECT * FROM agents WHERE id = ANY(?) ORDER BY {clauses} LIMIT ? OFFSET ?", (sorted(agent_ids), limit, offset)
+        )

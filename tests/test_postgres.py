@@ -1,0 +1,275 @@
+"""The PostgreSQL store against a real server: the same answers as SQLite on one catalog, clear errors,
+migrations applied once, following other processes' writes, and three `ard-mcp serve` processes sharing
+one database and one `chroma run` server."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from ard_mcp.config import Config
+from ard_mcp.errors import StaleEntry, StoreUnavailable
+from ard_mcp.formats.manifests import file_entries
+from ard_mcp.formats.messages import FacetRequest
+from ard_mcp.index.store.postgres import PostgresStore, fold
+from ard_mcp.registry import Registry
+from ard_mcp.search.query import SearchQuery
+from tests.conftest import REPO, SAMPLE, WEATHER, entry
+from tests.postgres_server import PostgresServer
+from tests.processes import serving
+from tests.test_chroma_server import chroma_server
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+
+_DOMAINS = {
+    "weather": ["forecast", "rain", "wind", "temperature", "storm"],
+    "finance": ["invoice", "payment", "ledger", "tax", "currency"],
+    "travel": ["flight", "hotel", "itinerary", "visa", "train"],
+    "health": ["symptom", "appointment", "prescription", "clinic", "nutrition"],
+    "code": ["repository", "review", "deploy", "test", "refactor"],
+    "media": ["video", "podcast", "subtitle", "image", "thumbnail"],
+}
+_VERBS = ["find", "summarise", "convert", "track", "schedule", "translate", "compare", "monitor"]
+_ACCENTED = ["café", "naïve", "résumé", "plain"]
+_TYPES = ["application/mcp-server-card+json", "application/a2a-agent-card+json", "application/ai-skill"]
+
+
+def synthetic_catalog(n: int, seed: int = 7) -> list[dict[str, Any]]:
+    """A seeded catalog with overlapping vocabularies, repeated names and dates (ties to break), entries
+    without a date, accented words and several types and publishers: what ordering, BM25 and facets must
+    agree on."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        domain = rng.choice(sorted(_DOMAINS))
+        words = rng.sample(_DOMAINS[domain], 3)
+        verb = rng.choice(_VERBS)
+        publisher = rng.choice(["acme.example", "globex.example", "initech.example", "umbrella.example"])
+        item: dict[str, Any] = {
+            "identifier": f"urn:air:{publisher}:{domain}:agent-{i}",
+            "displayName": rng.choice([f"{domain.title()} {words[0]} helper", f"{words[1]} {verb}er", "Assistant", "assistant"]),
+            "type": rng.choice(_TYPES),
+            "url": f"https://{publisher}/agents/{i}.json",
+            "description": f"{verb.title()} {words[0]} and {words[1]} data; {rng.choice(_ACCENTED)} {words[2]} support.",
+            "tags": [domain, *words[:2]],
+            "capabilities": [f"{verb}_{words[0]}", f"get_{words[2]}"],
+            "representativeQueries": [f"{verb} the {words[0]} for my {words[1]}", f"show {words[2]} {domain} details"],
+        }
+        if rng.random() < 0.8:
+            item["updatedAt"] = f"2026-0{rng.randint(1, 9)}-{rng.randint(10, 28)}T00:00:00Z"
+        if i % 17 == 0:
+            item["metadata"] = {"expiresAt": f"2027-0{1 + i % 9}-15T00:00:00Z", "region": rng.choice(["eu", "us"])}
+        out.append(item)
+    return out
+
+
+QUERIES = [
+    "what will the wind be like tomorrow",
+    "pay an invoice in another currency",
+    "plan my train itinerary and hotel",
+    "book a clinic appointment",
+    "review and deploy my repository",
+    "subtitle a podcast video",
+    "cafe resume",  # folds to the accented words' terms
+    "translate a document",
+    "monitor storm temperature",
+    "tax ledger summary",
+    "convert image thumbnails",
+    "merge pdf files",
+]
+
+
+def _normalised(value: Any, own: frozenset[str] = frozenset()) -> Any:
+    """An answer with what each registry stamps for itself (its clock, and `own` keys) left out."""
+    text = json.dumps(value, sort_keys=True, default=str)
+    data = json.loads(text)
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k not in {"indexedAt", "createdAt", "checkedAt", "~trust.checkedAt", *own}}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return strip(data)
+
+
+def _answers(registry: Registry) -> list[Any]:
+    now = datetime(2026, 5, 1, tzinfo=UTC)
+    out: list[Any] = []
+    for text in QUERIES:
+        for flt in ({}, {"type": "application/mcp-server-card+json"}, {"tags": ["travel", "finance"]}):
+            page = registry.search(SearchQuery.of(text, flt, page_size=5), now=now)
+            out.append(page.response().model_dump(mode="json"))
+            if page.page_token:
+                second = registry.search(SearchQuery.of(text, flt, page_size=5, page_token=page.page_token), now=now)
+                out.append(second.response().model_dump(mode="json"))
+    for field in ("displayName", "identifier", "updatedAt", "createdAt", "type", "publisher"):
+        for order in (field, f"{field} desc"):
+            token = None
+            for _ in range(3):
+                listed = registry.list(order_by=order, page_size=40, page_token=token)
+                out.append([item.identifier for item in listed.items])
+                token = listed.pageToken
+    out.append(registry.list(filter={"publisher": "acme.example"}, order_by="displayName").model_dump(mode="json"))
+    facets = [FacetRequest(field=f) for f in ("type", "tags", "publisher", "capabilities")]
+    out.append(registry.explore(facets=facets).model_dump(mode="json"))
+    out.append(registry.explore("weather forecast", facets=facets).model_dump(mode="json"))
+    out.append(registry.explore(filter={"tags": "code"}, facets=facets).model_dump(mode="json"))
+    return _normalised(out)
+
+
+def test_both_stores_give_identical_answers_on_one_catalog(tmp_path: Path, postgres: PostgresServer) -> None:
+    catalog = [*SAMPLE, *(e for _, e in file_entries(REPO / "examples" / "ai-catalog.json")), *synthetic_catalog(160)]
+    registries = [Registry(Config(tmp_path / "sqlite")), Registry(Config(tmp_path / "pg", store_url=postgres.new_database()))]
+    try:
+        for registry in registries:
+            report = registry.indexer.register_many((f"entries[{i}]", e) for i, e in enumerate(catalog))
+            assert report.added == len(catalog) and not report.rejected
+        sqlite_answers, pg_answers = (_answers(r) for r in registries)
+        assert len(sqlite_answers) > 60
+        for a, b in zip(sqlite_answers, pg_answers, strict=True):
+            assert a == b
+        # BM25 candidates, scores included, are FTS5's to the last few bits
+        for text in QUERIES:
+            terms = sorted({t for t in text.split() if len(t) > 2})
+            fts5, pg = (r.store.lexical(terms, 40, (4.0, 3.0, 1.5, 1.0)) for r in registries)
+            assert [a for a, _ in fts5] == [a for a, _ in pg]
+            assert [s for _, s in fts5] == pytest.approx([s for _, s in pg], rel=1e-9)
+
+        # stale updates are refused alike, and expiry removes the same entries
+        older = entry(WEATHER, updatedAt="2020-01-01T00:00:00Z", description="older")
+        for registry in registries:
+            registry.indexer.register(entry(WEATHER, updatedAt="2026-09-01T00:00:00Z"))
+            with pytest.raises(StaleEntry):
+                registry.indexer.register(older)
+        expired = [sorted(r.expire_due(datetime(2027, 6, 1, tzinfo=UTC))) for r in registries]
+        assert expired[0] == expired[1] and len(expired[0]) >= 3
+        assert _answers(registries[0]) == _answers(registries[1])
+    finally:
+        for registry in registries:
+            registry.close()
+
+
+def test_terms_are_folded_as_fts5_folds_them() -> None:
+    assert [fold(t) for t in ("café", "naïve", "ÄÖ", "東京", "résumé")] == ["cafe", "naive", "ao", "東京", "resume"]
+
+
+def test_an_unreachable_server_is_a_clear_error(tmp_path: Path, postgres: PostgresServer) -> None:
+    with pytest.raises(StoreUnavailable, match=r"cannot open the PostgreSQL store at postgresql://postgres:\*\*\*@127.0.0.1:1/x"):
+        Registry(Config(tmp_path / "data", store_url="postgresql://postgres:secret@127.0.0.1:1/x?connect_timeout=2"))
+    with pytest.raises(StoreUnavailable, match='database "missing" does not exist'):
+        PostgresStore(postgres.url("missing"))
+
+
+def test_migrations_run_once_when_processes_start_together(postgres: PostgresServer) -> None:
+    url = postgres.new_database()
+    errors: list[BaseException] = []
+    stores: list[PostgresStore] = []
+
+    def open_one() -> None:
+        try:
+            stores.append(PostgresStore(url))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    try:
+        assert not errors and len(stores) == 4
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT version FROM schema_migrations").fetchall() == [(1,)]
+            conn.execute("INSERT INTO schema_migrations(version) VALUES (99)")
+        with pytest.raises(StoreUnavailable, match="schema version 99, newer than this ard-mcp knows"):
+            PostgresStore(url)
+    finally:
+        for store in stores:
+            store.close()
+
+
+def _wait(condition: Any, timeout: float = 10.0) -> float:
+    started = time.monotonic()
+    while not condition():
+        assert time.monotonic() - started < timeout, "not within the time allowed"
+        time.sleep(0.005)
+    return time.monotonic() - started
+
+
+def test_a_store_follows_writes_made_through_another_one_even_after_losing_its_listener(tmp_path: Path, postgres: PostgresServer) -> None:
+    url = postgres.new_database()
+    writer, reader = Registry(Config(tmp_path / "a", store_url=url)), Registry(Config(tmp_path / "b", store_url=url))
+    try:
+        assert reader.store.count() == 0
+        writer.indexer.register(WEATHER)
+        _wait(lambda: reader.store.count() == 1)
+        assert reader.store.filter_agents({"tags": ["weather"]}) == writer.store.filter_agents({"tags": ["weather"]})
+        with psycopg.connect(url, autocommit=True) as admin:  # cut every listening connection
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()")
+        writer.indexer.register(SAMPLE[1])
+        _wait(lambda: reader.store.count() == 2, timeout=15)
+    finally:
+        writer.close()
+        reader.close()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, postgres: PostgresServer) -> Iterator[list[str]]:
+    """Three `ard-mcp serve` processes on one PostgreSQL database and one Chroma server, with no data directory."""
+    url = postgres.new_database()
+    unused = tmp_path / "never-created"
+    with chroma_server(tmp_path / "chroma") as chroma:
+        args = ("--transport", "streamable-http", "--store-url", url, "--chroma-url", chroma)
+        with serving(unused, *args) as a, serving(unused, *args) as b, serving(unused, *args) as c:
+            yield [a, b, c]
+    assert not unused.exists()  # nothing was kept in (or locked in) a directory
+
+
+def test_three_processes_share_one_database_and_one_chroma_server(cluster: list[str]) -> None:
+    with httpx.Client(timeout=30) as http:
+        for document in [*SAMPLE, *synthetic_catalog(40)]:
+            assert http.post(f"{cluster[0]}/agents", json=document).status_code == 201
+
+        def answers(base: str) -> list[Any]:
+            out = []
+            for text in QUERIES[:6]:
+                body = http.post(f"{base}/search", json={"query": {"text": text}, "pageSize": 5}).json()
+                out.append(_normalised(body, frozenset({"source"})))  # each process's own URL
+            out.append(http.get(f"{base}/agents", params={"pageSize": 50}).json())
+            out.append(http.post(f"{base}/explore", json={"facets": [{"field": "tags"}, {"field": "type"}]}).json())
+            return out
+
+        def found(base: str, identifier: str, text: str) -> bool:
+            body = http.post(f"{base}/search", json={"query": {"text": text}, "pageSize": 5}).json()
+            return identifier in [r["identifier"] for r in body["results"]]
+
+        _wait(lambda: answers(cluster[1]) == answers(cluster[0]) == answers(cluster[2]), timeout=20)
+
+        # a write through one is found through the others; a deletion through another disappears everywhere
+        fresh = entry(
+            WEATHER,
+            identifier="urn:air:example.com:weather:tides",
+            displayName="Tide Tables",
+            description="Tide times and heights for harbours.",
+        )
+        assert http.post(f"{cluster[1]}/agents", json=fresh).status_code == 201
+        delays = [
+            _wait(lambda base=base: found(base, fresh["identifier"], "tide times for a harbour")) for base in (cluster[0], cluster[2])
+        ]
+        assert http.delete(f"{cluster[2]}/agents/{fresh['identifier']}").status_code in (200, 204)
+        delays += [_wait(lambda base=base: not found(base, fresh["identifier"], "tide times for a harbour")) for base in cluster[:2]]
+        print(f"write to visible elsewhere: max {max(delays) * 1000:.0f} ms")
+        assert max(delays) < 5
+        assert answers(cluster[0]) == answers(cluster[1]) == answers(cluster[2])
