@@ -1,6 +1,7 @@
 """Speed and scale of ard-mcp at 1,000 / 10,000 / 100,000 agents (issue 4), measured through the product's own code.
 
     python bench/scale.py [--sizes 1000,10000,100000] [--shared DIR] [--json OUT] [--chroma-url http://HOST:PORT]
+                          [--store-url postgresql://... [--servers 1,2,3]]
 
 For each size, in a fresh subprocess (so peak RSS is per size):
 
@@ -17,9 +18,14 @@ For each size, in a fresh subprocess (so peak RSS is per size):
    selective filter (a tag on <1% of agents); `explore_facets`; Recall@10 of
    the vector index against exact brute force over the stored vectors; ~50 single `register_agent` calls
    (half new agents, half changed ones);
-5. closes the registry, measures the data directory on disk, and times `python -m ard_mcp serve` over
-   stdio from spawn to the answer of the first `tools/list` (median of 5 runs), plus one run to the first
-   answered `search_agents` and that server's own peak RSS.
+5. closes the registry, measures the data directory on disk (and the PostgreSQL database), and times
+   `python -m ard_mcp serve` over stdio from spawn to the answer of the first `tools/list` (median of 5
+   runs), plus one run to the first answered `search_agents` and that server's own peak RSS;
+6. with `--store-url` and `--chroma-url`, the aggregate REST search throughput of 1, 2 and 3 `ard-mcp
+   serve` processes sharing the store and the Chroma server (`bench/throughput.py`).
+
+With `--store-url` the catalog lives in that PostgreSQL database, which the benchmark empties at the start
+of each size (and the Chroma server's collection with it): give it a database of its own.
 
 Prints a table (rows: figures, columns: sizes, the issue's target beside each figure, ✓/✗ per cell; the
 targets are stated for 100,000 agents) and writes everything to JSON (default bench/scale-results.json).
@@ -55,6 +61,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import synth  # noqa: E402
+import throughput  # noqa: E402
 import vector_cache  # noqa: E402
 
 GIB = 1024**3
@@ -79,12 +86,42 @@ def chroma_url_supported() -> bool:
     return "chroma_url" in {f.name for f in dataclasses.fields(Config)}
 
 
-def make_config(data_dir: Path, chroma_url: str | None) -> Any:
+def make_config(data_dir: Path, chroma_url: str | None, store_url: str | None = None) -> Any:
     from ard_mcp.config import Config
 
+    if store_url:
+        return Config(data_dir=data_dir, chroma_url=chroma_url, store_url=store_url)  # type: ignore[call-arg]
     if chroma_url:
         return Config(data_dir=data_dir, chroma_url=chroma_url)  # type: ignore[call-arg]
     return Config(data_dir=data_dir)
+
+
+def reset_shared(store_url: str, chroma_url: str | None) -> None:
+    """Empty the PostgreSQL database (and the Chroma server's collection), so a size starts from nothing."""
+    import psycopg
+
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
+    if chroma_url:
+        from urllib.parse import urlsplit
+
+        import chromadb
+
+        from ard_mcp.index.vectors import COLLECTION
+
+        parts = urlsplit(chroma_url)
+        client = chromadb.HttpClient(host=parts.hostname or "127.0.0.1", port=parts.port or 8000)
+        if COLLECTION in {c.name for c in client.list_collections()}:
+            client.delete_collection(COLLECTION)
+
+
+def database_bytes(store_url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(store_url) as conn:
+        row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+    return int(row[0]) if row else 0
 
 
 # -- small measuring helpers ---------------------------------------------------------------------------
@@ -373,7 +410,9 @@ def run_size(size: int, args: argparse.Namespace, data_dir: Path) -> dict[str, A
         f"generated in {res['generation_s']:.1f} s; filter shares " + ", ".join(f"{k} {v:.1%}" for k, v in res["filter_share"].items())
     )
 
-    config = make_config(data_dir, args.chroma_url)
+    if args.store_url:
+        reset_shared(args.store_url, args.chroma_url)
+    config = make_config(data_dir, args.chroma_url, args.store_url)
     # 2. ingest, then the same catalog again; the model is loaded first so neither figure includes loading it
     start = time.perf_counter()
     cached = cached_ingest(args, size)  # before the registry loads its model, so it loads the stand-in
@@ -559,7 +598,21 @@ def run_size(size: int, args: argparse.Namespace, data_dir: Path) -> dict[str, A
     finally:
         registry.close()
 
+    if args.store_url and args.chroma_url and args.servers:
+        counts = [int(n) for n in args.servers.split(",")]
+        log(f"{size}: aggregate REST search throughput with {counts} serve processes, {args.throughput_seconds:.0f} s each")
+        res["throughput"] = throughput.measure(
+            counts, args.store_url, args.chroma_url, REPO, rest, args.clients_per_process, args.throughput_seconds
+        )
+        for row in res["throughput"]:
+            log(
+                f"{size}: {row['processes']} process(es): {row['throughput_rps']:.1f} searches/s, "
+                f"p50 {row['p50_ms']:.1f} / p99 {row['p99_ms']:.1f} ms"
+            )
+
     res["peak_rss_bytes"] = peak_rss()
+    if args.store_url:
+        res["database_bytes"] = database_bytes(args.store_url)
     res["disk_bytes"], res["disk_apparent_bytes"] = disk_usage(data_dir)
     res["disk_parts_bytes"] = {p.name: disk_usage(p)[0] if p.is_dir() else p.stat().st_blocks * 512 for p in sorted(data_dir.iterdir())}
     log(f"{size}: peak RSS {res['peak_rss_bytes'] / MIB:.0f} MiB, disk {res['disk_bytes'] / MIB:.0f} MiB")
@@ -639,6 +692,19 @@ def row_cells(res: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
             server_rss <= 2.5 * GIB if server_rss else None,
         )
     )
+    if "database_bytes" in res:
+        out.append(("PostgreSQL database size", "", f"{res['database_bytes'] / GIB:.2f} GiB", None))
+    for row in res.get("throughput", []):
+        ratio = row["throughput_rps"] / res["throughput"][0]["throughput_rps"]
+        met = None if row["processes"] != 3 else ratio >= 1.5
+        out.append(
+            (
+                f"REST searches/s, {row['processes']} serve process(es) (p50 / p99 ms)",
+                "3 processes ≥ 1.5× one" if row["processes"] == 3 else "",
+                f"{row['throughput_rps']:.1f} ({ratio:.2f}×; {fmt_ms(row['p50_ms'])} / {fmt_ms(row['p99_ms'])})",
+                met,
+            )
+        )
     disk = res["disk_bytes"]
     out.append(("disk (data dir)", "≤ 2 GiB", f"{disk / GIB:.2f} GiB" if disk >= 0.1 * GIB else f"{disk / MIB:.0f} MiB", disk <= 2 * GIB))
     recall = res["recall"]["at_10"]
@@ -740,6 +806,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=os.environ.get("ARD_MCP_CHROMA_URL") or None,
         help="use a Chroma server (http://HOST:PORT) instead of the embedded index",
     )
+    parser.add_argument(
+        "--store-url",
+        default=os.environ.get("ARD_MCP_STORE_URL") or None,
+        help="keep the catalog in this PostgreSQL database (emptied at the start of each size: give it one of its own)",
+    )
+    parser.add_argument(
+        "--servers", default="1,2,3", help="serve process counts for the throughput figure (with --store-url and --chroma-url)"
+    )
+    parser.add_argument("--throughput-seconds", type=float, default=30.0, help="load time per process count (default %(default)s)")
+    parser.add_argument(
+        "--clients-per-process", type=int, default=2, help="concurrent REST clients per serve process (default %(default)s)"
+    )
     parser.add_argument("--work-dir", type=Path, default=None, help="where the data directories go (default: a new temporary directory)")
     parser.add_argument("--keep-data", action="store_true", help="keep each size's data directory")
     parser.add_argument("--seed", type=int, default=4)
@@ -777,6 +855,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def worker(args: argparse.Namespace) -> int:
     size = args.worker
+    if args.store_url:
+        os.environ["ARD_MCP_STORE_URL"] = args.store_url  # the stdio servers of step 5 use the same store
     base = Path(args.work_dir) if args.work_dir else Path(tempfile.gettempdir())
     base.mkdir(parents=True, exist_ok=True)
     data_dir = Path(tempfile.mkdtemp(prefix=f"ard-scale-{size}-", dir=base))
@@ -816,6 +896,9 @@ def worker_argv(args: argparse.Namespace, size: int, out: Path) -> list[str]:
     ]
     if args.chroma_url:
         argv += ["--chroma-url", args.chroma_url]
+    if args.store_url:
+        argv += ["--store-url", args.store_url, "--servers", args.servers, "--throughput-seconds", str(args.throughput_seconds)]
+        argv += ["--clients-per-process", str(args.clients_per_process)]
     if args.work_dir:
         argv += ["--work-dir", str(args.work_dir)]
     if args.keep_data:
@@ -875,6 +958,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": " ".join([Path(sys.executable).name, "bench/scale.py", *(argv if argv is not None else sys.argv[1:])]),
         "machine": machine(),
         "vector_backend": f"chroma server {args.chroma_url}" if args.chroma_url else "embedded chroma (PersistentClient)",
+        "store": "postgresql" if args.store_url else "sqlite",
         "targets_at_100k": {
             "search_p50_ms": 25,
             "search_p99_ms": 60,
@@ -902,6 +986,8 @@ def main(argv: list[str] | None = None) -> int:
         document["notes"].append(CACHE_NOTE)
     if args.chroma_url:
         document["notes"].append("With a Chroma server, disk counts only the data directory, not the server's storage.")
+    if args.store_url:
+        document["notes"].append("With a PostgreSQL store, disk counts the data directory; the database's size is database_bytes.")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,7 +28,7 @@ from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
 from tests.conftest import REPO, SAMPLE, WEATHER, entry
 from tests.postgres_server import PostgresServer
-from tests.processes import serving
+from tests.processes import quiet_env, serving
 from tests.test_chroma_server import chroma_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -273,3 +275,22 @@ def test_three_processes_share_one_database_and_one_chroma_server(cluster: list[
         print(f"write to visible elsewhere: max {max(delays) * 1000:.0f} ms")
         assert max(delays) < 5
         assert answers(cluster[0]) == answers(cluster[1]) == answers(cluster[2])
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ard_mcp", *args], env=quiet_env(), capture_output=True, text=True, timeout=120)
+
+
+def test_the_cli_ingests_exports_and_refuses_a_file_backup_of_a_postgres_store(tmp_path: Path, postgres: PostgresServer) -> None:
+    url = postgres.new_database()
+    ingested = _cli("ingest", str(REPO / "examples" / "ai-catalog.json"), "--store-url", url, "--data-dir", str(tmp_path / "d"))
+    assert ingested.returncode == 0, ingested.stderr
+    exported = _cli("export", str(tmp_path / "out.json"), "--store-url", url, "--data-dir", str(tmp_path / "d"))
+    assert exported.returncode == 0, exported.stderr
+    original = {e["identifier"] for _, e in file_entries(REPO / "examples" / "ai-catalog.json")}
+    assert {e["identifier"] for e in json.loads((tmp_path / "out.json").read_text())["entries"]} == original
+
+    refused = _cli("backup", str(tmp_path / "copy"), "--store-url", url, "--data-dir", str(tmp_path / "d"))
+    assert refused.returncode == 2 and "pg_dump" in refused.stderr and "Traceback" not in refused.stderr
+    down = _cli("search", "weather", "--store-url", "postgresql://postgres@127.0.0.1:1/x", "--data-dir", str(tmp_path / "e"))
+    assert down.returncode == 2 and "cannot open the PostgreSQL store" in down.stderr and "Traceback" not in down.stderr

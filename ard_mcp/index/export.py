@@ -16,6 +16,9 @@ for those entries.
 Nested catalogs (`application/ai-catalog+json` with inline `data`) and their members are stored as
 separate entries, and each is written once at top level. Catalogs come first: ingest registers a
 catalog's members again as it walks it, so the members as stored must follow to have the last word.
+
+A PostgreSQL store (`export_postgres`) is read the same way: one REPEATABLE READ transaction, a
+server-side cursor per group.
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ def export(data_dir: Path, out: IO[bytes], *, served: bool = False, progress: Pr
         try:
             _check_layout(db, data_dir)
             total = int(db.execute("SELECT count(*) FROM agents").fetchone()[0])
-            return write_manifest(_stored_batches(db, batch, served), out, total, progress)
+            cursor = db.cursor()
+            return write_manifest(_stored_batches(lambda sql: cursor.execute(sql, (AI_CATALOG,)), batch, served), out, total, progress)
         finally:
             if db.in_transaction:  # SQLite may have ended it already, after an error
                 db.execute("COMMIT")
@@ -79,11 +83,37 @@ def _check_layout(db: sqlite3.Connection, data_dir: Path) -> None:
         )
 
 
-def _stored_batches(db: sqlite3.Connection, batch: int, served: bool) -> Iterator[list[dict[str, Any]]]:
-    """Every stored entry (`StoredAgent.entry`), nested catalogs first, each group in registration order."""
-    cursor = db.cursor()
+def export_postgres(store_url: str, out: IO[bytes], *, served: bool = False, progress: Progress | None = None, batch: int = BATCH) -> int:
+    """`export` of the PostgreSQL store at `store_url`."""
+    import psycopg
+
+    from ard_mcp.index.store.pg_schema import MIGRATIONS
+    from ard_mcp.index.store.postgres import redacted
+
+    try:
+        with psycopg.connect(store_url) as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+            if row is None or row[0] != len(MIGRATIONS):
+                raise InvalidArgument(
+                    f"the PostgreSQL store at {redacted(store_url)} has schema version {row[0] if row else 'none'}, and this version "
+                    f"exports version {len(MIGRATIONS)}; any command that opens the registry migrates it (e.g. `ard-mcp search test`)"
+                )
+            total = int(conn.execute("SELECT count(*) FROM agents").fetchone()[0])  # type: ignore[index]
+
+            def select(sql: str) -> Any:
+                return conn.cursor(name=f"export_{abs(hash(sql))}").execute(sql.replace("?", "%s"), (AI_CATALOG,))
+
+            return write_manifest(_stored_batches(select, batch, served), out, total, progress)
+    except psycopg.Error as exc:
+        raise InvalidArgument(f"the PostgreSQL store at {redacted(store_url)} cannot be read: {str(exc).strip()}") from None
+
+
+def _stored_batches(select: Callable[[str], Any], batch: int, served: bool) -> Iterator[list[dict[str, Any]]]:
+    """Every stored entry (`StoredAgent.entry`), nested catalogs first, each group in registration order;
+    `select(sql)` runs one group's query (its one parameter, the catalog type, bound) on a cursor."""
     for sql in _GROUPS:
-        cursor.execute(sql, (AI_CATALOG,))
+        cursor = select(sql)
         while rows := cursor.fetchmany(batch):
             documents = [json.loads(zlib.decompress(blob)) for (blob,) in rows]
             yield [CatalogEntry.model_validate(d).wire() for d in documents] if served else documents

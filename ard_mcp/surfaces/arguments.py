@@ -269,7 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
         "data directory restores the same entries; an entry registered with one query or more than five is then outside the "
         "schema's 2-5 (ingest reads it back with a warning), and --served writes entries as served instead (the first five, a "
         "lone one left out), always schema-valid. Reads the store read-only without claiming the "
-        "data directory, so it works while a server runs on it, and needs neither the model nor Chroma.",
+        "data directory, so it works while a server runs on it, and needs neither the model nor Chroma. With --store-url it "
+        "reads the PostgreSQL store, in one snapshot likewise.",
     )
     _common(export)
     export.add_argument(
@@ -286,7 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
         "taken read-only while a server on the same data directory keeps serving and writing (the store is in WAL mode; the "
         "directory is not claimed, since the claim guards embedded Chroma, which this does not open). chroma/ is not copied: "
         "it is derived. To restore, copy the backup to <data-dir>/catalog.sqlite3 of an empty data directory and run "
-        "`ard-mcp reindex`, which rebuilds the vector index from the stored vectors without running the model.",
+        "`ard-mcp reindex`, which rebuilds the vector index from the stored vectors without running the model. A PostgreSQL "
+        "store (--store-url) is backed up with pg_dump instead; this command then says so.",
     )
     _common(backup)
     backup.add_argument(

@@ -14,10 +14,10 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ard_mcp.config import Config
-from ard_mcp.errors import ArdError
+from ard_mcp.errors import ArdError, InvalidArgument
 from ard_mcp.federation.settings import FederationSettings, load_upstreams
 from ard_mcp.formats.limits import EntryLimits
 from ard_mcp.surfaces.arguments import build_parser, csv_list
@@ -295,7 +295,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from ard_mcp.index.export import export, replacing
+    from ard_mcp.index.export import export, export_postgres, replacing
 
     reported = [time.monotonic()]
 
@@ -304,9 +304,14 @@ def _export(args: argparse.Namespace) -> int:
             reported[0] = time.monotonic()
             log.info("exported %d of %d entries", done, total)
 
+    def read(out: IO[bytes]) -> int:
+        if args.store_url:
+            return export_postgres(args.store_url, out, served=args.served, progress=progress)
+        return export(args.data_dir, out, served=args.served, progress=progress)
+
     if args.path == "-":
         try:
-            written = export(args.data_dir, sys.stdout.buffer, served=args.served, progress=progress)
+            written = read(sys.stdout.buffer)
             sys.stdout.flush()
         except BrokenPipeError:  # the reader stopped early (`| head`); quiet, and no second report at exit
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -314,7 +319,7 @@ def _export(args: argparse.Namespace) -> int:
         where = "stdout"
     else:
         with replacing(Path(args.path)) as out:
-            written = export(args.data_dir, out, served=args.served, progress=progress)
+            written = read(out)
         where = args.path
     print(f"exported {written} entries to {where}", file=sys.stderr)
     return 0
@@ -322,6 +327,12 @@ def _export(args: argparse.Namespace) -> int:
 
 def _backup(args: argparse.Namespace) -> int:
     from ard_mcp.index.backup import backup
+
+    if args.store_url:
+        raise InvalidArgument(
+            "the catalog is in PostgreSQL (--store-url): back it up with PostgreSQL's own tools, e.g. "
+            "`pg_dump --format=custom --file=ard.dump DBNAME` (restore with pg_restore); `ard-mcp export` writes its entries as a manifest"
+        )
 
     copy = backup(args.data_dir, args.dest)
     print(f"backed up {copy.agents} agents ({copy.size / 2**20:.1f} MiB) to {copy.path}")
