@@ -136,7 +136,7 @@ class Registry:
         """Remove entries whose `metadata.expiresAt` has passed and return their identifiers. Every read
         calls this first, so no surface returns an expired entry; it costs one comparison until one is due."""
         now = now or datetime.now(UTC)
-        if not self._expiry.may_be_due(now):
+        if not self._expiry.may_be_due(now, self.store.version()):
             return []
         return self.indexer.expire(now)
 

@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from ard_mcp.config import Config
-from ard_mcp.errors import StaleEntry, StoreUnavailable
+from ard_mcp.errors import NotFound, StaleEntry, StoreUnavailable
 from ard_mcp.formats.manifests import file_entries
 from ard_mcp.formats.messages import FacetRequest
 from ard_mcp.index.store.postgres import PostgresStore, fold
@@ -294,3 +294,20 @@ def test_the_cli_ingests_exports_and_refuses_a_file_backup_of_a_postgres_store(t
     assert refused.returncode == 2 and "pg_dump" in refused.stderr and "Traceback" not in refused.stderr
     down = _cli("search", "weather", "--store-url", "postgresql://postgres@127.0.0.1:1/x", "--data-dir", str(tmp_path / "e"))
     assert down.returncode == 2 and "cannot open the PostgreSQL store" in down.stderr and "Traceback" not in down.stderr
+
+
+def test_an_entry_another_process_registered_expires_here_too(tmp_path: Path, postgres: PostgresServer) -> None:
+    url = postgres.new_database()
+    writer, reader = Registry(Config(tmp_path / "a", store_url=url)), Registry(Config(tmp_path / "b", store_url=url))
+    try:
+        assert reader.expire_due() == []  # the reader's clock has looked: nothing expires
+        soon = (datetime.now(UTC) + timedelta(seconds=2)).isoformat().replace("+00:00", "Z")
+        writer.indexer.register(entry(WEATHER, metadata={"expiresAt": soon}))
+        _wait(lambda: reader.store.count() == 1)
+        assert reader.get(WEATHER["identifier"]).identifier == WEATHER["identifier"]
+        time.sleep(2.2)
+        with pytest.raises(NotFound):
+            reader.get(WEATHER["identifier"])
+    finally:
+        writer.close()
+        reader.close()

@@ -2,7 +2,9 @@
 
 An expiry is a lease the publisher did not renew (Xu profile §4.8: stop returning the record), so a due
 entry goes the way of a deregistration (`Indexer.expire`). Every read asks first whether one may be due;
-the clock answers with one comparison until one actually is, so reads need no lookup.
+the clock answers with one comparison until one actually is, or until the store has changed since it
+looked (another process sharing the store may have written an entry that expires sooner), so reads need
+no lookup.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class ExpiryClock:
 
     def __init__(self) -> None:
         self._next: datetime | None = _UNKNOWN
+        self._version: Any = _UNKNOWN  # the store's version when the clock last looked
 
     def note(self, wire: dict[str, Any]) -> None:
         """An entry was written: an earlier expiry than the one known becomes the next."""
@@ -32,12 +35,13 @@ class ExpiryClock:
         if expires is not None and self._next is not _UNKNOWN and (self._next is None or expires < self._next):
             self._next = expires
 
-    def may_be_due(self, now: datetime) -> bool:
-        return self._next is _UNKNOWN or (self._next is not None and self._next <= now)
+    def may_be_due(self, now: datetime, version: Any) -> bool:
+        return version != self._version or self._next is _UNKNOWN or (self._next is not None and self._next <= now)
 
     def due(self, store: Store, now: datetime) -> list[StoredAgent]:
         """The entries whose expiry has passed; the clock then waits for the earliest one still to come."""
         expiries: list[tuple[datetime, str]] = []
+        self._version = store.version()  # before reading: a write meanwhile makes the clock look again
         for value, _ in store.facet(FIELD, None):
             try:
                 expiries.append((parse_timestamp(value), value))
