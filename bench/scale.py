@@ -21,8 +21,9 @@ For each size, in a fresh subprocess (so peak RSS is per size):
 5. closes the registry, measures the data directory on disk (and the PostgreSQL database), and times
    `python -m ard_mcp serve` over stdio from spawn to the answer of the first `tools/list` (median of 5
    runs), plus one run to the first answered `search_agents` and that server's own peak RSS;
-6. with `--store-url` and `--chroma-url`, the aggregate REST search throughput of 1, 2 and 3 `ard-mcp
-   serve` processes sharing the store and the Chroma server (`bench/throughput.py`).
+6. with `--chroma-url`, the aggregate REST search throughput of 1, 2 and 3 `ard-mcp serve` processes
+   sharing the store (`--store-url`, or the data directory) and the Chroma server (`bench/throughput.py`),
+   and how busy the CPUs were meanwhile.
 
 With `--store-url` the catalog lives in that PostgreSQL database, which the benchmark empties at the start
 of each size (and the Chroma server's collection with it): give it a database of its own.
@@ -598,16 +599,17 @@ def run_size(size: int, args: argparse.Namespace, data_dir: Path) -> dict[str, A
     finally:
         registry.close()
 
-    if args.store_url and args.chroma_url and args.servers:
+    if args.chroma_url and args.servers:
         counts = [int(n) for n in args.servers.split(",")]
         log(f"{size}: aggregate REST search throughput with {counts} serve processes, {args.throughput_seconds:.0f} s each")
+        store = ["--store-url", args.store_url] if args.store_url else ["--data-dir", str(data_dir)]
         res["throughput"] = throughput.measure(
-            counts, args.store_url, args.chroma_url, REPO, rest, args.clients_per_process, args.throughput_seconds
+            counts, store, args.chroma_url, REPO, rest, args.clients_per_process, args.throughput_seconds
         )
         for row in res["throughput"]:
             log(
                 f"{size}: {row['processes']} process(es): {row['throughput_rps']:.1f} searches/s, "
-                f"p50 {row['p50_ms']:.1f} / p99 {row['p99_ms']:.1f} ms"
+                f"p50 {row['p50_ms']:.1f} / p99 {row['p99_ms']:.1f} ms, CPUs {row['cpu_busy']:.0%} busy"
             )
 
     res["peak_rss_bytes"] = peak_rss()
@@ -701,7 +703,8 @@ def row_cells(res: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
             (
                 f"REST searches/s, {row['processes']} serve process(es) (p50 / p99 ms)",
                 "3 processes ≥ 1.5× one" if row["processes"] == 3 else "",
-                f"{row['throughput_rps']:.1f} ({ratio:.2f}×; {fmt_ms(row['p50_ms'])} / {fmt_ms(row['p99_ms'])})",
+                f"{row['throughput_rps']:.1f} ({ratio:.2f}×; {fmt_ms(row['p50_ms'])} / {fmt_ms(row['p99_ms'])}; "
+                f"CPUs {row['cpu_busy']:.0%})",
                 met,
             )
         )
@@ -812,7 +815,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="keep the catalog in this PostgreSQL database (emptied at the start of each size: give it one of its own)",
     )
     parser.add_argument(
-        "--servers", default="1,2,3", help="serve process counts for the throughput figure (with --store-url and --chroma-url)"
+        "--servers", default="1,2,3", help="serve process counts for the throughput figure (with --chroma-url; empty for none)"
     )
     parser.add_argument("--throughput-seconds", type=float, default=30.0, help="load time per process count (default %(default)s)")
     parser.add_argument(
@@ -897,8 +900,9 @@ def worker_argv(args: argparse.Namespace, size: int, out: Path) -> list[str]:
     if args.chroma_url:
         argv += ["--chroma-url", args.chroma_url]
     if args.store_url:
-        argv += ["--store-url", args.store_url, "--servers", args.servers, "--throughput-seconds", str(args.throughput_seconds)]
-        argv += ["--clients-per-process", str(args.clients_per_process)]
+        argv += ["--store-url", args.store_url]
+    argv += ["--servers", args.servers, "--throughput-seconds", str(args.throughput_seconds)]
+    argv += ["--clients-per-process", str(args.clients_per_process)]
     if args.work_dir:
         argv += ["--work-dir", str(args.work_dir)]
     if args.keep_data:

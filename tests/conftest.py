@@ -5,6 +5,7 @@ machine has PostgreSQL; tests that use `registry` or `loaded` run on both."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,6 +117,54 @@ def entry(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
 def results(registry: Registry, text: str) -> list[SearchResult]:
     """The first page of ARD results for a task, as `search_agents` returns them."""
     return registry.search(SearchQuery.of(text)).response().results
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--store",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="postgres: run the suite again with every registry the tests open in-process kept in PostgreSQL "
+        "(a fresh database per data directory); tests already run on both stores, SQLite-only ones and the soak "
+        "suite are left out",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--store") != "postgres":
+        return
+    left_out = ("postgres", "sqlite_only", "soak")
+    kept = [item for item in items if not any(item.get_closest_marker(m) for m in left_out)]
+    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    items[:] = kept
+
+
+@pytest.fixture(scope="session", autouse=True)
+def every_registry_on_the_chosen_store(request: pytest.FixtureRequest) -> Iterator[None]:
+    """With `--store postgres`, a registry opened on a data directory keeps its catalog in a PostgreSQL
+    database of that directory's own (the same one when the directory is opened again)."""
+    if request.config.getoption("--store") != "postgres":
+        yield
+        return
+    import ard_mcp.registry
+    from ard_mcp.index import store
+
+    server: postgres_server.PostgresServer = request.getfixturevalue("postgres")
+    databases: dict[Path, str] = {}
+    opened = store.open_store
+
+    def open_store(config: Config) -> store.Store:
+        if config.store_url is None:
+            key = config.data_dir.resolve()
+            if key not in databases:
+                databases[key] = server.new_database()
+            config = dataclasses.replace(config, store_url=databases[key])
+        return opened(config)
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(ard_mcp.registry, "open_store", open_store)
+    yield
+    patch.undo()
 
 
 @pytest.fixture(scope="session", autouse=True)

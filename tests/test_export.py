@@ -33,6 +33,8 @@ from tests.conftest import PDF, SAMPLE, WEATHER, entry
 from tests.http_support import ard_errors, assert_ard
 from tests.test_cli import ard
 
+pytestmark = pytest.mark.sqlite_only  # the SQLite store's own files, layouts and connections
+
 CALENDAR: dict[str, Any] = {
     "identifier": "urn:air:office.example.com:bundle:calendar",
     "displayName": "Team Calendar",

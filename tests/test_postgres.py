@@ -311,3 +311,16 @@ def test_an_entry_another_process_registered_expires_here_too(tmp_path: Path, po
     finally:
         writer.close()
         reader.close()
+
+
+def test_a_nul_in_a_looked_up_value_finds_nothing_instead_of_failing(tmp_path: Path, postgres: PostgresServer) -> None:
+    """PostgreSQL text cannot hold NUL (SQLite's can); the REST fuzzer sent one in an identifier and got a 500."""
+    registry = Registry(Config(tmp_path / "d", store_url=postgres.new_database()))
+    try:
+        registry.indexer.register(WEATHER)
+        assert registry.store.get(WEATHER["identifier"] + "\x00") is None
+        assert registry.store.filter_agents({"tags": ["weather\x00"]}) == frozenset()
+        with pytest.raises(NotFound):
+            registry.get("urn:air:example.com:a\x00b")
+    finally:
+        registry.close()

@@ -27,7 +27,8 @@ def counts(registry: Registry) -> dict[str, int]:
     """Rows for every table that holds a trace of an agent, plus the vector index."""
     store = registry.store
     out = {t: store._tuples(f"SELECT count(*) FROM {t}")[0][0] for t in ("agents", "agent_values", "examples")}  # noqa: SLF001
-    full_text = "SELECT count(DISTINCT agent_id) FROM postings" if registry.config.store_url else "SELECT count(*) FROM agents_fts"
+    postgres = type(store).__name__ == "PostgresStore"
+    full_text = "SELECT count(DISTINCT agent_id) FROM postings" if postgres else "SELECT count(*) FROM agents_fts"
     out["full_text"] = store._tuples(full_text)[0][0]  # noqa: SLF001 - agents in the store's full-text index
     out["chroma"] = registry.vectors.count()
     return out

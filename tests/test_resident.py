@@ -17,6 +17,8 @@ from ard_mcp.registry import Registry
 from ard_mcp.search.ranking import Ranker
 from tests.test_store import _layout_1_store, _vectors, _write
 
+pytestmark = pytest.mark.sqlite_only  # the SQLite store's own files, layouts and connections
+
 
 @pytest.fixture
 def path(tmp_path: Path) -> Path:

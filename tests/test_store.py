@@ -22,6 +22,8 @@ from ard_mcp.index.store.postgres import fold
 from ard_mcp.index.store.schema import SCHEMA_VERSION
 from ard_mcp.index.store.sqlite import SqliteStore as Store
 
+pytestmark = pytest.mark.sqlite_only  # the SQLite store's own files, layouts and connections
+
 WEIGHTS = (4.0, 3.0, 1.5, 1.0)
 
 

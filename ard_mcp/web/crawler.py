@@ -182,7 +182,9 @@ class Crawler:
 
     # -- fetching ---------------------------------------------------------------------------------------
     async def _walk(self, level: list[_Candidate]) -> None:
-        """Breadth first: each level's documents concurrently, then the catalogs they point to."""
+        """Breadth first: each level's documents concurrently, then the catalogs they point to. Outcomes and
+        nested catalogs are kept in the order the documents were found, whichever finished first (a slower
+        store once reordered a report)."""
         limiter = anyio.CapacityLimiter(self.limits.concurrency)
 
         async def visit(candidate: _Candidate, found: list[_Candidate]) -> None:
@@ -192,11 +194,14 @@ class Crawler:
         while level:
             todo = [c for c in level if c.url not in self._seen]
             self._seen.update(c.url for c in todo)
-            nested: list[_Candidate] = []
+            nested: list[list[_Candidate]] = [[] for _ in todo]
+            first = len(self.report.sources)
             async with anyio.create_task_group() as group:
-                for candidate in todo:
-                    group.start_soon(visit, candidate, nested)
-            level = nested
+                for candidate, found in zip(todo, nested, strict=True):
+                    group.start_soon(visit, candidate, found)
+            position = {c.url: i for i, c in enumerate(todo)}
+            self.report.sources[first:] = sorted(self.report.sources[first:], key=lambda s: position.get(s.url, len(todo)))
+            level = [c for found in nested for c in found]
 
     async def _visit(self, candidate: _Candidate) -> list[_Candidate]:
         """Fetch one document and ingest it; returns the nested catalogs it points to."""

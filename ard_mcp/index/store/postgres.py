@@ -87,6 +87,23 @@ def _named_rows(cursor: Any) -> RowMaker[_Row]:
     return type("Row", (_Row,), {"names": names})  # type: ignore[return-value]
 
 
+def _params(params: Sequence[Any]) -> Sequence[Any] | None:
+    """PostgreSQL text cannot hold NUL, which SQLite's can. Nothing stored has one (registration removes
+    control characters), so a NUL in a value looked up becomes U+FFFD: it still matches nothing, as in
+    SQLite, instead of failing the statement (the REST fuzzer sent one in an identifier)."""
+    if not params:
+        return None
+    return [_text(p) for p in params]
+
+
+def _text(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, list):
+        return [_text(v) for v in value]
+    return value
+
+
 class _PgDb:
     """A psycopg cursor speaking the shared SQL (`base.Db`)."""
 
@@ -94,10 +111,10 @@ class _PgDb:
         self.cursor = cursor
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
-        return self.cursor.execute(_dialect(sql), params or None)
+        return self.cursor.execute(_dialect(sql), _params(params))
 
     def executemany(self, sql: str, rows: Any) -> psycopg.Cursor[Any]:
-        rows = list(rows)
+        rows = [_params(row) for row in rows]
         if rows:
             self.cursor.executemany(_dialect(sql), rows)
         return self.cursor
@@ -117,7 +134,7 @@ class _StreamingDb:
             self._open.close()
         self._open = self._conn.cursor(name=next(self._names), binary=True)
         self._open.itersize = 20_000
-        return self._open.execute(_dialect(sql), params or None)
+        return self._open.execute(_dialect(sql), _params(params))
 
     def executemany(self, sql: str, rows: Any) -> None:
         raise TypeError("a read-only stream")
