@@ -26,7 +26,8 @@ For each size, in a fresh subprocess (so peak RSS is per size):
    and how busy the CPUs were meanwhile.
 
 With `--store-url` the catalog lives in that PostgreSQL database, which the benchmark empties at the start
-of each size (and the Chroma server's collection with it): give it a database of its own.
+of each size, as it does the Chroma server's collection with `--chroma-url`: give it a database and a
+Chroma server of their own.
 
 Prints a table (rows: figures, columns: sizes, the issue's target beside each figure, ✓/✗ per cell; the
 targets are stated for 100,000 agents) and writes everything to JSON (default bench/scale-results.json).
@@ -97,13 +98,15 @@ def make_config(data_dir: Path, chroma_url: str | None, store_url: str | None = 
     return Config(data_dir=data_dir)
 
 
-def reset_shared(store_url: str, chroma_url: str | None) -> None:
-    """Empty the PostgreSQL database (and the Chroma server's collection), so a size starts from nothing."""
-    import psycopg
+def reset_shared(store_url: str | None, chroma_url: str | None) -> None:
+    """Empty the PostgreSQL database and the Chroma server's collection, so a size starts from nothing (a
+    collection left by an earlier run would name agents of another catalog)."""
+    if store_url:
+        import psycopg
 
-    with psycopg.connect(store_url, autocommit=True) as conn:
-        conn.execute("DROP SCHEMA public CASCADE")
-        conn.execute("CREATE SCHEMA public")
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            conn.execute("DROP SCHEMA public CASCADE")
+            conn.execute("CREATE SCHEMA public")
     if chroma_url:
         from urllib.parse import urlsplit
 
@@ -411,8 +414,7 @@ def run_size(size: int, args: argparse.Namespace, data_dir: Path) -> dict[str, A
         f"generated in {res['generation_s']:.1f} s; filter shares " + ", ".join(f"{k} {v:.1%}" for k, v in res["filter_share"].items())
     )
 
-    if args.store_url:
-        reset_shared(args.store_url, args.chroma_url)
+    reset_shared(args.store_url, args.chroma_url)
     config = make_config(data_dir, args.chroma_url, args.store_url)
     # 2. ingest, then the same catalog again; the model is loaded first so neither figure includes loading it
     start = time.perf_counter()

@@ -4,7 +4,8 @@ The tables hold what the SQLite store's hold (`schema`), in the same encodings: 
 JSON, vectors int8 with one float32 scale, timestamps as the same ISO text. Text that listings order by is
 declared `COLLATE "C"`, so it sorts bytewise as SQLite's BINARY does and both stores page alike. In place of
 FTS5 the lexical candidates come from `postings`: each (term, agent) with the term's count in each of the
-four fields, and each agent's token count in `agents.tokens`, which is what FTS5's BM25 reads.
+four fields and the agent's token count (also in `agents.tokens`), which is what FTS5's BM25 reads; the
+primary key includes them, so a query's postings are read from the index alone.
 
 Migrations are numbered; `schema_migrations` records each one applied. A process applies the missing ones
 at start, under an advisory lock and in one transaction each, so processes starting together migrate once.
@@ -59,7 +60,8 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TABLE postings(
         term text COLLATE "C" NOT NULL, agent_id bigint NOT NULL,
         name integer NOT NULL, keywords integer NOT NULL, description integer NOT NULL, examples integer NOT NULL,
-        PRIMARY KEY(term, agent_id)
+        tokens integer NOT NULL,
+        PRIMARY KEY(term, agent_id) INCLUDE (name, keywords, description, examples, tokens)
     );
     CREATE TABLE term_agents(term text COLLATE "C" PRIMARY KEY, agents integer NOT NULL);
     CREATE TABLE changes(seq bigint PRIMARY KEY, agent_id bigint NOT NULL);

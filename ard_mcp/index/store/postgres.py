@@ -9,8 +9,12 @@ engine hooks the PostgreSQL way:
   them; that count is the store's `version`, so kept answers (filters, counts, the search's in-memory copy)
   are dropped as soon as the notification arrives (a few milliseconds on a LAN; `tests/test_postgres.py`
   measures it across three processes);
-- **BM25 candidates**: `postings` rows with each term's count per field, scored with FTS5's own formula
-  (k1 1.2, b 0.75, its IDF and its field weights), so both stores pick the same candidates.
+- **BM25 candidates**: the query terms' `postings` rows (each term's count per field and the agent's
+  token count), scored here with FTS5's own formula (k1 1.2, b 0.75, its IDF and its field weights,
+  summed phrase by phrase in query order as FTS5 sums them), so both stores pick the same candidates.
+  Scored in SQL, a six-term query's 771 postings at 2,000 agents took 4.8 ms (hash joins, and a scan of
+  `agents` for the token counts, which would grow with the catalog); read from the index and scored with
+  numpy, 2.6 ms.
 Tokens are folded as FTS5's unicode61 tokenizer does (lower case, diacritics removed).
 """
 
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import threading
 import time
 import unicodedata
@@ -28,6 +33,7 @@ from functools import lru_cache
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
+import numpy as np
 import psycopg
 from psycopg.rows import RowMaker
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -254,9 +260,9 @@ class PostgresStore(Store):
         counts, tokens = field_counts(fts)
         assert isinstance(db, _PgDb)
         db.execute("UPDATE agents SET tokens = ? WHERE id = ?", (tokens, agent_id))
-        with db.cursor.copy("COPY postings(term, agent_id, name, keywords, description, examples) FROM STDIN") as copy:
+        with db.cursor.copy("COPY postings(term, agent_id, name, keywords, description, examples, tokens) FROM STDIN") as copy:
             for term in sorted(counts):
-                copy.write_row((term, agent_id, *counts[term]))
+                copy.write_row((term, agent_id, *counts[term], tokens))
 
     def _unindex_text(self, db: Db, agent_id: int, old: FtsDocument) -> None:
         db.execute("DELETE FROM postings WHERE agent_id = ? AND term = ANY(?)", (agent_id, sorted(field_counts(old)[0])))
@@ -270,26 +276,31 @@ class PostgresStore(Store):
         return self._totals[1]
 
     def lexical(self, terms: Sequence[str], limit: int, weights: tuple[float, float, float, float]) -> list[tuple[int, float]]:
-        if not terms:
-            return []
+        phrases = [fold(t) for t in terms]
         rows, average = self._lexical_totals()
-        if not rows:
+        if not phrases or not rows:
             return []
-        sql = f"""
-            WITH q AS (SELECT term, count(*) AS phrases FROM unnest(?::text[]) AS term GROUP BY term),
-            hits AS (
-                SELECT p.agent_id, p.term, q.phrases,
-                       (? * p.name + ? * p.keywords + ? * p.description + ? * p.examples)::float8 AS w
-                FROM postings p JOIN q ON p.term = q.term
-            ),
-            df AS (SELECT term, count(*)::float8 AS n FROM hits GROUP BY term)
-            SELECT h.agent_id,
-                   sum(h.phrases * greatest(ln((? - df.n + 0.5) / (df.n + 0.5)), 1e-6)
-                       * (h.w * {_K1 + 1}) / (h.w + {_K1} * ({1 - _B} + {_B} * a.tokens / ?))) AS score
-            FROM hits h JOIN df ON df.term = h.term JOIN agents a ON a.id = h.agent_id
-            GROUP BY h.agent_id ORDER BY score DESC, h.agent_id LIMIT ?"""
-        params = ([fold(t) for t in terms], *map(float, weights), float(rows), max(average, 1e-9), limit)
-        return [(int(agent), float(score)) for agent, score in self._tuples(sql, params)]
+        found = self._tuples(
+            "SELECT term, agent_id, name, keywords, description, examples, tokens FROM postings WHERE term = ANY(?)",
+            (sorted(set(phrases)),),
+        )
+        if not found:
+            return []
+        term_of = np.array([r[0] for r in found], dtype=object)
+        agents, where = np.unique(np.array([r[1] for r in found], np.int64), return_inverse=True)
+        counts = np.array([r[2:6] for r in found], np.float64)
+        tokens = np.array([r[6] for r in found], np.float64)
+        w = counts @ np.asarray(weights, np.float64)
+        saturated = (w * (_K1 + 1.0)) / (w + _K1 * (1.0 - _B + _B * tokens / average))
+        scores = np.zeros(len(agents))
+        for phrase in phrases:  # in query order, as FTS5 adds them up
+            mine = term_of == phrase
+            hits = int(mine.sum())
+            if hits:
+                idf = max(math.log((rows - hits + 0.5) / (hits + 0.5)), 1e-6)
+                scores[where[mine]] += idf * saturated[mine]
+        top = np.lexsort((agents, -scores))[:limit]
+        return [(int(agents[i]), float(scores[i])) for i in top]
 
     # -- listing ----------------------------------------------------------------------------------------
     def _page_of(self, agent_ids: AbstractSet[int], clauses: str, offset: int, limit: int) -> list[Any]:
