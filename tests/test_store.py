@@ -18,7 +18,7 @@ from ard_mcp.config import Config
 from ard_mcp.index.records import FtsDocument, NewExample, TermText, content_hash, term_finder
 from ard_mcp.index.store import open_store
 from ard_mcp.index.store.base import Store as BaseStore
-from ard_mcp.index.store.postgres import fold
+from ard_mcp.index.store.postgres import field_counts, fold
 from ard_mcp.index.store.schema import SCHEMA_VERSION
 from ard_mcp.index.store.sqlite import SqliteStore as Store
 
@@ -73,6 +73,9 @@ def _integrity(store: BaseStore) -> None:
         indexed.setdefault(agent, set()).add(term)
     stored = {agent: FtsDocument.packed(blob).vocabulary() for agent, blob in store._tuples("SELECT id, fts FROM agents")}  # noqa: SLF001
     assert indexed == {agent: {fold(t) for t in terms} for agent, terms in stored.items()}
+    documents = [FtsDocument.packed(blob) for _, blob in store._tuples("SELECT id, fts FROM agents")]  # noqa: SLF001
+    totals = store._tuples("SELECT documents, tokens FROM lexical_totals")[0]  # noqa: SLF001
+    assert totals == (len(documents), sum(field_counts(d)[1] for d in documents)) and store.count() == len(documents)
 
 
 def test_entries_and_vectors_round_trip(any_store: BaseStore) -> None:

@@ -4,8 +4,10 @@ The tables hold what the SQLite store's hold (`schema`), in the same encodings: 
 JSON, vectors int8 with one float32 scale, timestamps as the same ISO text. Text that listings order by is
 declared `COLLATE "C"`, so it sorts bytewise as SQLite's BINARY does and both stores page alike. In place of
 FTS5 the lexical candidates come from `postings`: each (term, agent) with the term's count in each of the
-four fields and the agent's token count (also in `agents.tokens`), which is what FTS5's BM25 reads; the
-primary key includes them, so a query's postings are read from the index alone.
+four fields and the agent's token count, which is what FTS5's BM25 reads; the primary key includes them,
+so a query's postings are read from the index alone. `lexical_totals` keeps the documents and tokens in
+all, as FTS5 does, in step with every write (writes take turns anyway): counting them at 100,000 agents
+after every change would be a scan of the whole table.
 
 Migrations are numbered; `schema_migrations` records each one applied. A process applies the missing ones
 at start, under an advisory lock and in one transaction each, so processes starting together migrate once.
@@ -39,8 +41,7 @@ MIGRATIONS: tuple[str, ...] = (
         created_at text COLLATE "C" NOT NULL,
         indexed_at text COLLATE "C" NOT NULL,
         vectors_pending integer NOT NULL DEFAULT 1,
-        fts bytea NOT NULL,
-        tokens integer NOT NULL DEFAULT 0
+        fts bytea NOT NULL
     );
     CREATE INDEX agents_pending ON agents(id) WHERE vectors_pending = 1;
     CREATE TABLE agent_values(
@@ -64,6 +65,8 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY(term, agent_id) INCLUDE (name, keywords, description, examples, tokens)
     );
     CREATE TABLE term_agents(term text COLLATE "C" PRIMARY KEY, agents integer NOT NULL);
+    CREATE TABLE lexical_totals(id integer PRIMARY KEY CHECK (id = 1), documents bigint NOT NULL, tokens bigint NOT NULL);
+    INSERT INTO lexical_totals VALUES (1, 0, 0);
     CREATE TABLE changes(seq bigint PRIMARY KEY, agent_id bigint NOT NULL);
     CREATE TABLE crawl_sources(url text COLLATE "C" PRIMARY KEY, state text NOT NULL);
     """,

@@ -259,21 +259,27 @@ class PostgresStore(Store):
     def _index_text(self, db: Db, agent_id: int, fts: FtsDocument) -> None:
         counts, tokens = field_counts(fts)
         assert isinstance(db, _PgDb)
-        db.execute("UPDATE agents SET tokens = ? WHERE id = ?", (tokens, agent_id))
+        db.execute("UPDATE lexical_totals SET documents = documents + 1, tokens = tokens + ? WHERE id = 1", (tokens,))
         with db.cursor.copy("COPY postings(term, agent_id, name, keywords, description, examples, tokens) FROM STDIN") as copy:
             for term in sorted(counts):
                 copy.write_row((term, agent_id, *counts[term], tokens))
 
     def _unindex_text(self, db: Db, agent_id: int, old: FtsDocument) -> None:
-        db.execute("DELETE FROM postings WHERE agent_id = ? AND term = ANY(?)", (agent_id, sorted(field_counts(old)[0])))
+        counts, tokens = field_counts(old)
+        db.execute("DELETE FROM postings WHERE agent_id = ? AND term = ANY(?)", (agent_id, sorted(counts)))
+        db.execute("UPDATE lexical_totals SET documents = documents - 1, tokens = tokens - ? WHERE id = 1", (tokens,))
 
     def _lexical_totals(self) -> tuple[int, float]:
-        """Rows and average tokens a row, as FTS5 keeps them; read again only after a change."""
+        """Documents and average tokens a document, as FTS5 keeps them; read again only after a change."""
         version = self.version()
         if self._totals is None or self._totals[0] != version:
-            rows, tokens = self._tuples("SELECT count(*), coalesce(sum(tokens), 0) FROM agents")[0]
-            self._totals = (version, (int(rows), int(tokens) / max(1, int(rows))))
+            documents, tokens = self._tuples("SELECT documents, tokens FROM lexical_totals")[0]
+            self._totals = (version, (int(documents), int(tokens) / max(1, int(documents))))
         return self._totals[1]
+
+    def count(self) -> int:
+        """Every agent has one full-text document, so the totals count them without a scan of `agents`."""
+        return self._lexical_totals()[0]
 
     def lexical(self, terms: Sequence[str], limit: int, weights: tuple[float, float, float, float]) -> list[tuple[int, float]]:
         phrases = [fold(t) for t in terms]
