@@ -116,11 +116,12 @@ class Store(SideTables):
         with self._reading(plain=True) as db:
             return list(db.execute(sql, params).fetchall())
 
-    def _rows_in(self, sql: str, ids: Iterable[Any], *params: Any, plain: bool = False) -> list[Any]:
+    def _rows_in(self, sql: str, ids: Iterable[Any], *params: Any, plain: bool = False, db: Db | None = None) -> list[Any]:
         """Rows of `sql` for any number of ids (or other values): `{ids}` in it becomes an IN list, run in
-        chunks because SQLite caps the parameters of one statement. `params` come before the ids."""
+        chunks because SQLite caps the parameters of one statement. `params` come before the ids. On `db`
+        (a snapshot's, plain rows) when given, else on a connection of its own."""
         ids = list(ids)
-        run = self._tuples if plain else self._query
+        run = (lambda q, p: db.execute(q, p).fetchall()) if db is not None else self._tuples if plain else self._query
         rows: list[Any] = []
         for start in range(0, len(ids), IN_CHUNK):
             chunk = ids[start : start + IN_CHUNK]
@@ -261,7 +262,7 @@ class Store(SideTables):
         """All examples of the given agents, ordered by agent then example, vectors decoded in one go
         (ordered in numpy: an ORDER BY and `sqlite3.Row`s tripled the cost of this, the search's largest read)."""
         sql = "SELECT id, agent_id, kind = 'description', vector FROM examples WHERE agent_id IN ({ids})"
-        rows = self._in_snapshot(db, sql, agent_ids) if db is not None else self._rows_in(sql, agent_ids, plain=True)
+        rows = self._rows_in(sql, agent_ids, plain=True, db=db)
         if not rows:
             return CandidateExamples.empty()
         ids, agents, descriptions, blobs = zip(*rows, strict=True)
@@ -278,14 +279,6 @@ class Store(SideTables):
         them (an agent deleted in between had examples and no terms: a KeyError under concurrent writes)."""
         with self._snapshot() as db:
             return self.candidate_examples(agent_ids, db), self.agent_terms(agent_ids, db)
-
-    @staticmethod
-    def _in_snapshot(db: Db, sql: str, ids: Sequence[Any]) -> list[Any]:
-        rows: list[Any] = []
-        for start in range(0, len(ids), IN_CHUNK):
-            chunk = list(ids[start : start + IN_CHUNK])
-            rows += db.execute(sql.format(ids=",".join("?" * len(chunk))), chunk).fetchall()
-        return rows
 
     def example_texts(self, example_ids: Sequence[int]) -> dict[int, tuple[str, str, str]]:
         """(kind, label, text) of some examples: what evidence shows for the page being returned."""
@@ -366,5 +359,4 @@ class Store(SideTables):
     def agent_terms(self, agent_ids: Sequence[int], db: Db | None = None) -> dict[int, AgentTerms]:
         """Each agent's lexical terms, and the terms of each of its tags and capabilities."""
         sql = "SELECT id, fts FROM agents WHERE id IN ({ids})"
-        rows = self._in_snapshot(db, sql, agent_ids) if db is not None else self._rows_in(sql, agent_ids, plain=True)
-        return {int(i): FtsDocument.packed(blob).terms() for i, blob in rows}
+        return {int(i): FtsDocument.packed(blob).terms() for i, blob in self._rows_in(sql, agent_ids, plain=True, db=db)}
