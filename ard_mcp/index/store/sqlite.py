@@ -78,7 +78,7 @@ class SqliteStore(Store):
 
     @contextmanager
     def _snapshot(self) -> Iterator[Db]:
-        with self._lock, self._reading(plain=True) as cursor:
+        with self._reading(plain=True) as cursor:  # holds the lock
             cursor.execute("BEGIN")
             try:
                 yield cursor
