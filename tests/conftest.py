@@ -17,7 +17,7 @@ from ard_mcp.config import Config
 from ard_mcp.formats.messages import SearchResult
 from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
-from tests import postgres_server
+from tests import postgres_server, processes
 from tests.dns_responder import DnsResponder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -124,16 +124,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--store",
         choices=("sqlite", "postgres"),
         default="sqlite",
-        help="postgres: run the suite again with every registry the tests open in-process kept in PostgreSQL "
-        "(a fresh database per data directory); tests already run on both stores, SQLite-only ones and the soak "
-        "suite are left out",
+        help="postgres: run the suite again with every registry the tests open (in-process, or in a server or CLI "
+        "process) kept in PostgreSQL, a fresh database per data directory; tests already run on both stores and "
+        "SQLite-only ones are left out",
     )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--store") != "postgres":
         return
-    left_out = ("postgres", "sqlite_only", "soak")
+    left_out = ("postgres", "sqlite_only")
     kept = [item for item in items if not any(item.get_closest_marker(m) for m in left_out)]
     config.hook.pytest_deselected(items=[item for item in items if item not in kept])
     items[:] = kept
@@ -142,7 +142,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session", autouse=True)
 def every_registry_on_the_chosen_store(request: pytest.FixtureRequest) -> Iterator[None]:
     """With `--store postgres`, a registry opened on a data directory keeps its catalog in a PostgreSQL
-    database of that directory's own (the same one when the directory is opened again)."""
+    database of that directory's own (the same one when the directory is opened again), in this process and
+    in the server and CLI processes the tests start (`processes.quiet_env`)."""
     if request.config.getoption("--store") != "postgres":
         yield
         return
@@ -153,16 +154,20 @@ def every_registry_on_the_chosen_store(request: pytest.FixtureRequest) -> Iterat
     databases: dict[Path, str] = {}
     opened = store.open_store
 
+    def database_of(data_dir: Path) -> str:
+        key = data_dir.resolve()
+        if key not in databases:
+            databases[key] = server.new_database()
+        return databases[key]
+
     def open_store(config: Config) -> store.Store:
         if config.store_url is None:
-            key = config.data_dir.resolve()
-            if key not in databases:
-                databases[key] = server.new_database()
-            config = dataclasses.replace(config, store_url=databases[key])
+            config = dataclasses.replace(config, store_url=database_of(config.data_dir))
         return opened(config)
 
     patch = pytest.MonkeyPatch()
     patch.setattr(ard_mcp.registry, "open_store", open_store)
+    patch.setattr(processes, "database_of", database_of)
     yield
     patch.undo()
 

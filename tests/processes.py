@@ -7,17 +7,30 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
+#: Set by `conftest` under `--store postgres`: the PostgreSQL database that keeps a data directory's catalog.
+database_of: Callable[[Path], str] | None = None
 
-def quiet_env() -> dict[str, str]:
-    """The environment of a server process: quiet logs, and the test session's DNS server (`conftest.offline_dns`)."""
-    return {**os.environ, "ARD_MCP_LOG_LEVEL": "WARNING"}
+
+def quiet_env(data_dir: Path | None = None) -> dict[str, str]:
+    """The environment of a server or CLI process: quiet logs, the test session's DNS server
+    (`conftest.offline_dns`), and under `--store postgres` the database of the data directory it is given,
+    through `ARD_MCP_STORE_URL` as an operator would set it (the same one for every process on that directory)."""
+    env = {**os.environ, "ARD_MCP_LOG_LEVEL": "WARNING"}
+    if data_dir is not None and database_of is not None:
+        env["ARD_MCP_STORE_URL"] = database_of(data_dir)
+    return env
+
+
+def data_dir_of(args: tuple[str, ...] | list[str]) -> Path | None:
+    """The `--data-dir` of a command line, if it has one."""
+    return Path(args[args.index("--data-dir") + 1]) if "--data-dir" in args else None
 
 
 def free_port() -> int:
@@ -46,7 +59,7 @@ def serving(data_dir: Path, *args: str) -> Iterator[str]:
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "ard_mcp", "serve", "--port", str(port), "--data-dir", str(data_dir), *args],
-        env=quiet_env(),
+        env=quiet_env(data_dir),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import IO, Any
 
 import httpx
+import psycopg
 
-from tests.processes import free_port, quiet_env
+from tests import processes
+from tests.processes import data_dir_of, free_port, quiet_env
 
 PUBLISHER = "soak.example.org"
 
@@ -119,7 +121,7 @@ def ard_mcp(*args: str, log: IO[str] | None = None) -> subprocess.Popen[str]:
     long run never blocks on a full pipe)."""
     return subprocess.Popen(
         [sys.executable, "-m", "ard_mcp", *args],
-        env=quiet_env(),
+        env=quiet_env(data_dir_of(args)),
         stdout=subprocess.PIPE,
         stderr=log if log is not None else subprocess.DEVNULL,
         text=True,
@@ -190,15 +192,25 @@ class Server:
 
 
 # -- looking into a data directory from outside -------------------------------------------------------------
-def read_only(data_dir: Path) -> sqlite3.Connection:
-    """The store, read-only, as another process may read it while its owner writes (WAL)."""
-    return sqlite3.connect(f"file:{data_dir / 'catalog.sqlite3'}?mode=ro", uri=True, timeout=10)
+def outside(data_dir: Path) -> Any | None:
+    """A connection to the store of `data_dir` from another process, as the suite reads it while its owner
+    writes: the SQLite file read-only (WAL), or under `--store postgres` the directory's database
+    (`processes.database_of`) in autocommit, so each query sees what is committed. None while the store
+    does not exist yet (no file, or no schema)."""
+    if processes.database_of is not None:
+        db = psycopg.connect(processes.database_of(data_dir), autocommit=True)
+        if db.execute("SELECT to_regclass('agents') IS NOT NULL").fetchone() == (True,):
+            return db
+        db.close()
+        return None
+    path = data_dir / "catalog.sqlite3"
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10) if path.exists() else None
 
 
 def stored_identifiers(data_dir: Path) -> set[str]:
-    if not (data_dir / "catalog.sqlite3").exists():
+    db = outside(data_dir)
+    if db is None:
         return set()
-    db = read_only(data_dir)
     try:
         return {row[0] for row in db.execute("SELECT identifier FROM agents")}
     except sqlite3.OperationalError:  # the schema is not created yet
@@ -207,8 +219,28 @@ def stored_identifiers(data_dir: Path) -> set[str]:
         db.close()
 
 
+#: The store's B-tree indexes (PostgreSQL), for `integrity`.
+INDEXES = """
+    SELECT c.oid::regclass::text FROM pg_index i
+    JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am am ON am.oid = c.relam
+    WHERE am.amname = 'btree' AND c.relnamespace = 'public'::regnamespace
+"""
+
+
 def integrity(data_dir: Path) -> str:
-    """`PRAGMA integrity_check` of the store, opened as the next process would open it (recovering the WAL)."""
+    """What is wrong with the store ("ok" for nothing), checked as the next process would open it. SQLite: `PRAGMA
+    integrity_check` (recovering the WAL). PostgreSQL: amcheck's `bt_index_check` of every index with
+    `heapallindexed`, which also finds a table row missing from an index."""
+    if processes.database_of is not None:
+        with psycopg.connect(processes.database_of(data_dir), autocommit=True) as pg:
+            pg.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
+            indexes = [row[0] for row in pg.execute(INDEXES)]
+            try:
+                for index in indexes:
+                    pg.execute("SELECT bt_index_check(%s::regclass, true)", (index,))
+            except psycopg.Error as error:
+                return f"{index}: {error}"
+            return "ok" if indexes else "no index to check"
     db = sqlite3.connect(data_dir / "catalog.sqlite3", timeout=10)
     try:
         return ", ".join(row[0] for row in db.execute("PRAGMA integrity_check"))

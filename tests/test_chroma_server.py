@@ -57,13 +57,16 @@ async def test_two_processes_share_a_chroma_server(tmp_path: Path) -> None:
                 gone = await b.call_tool("search_agents", {"text": "merge several pdf files"})
                 assert PDF["identifier"] not in [r["identifier"] for r in gone.structured_content["results"]]  # type: ignore[index]
 
-        # an embedded-Chroma process may not join a directory that server-mode processes use, and vice versa
-        with serving(data_dir, *args):
-            refused = subprocess.run(
-                [sys.executable, "-m", "ard_mcp", "search", "weather", "--data-dir", str(data_dir)],
-                env=quiet_env(),
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-        assert refused.returncode == 2 and "in use by another ard-mcp process" in refused.stderr
+
+@pytest.mark.sqlite_only  # with a --store-url as well, a process uses no directory (test_postgres: it is never created)
+def test_embedded_chroma_may_not_join_a_directory_server_mode_processes_use(tmp_path: Path) -> None:
+    data_dir = tmp_path / "shared-data"
+    with chroma_server(tmp_path / "chroma") as url, serving(data_dir, "--transport", "streamable-http", "--chroma-url", url):
+        refused = subprocess.run(
+            [sys.executable, "-m", "ard_mcp", "search", "weather", "--data-dir", str(data_dir)],
+            env=quiet_env(data_dir),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert refused.returncode == 2 and "in use by another ard-mcp process" in refused.stderr

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PDF, SAMPLE, WEATHER, entry
+from tests.processes import quiet_env
 
 pytestmark = pytest.mark.slow  # the model, Chroma or a server
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow  # the model, Chroma or a server
 def ard(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "ard_mcp", *args, "--data-dir", str(data_dir)],
-        env={**os.environ, "ARD_MCP_LOG_LEVEL": "WARNING"},
+        env=quiet_env(data_dir),
         capture_output=True,
         text=True,
         timeout=180,

@@ -53,7 +53,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         capture_output=True,
         text=True,
         timeout=300,
-        env=quiet_env(),
+        env=quiet_env(data_dir),
     )
     assert ingested.returncode == 0, ingested.stderr
     report = json.loads(ingested.stdout)

@@ -19,6 +19,7 @@ from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.web.settings import CrawlSettings
 from tests.conftest import PDF, WEATHER
 from tests.http_support import running
+from tests.processes import quiet_env
 from tests.test_crawl import manifest
 from tests.web_publisher import Publisher
 
@@ -88,7 +89,7 @@ async def test_rest_crawl_needs_a_token_for_every_publisher(data_dir: Path, site
 def test_cli_crawl_then_refresh(tmp_path: Path, site: Publisher) -> None:
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, "-m", "ard_mcp", "crawl", "--data-dir", str(tmp_path / "data"), "--json", *args]
-        return subprocess.run(command, capture_output=True, text=True, timeout=300)
+        return subprocess.run(command, env=quiet_env(tmp_path / "data"), capture_output=True, text=True, timeout=300)
 
     refused = cli(site.origin + "/")
     assert refused.returncode == 1 and "--allow-private-networks" in json.loads(refused.stdout)["errors"][0]

@@ -5,8 +5,8 @@ embedded Chroma, clients speak HTTP and MCP over loopback TCP.
 - SIGKILL during `ard-mcp ingest`, at a random point: once a random number of agents is stored, once every
   agent is stored but before its vectors reach Chroma, or after a random delay. Every agent stored before
   the kill survives it intact; re-running the ingest counts exactly those as unchanged and adds the rest;
-  after it, the store passes `PRAGMA integrity_check`, has no agent waiting for its vectors, Chroma holds a
-  vector for every stored example, and every entry is found by a search naming it.
+  after it, the store passes `PRAGMA integrity_check` (amcheck on PostgreSQL), has no agent waiting for its
+  vectors, Chroma holds a vector for every stored example, and every entry is found by a search naming it.
 - SIGKILL of `ard-mcp serve` while clients register and update entries over REST: after a restart every
   acknowledged write is there, in its acknowledged (or its in-flight) version, and searchable.
 - N clients for T seconds mixing searches, registrations, updates and deletions over REST and MCP, each
@@ -70,9 +70,9 @@ from tests.reliability_support import (
     generated_entry,
     integrity,
     kill9,
+    outside,
     p50_p99,
     percentile,
-    read_only,
     search_text,
     soak_float,
     soak_int,
@@ -123,7 +123,8 @@ def check_registry(data_dir: Path, entries: list[dict[str, Any]], search: set[st
     try:
         registry.warm_up()
         assert registry.store.pending_agents() == [], "an agent still waits for its vectors after a restart"
-        db = read_only(data_dir)
+        db = outside(data_dir)
+        assert db is not None, "no store after a restart"
         try:
             pairs = [(int(e), int(a)) for e, a in db.execute("SELECT id, agent_id FROM examples")]
         finally:
@@ -180,8 +181,8 @@ def ingest_and_kill(catalog: Path, data_dir: Path, log: Path, when: Callable[[fl
                     assert process.returncode == 0, f"ingest exited with {process.returncode}: {log.read_text()[-2000:]}"
                     return Kill(False, elapsed, stored_identifiers(data_dir), 0)
                 assert elapsed < timeout, f"ingest did not finish within {timeout:.0f} s"
-                if db is None and (data_dir / "catalog.sqlite3").exists():
-                    db = read_only(data_dir)
+                if db is None:
+                    db = outside(data_dir)
                 stored, pending = _progress(db) if db is not None else (0, 0)
                 if when(elapsed, stored, pending):
                     seen = {row[0] for row in db.execute("SELECT identifier FROM agents")} if db is not None and stored else set()
@@ -233,8 +234,10 @@ def test_sigkill_during_ingest_keeps_every_stored_entry(tmp_path: Path) -> None:
         kill = ingest_and_kill(catalog, data_dir, tmp_path / "ingest.log", when)
         if not kill.killed or mode == "flush":
             whole.append(kill.seconds)
-        started = (data_dir / "catalog.sqlite3").exists()  # a kill early enough leaves no data directory at all
-        assert not started or integrity(data_dir) == "ok"
+        started = outside(data_dir)  # a kill early enough leaves no store at all
+        if started is not None:
+            started.close()
+            assert integrity(data_dir) == "ok"
         survived = stored_identifiers(data_dir)
         lost = kill.seen - survived
         assert not lost, f"round {number} ({point}): {len(lost)} agents stored before the kill are gone, e.g. {sorted(lost)[:3]}"

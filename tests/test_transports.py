@@ -18,7 +18,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 
 def stdio(data_dir: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "ard_mcp", "serve", "--data-dir", str(data_dir)], env=quiet_env())
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "ard_mcp", "serve", "--data-dir", str(data_dir)], env=quiet_env(data_dir)
+    )
 
 
 async def register_and_search(client: Client) -> dict[str, Any]:
@@ -62,7 +64,7 @@ def test_second_process_on_the_same_data_dir_gets_a_clear_error(data_dir: Path, 
     with serving(data_dir, "--transport", "streamable-http"):
         result = subprocess.run(
             [sys.executable, "-m", "ard_mcp", *command, "--data-dir", str(data_dir)],
-            env=quiet_env(),
+            env=quiet_env(data_dir),
             capture_output=True,
             text=True,
             timeout=60,
