@@ -298,6 +298,31 @@ def test_a_query_is_confident_if_its_best_reaches_the_cutoff_and_lists_down_to_t
     assert ranked(best, best) == ([s for s in everything if s >= best], True)
 
 
+def test_a_page_reads_the_evidence_texts_of_all_its_results_at_once(loaded: Registry, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One store read for the evidence of a whole page, not one per result: on PostgreSQL each read is a round trip."""
+    loaded.ranker.tuning = replace(loaded.ranker.tuning, floor=0)  # every candidate on the page
+    reads: list[list[int]] = []
+    read = loaded.store.example_texts
+
+    def counted(ids: list[int]) -> dict[int, tuple[str, str, str]]:
+        reads.append(list(ids))
+        return read(ids)
+
+    monkeypatch.setattr(loaded.store, "example_texts", counted)
+    text = "weather forecast for Oslo tomorrow"
+    page = loaded.search(SearchQuery.of(text, page_size=5)).response().results
+    assert len(page) >= 3 and len(reads) == 1
+    shown = [[(m.kind, m.text, m.similarity) for m in r.evidence.matchedExamples] for r in page if r.evidence is not None]
+    assert len(shown) == len(page) and all(shown)
+
+    reads.clear()  # explained one by one, each result reads its own: the same evidence
+    ranking = loaded.ranker.rank(text, None)
+    agents = loaded.store.agents_by_id(hit.agent_id for hit in ranking.hits[: len(page)])
+    alone = [ranking.explain(hit, agents[hit.agent_id].entry) for hit in ranking.hits[: len(page)]]
+    assert [[(m.kind, m.text, m.similarity) for m in r.matched_examples] for r in alone] == shown
+    assert len(reads) == len(page)
+
+
 def test_ingest_writes_chunk_by_chunk_and_an_interrupted_one_keeps_what_it_wrote(
     registry: Registry, monkeypatch: pytest.MonkeyPatch
 ) -> None:

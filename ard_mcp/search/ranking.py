@@ -28,7 +28,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -42,6 +42,7 @@ from ard_mcp.index.records import AgentTerms, CandidateExamples, term_finder
 from ard_mcp.index.store.base import Store
 from ard_mcp.index.vectors import VectorIndex
 
+ExampleText = tuple[str, str, str]  # an example's kind, label and text, as `Store.example_texts` reads them
 SIGNALS = ("example", "secondExample", "context", "allExamples", "lexical", "tag")
 
 
@@ -160,13 +161,24 @@ class Ranking:
     found: Candidates | None
     ranker: Ranker
     confident: bool = True
+    _shown: list[Hit] = field(default_factory=list)
+    _texts: dict[int, ExampleText] = field(default_factory=dict)
 
     def __iter__(self) -> Iterator[Hit]:
         return iter(self.hits)
 
+    def show(self, hits: Sequence[Hit]) -> None:
+        """The hits of the page being returned: the first `explain` reads the evidence texts of all of them in
+        one store read, not one per result (each a round trip to a PostgreSQL store: 10 of a search's 14)."""
+        self._shown = list(hits)
+
     def explain(self, hit: Hit, entry: Mapping[str, Any]) -> Ranked:
         assert self.found is not None, "a ranking with hits has candidates"
-        return self.ranker.explain(self.found, hit, entry)
+        if self._shown:
+            wanted = [i for shown in self._shown for i in self.ranker.evidence_ids(self.found, shown.agent_id)]
+            self._texts.update(self.ranker.store.example_texts(wanted))
+            self._shown = []
+        return self.ranker.explain(self.found, hit, entry, self._texts)
 
 
 def _matched(kind: str, label: str, text: str, similarity: float) -> MatchedExample:
@@ -243,15 +255,26 @@ class Ranker:
         hits = [Hit(int(found.agent_ids[i]), float(relevance[i])) for i in order[:keep]]
         return Ranking(hits, found, self, confident)
 
-    def explain(self, found: Candidates, hit: Hit, entry: Mapping[str, Any]) -> Ranked:
-        """The evidence for one ranked agent: its best examples, its signals, the words and tags it shares."""
-        agent_id = hit.agent_id
+    def _evidence(self, found: Candidates, agent_id: int) -> tuple[int, np.ndarray]:
+        """The agent's row in `found`, and the positions in `found.examples` of its best examples, best first."""
         index = int(np.searchsorted(found.agent_ids, agent_id))
         start = found.starts[index]
         end = found.starts[index + 1] if index + 1 < len(found.starts) else len(found.similarity)
-        local = start + np.argsort(-found.similarity[start:end], kind="stable")[: self.tuning.evidence_examples]
-        texts = self.store.example_texts([int(found.examples.ids[i]) for i in local])
-        local = [i for i in local if int(found.examples.ids[i]) in texts]  # an update since ranking replaced the others
+        return index, start + np.argsort(-found.similarity[start:end], kind="stable")[: self.tuning.evidence_examples]
+
+    def evidence_ids(self, found: Candidates, agent_id: int) -> list[int]:
+        """The ids of the examples shown as an agent's evidence."""
+        return [int(found.examples.ids[i]) for i in self._evidence(found, agent_id)[1]]
+
+    def explain(self, found: Candidates, hit: Hit, entry: Mapping[str, Any], texts: Mapping[int, ExampleText] | None = None) -> Ranked:
+        """The evidence for one ranked agent: its best examples, its signals, the words and tags it shares.
+        `texts` may hold the evidence texts already read; whatever it lacks is read from the store."""
+        agent_id = hit.agent_id
+        index, best = self._evidence(found, agent_id)
+        wanted = [int(found.examples.ids[i]) for i in best]
+        if texts is None or not all(i in texts for i in wanted):
+            texts = self.store.example_texts(wanted)
+        local = [i for i in best if int(found.examples.ids[i]) in texts]  # an update since ranking replaced the others
         terms = found.terms[agent_id]
         keywords = indexed_keywords(entry.get("tags"), entry.get("capabilities"))
         flagged = found.flagged is not None and bool(found.flagged[index])

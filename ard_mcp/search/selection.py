@@ -83,6 +83,7 @@ def ranked_page(ranking: Ranking, store: Store, criteria: Criteria, now: datetim
     page = chosen[offset : offset + size]
     if criteria.empty:
         agents = store.agents_by_id(hit.agent_id for _, hit, _ in page)
+    ranking.show([hit for _, hit, _ in page])
     candidates = [
         Candidate(agents[hit.agent_id], round(100 * relevance), preferred, partial(ranking.explain, hit, agents[hit.agent_id].entry))
         for relevance, hit, preferred in page
