@@ -298,6 +298,21 @@ def test_a_query_is_confident_if_its_best_reaches_the_cutoff_and_lists_down_to_t
     assert ranked(best, best) == ([s for s in everything if s >= best], True)
 
 
+def test_every_example_keys_its_own_vector_in_chroma(loaded: Registry) -> None:
+    """The ids a write gives an agent's examples (all inserted by one statement) key their vectors in Chroma:
+    each example's vector there is the one stored with its text, after an update re-inserted them too."""
+    assert loaded.indexer.register(entry(WEATHER, description=WEATHER["description"] + " Tide tables too.")).status == "updated"
+    examples, _ = loaded.store.examples_and_terms(sorted(loaded.store.agent_ids()))
+    found, vectors = loaded.vectors.stored_vectors(list(zip(examples.ids.tolist(), examples.agent_ids.tolist(), strict=True)))
+    assert sorted(found) == sorted(examples.ids.tolist()) and len(found) > len(SAMPLE)
+    chroma = dict(zip(found, vectors, strict=True))
+    cosines = [
+        float(chroma[int(i)] @ v / np.linalg.norm(chroma[int(i)]) / np.linalg.norm(v))
+        for i, v in zip(examples.ids, examples.vectors, strict=True)
+    ]
+    assert min(cosines) > 0.999
+
+
 def test_a_page_reads_the_evidence_texts_of_all_its_results_at_once(loaded: Registry, monkeypatch: pytest.MonkeyPatch) -> None:
     """One store read for the evidence of a whole page, not one per result: on PostgreSQL each read is a round trip."""
     loaded.ranker.tuning = replace(loaded.ranker.tuning, floor=0)  # every candidate on the page

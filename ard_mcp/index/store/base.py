@@ -34,7 +34,6 @@ from ard_mcp.index.records import (
     Order,
     StoredAgent,
     decode_blobs,
-    encode_vector,
 )
 from ard_mcp.index.store import writes
 from ard_mcp.index.store.db import Db
@@ -203,15 +202,7 @@ class Store(SideTables):
             self._index_text(db, agent_id, fts)
             writes.count_change(db, fts.vocabulary(), +1)
             writes.note_change(db, agent_id)
-            added = [
-                int(
-                    db.execute(
-                        "INSERT INTO examples(agent_id, kind, label, text, vector) VALUES (?, ?, ?, ?, ?) RETURNING id",
-                        (agent_id, example.kind, example.label, example.text, encode_vector(example.vector)),
-                    ).fetchone()[0]
-                )
-                for example in examples
-            ]
+            added = writes.insert_examples(db, agent_id, examples)
         return agent_id, removed, added
 
     def delete(self, identifier: str) -> tuple[int, list[int]] | None:
