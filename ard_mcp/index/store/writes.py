@@ -43,12 +43,11 @@ def note_change(db: Db, agent_id: int) -> None:
 def delete_dependents(db: Db, agent_id: int, unindex: Unindex) -> list[int]:
     """Remove an agent's filter values, full-text document and examples, keeping the term counts exact;
     returns the removed example ids (for the vector index)."""
-    removed = [int(r[0]) for r in db.execute("SELECT id FROM examples WHERE agent_id = ? ORDER BY id", (agent_id,)).fetchall()]
+    removed = sorted(int(r[0]) for r in db.execute("DELETE FROM examples WHERE agent_id = ? RETURNING id", (agent_id,)).fetchall())
     db.execute("DELETE FROM agent_values WHERE agent_id = ?", (agent_id,))
     old = FtsDocument.packed(db.execute("SELECT fts FROM agents WHERE id = ?", (agent_id,)).fetchone()[0])
     count_change(db, old.vocabulary(), -1)
     unindex(db, agent_id, old)
-    db.execute("DELETE FROM examples WHERE agent_id = ?", (agent_id,))
     return removed
 
 
