@@ -229,6 +229,34 @@ def test_a_store_follows_writes_made_through_another_one_even_after_losing_its_l
         reader.close()
 
 
+def test_connections_the_server_ended_are_never_handed_out(tmp_path: Path, postgres: PostgresServer) -> None:
+    """A restart or failover of PostgreSQL ends every session; the pool notices a dead connection before
+    handing it out (before, each of the next few searches failed with a 503 on one), and gets a new one."""
+    url = postgres.new_database()
+    registry = Registry(Config(tmp_path / "data", store_url=url))
+    try:
+        registry.indexer.register_many((f"entries[{i}]", e) for i, e in enumerate(SAMPLE))
+
+        def search() -> None:
+            for _ in range(5):
+                assert registry.search(SearchQuery.of("weather in Oslo tomorrow")).candidates
+
+        threads = [threading.Thread(target=search) for _ in range(6)]  # the pool grows to several connections
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        with psycopg.connect(url, autocommit=True) as admin:
+            pooled = "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query NOT LIKE 'LISTEN%'"
+            assert admin.execute(f"SELECT count(*) {pooled}").fetchone()[0] >= 2
+            admin.execute(f"SELECT pg_terminate_backend(pid) {pooled}")
+        time.sleep(0.2)  # the server's goodbye reaches each idle connection
+        for _ in range(10):
+            assert registry.search(SearchQuery.of("weather in Oslo tomorrow")).candidates
+    finally:
+        registry.close()
+
+
 @pytest.fixture
 def cluster(tmp_path: Path, postgres: PostgresServer) -> Iterator[list[str]]:
     """Three `ard-mcp serve` processes on one PostgreSQL database and one Chroma server, with no data directory."""

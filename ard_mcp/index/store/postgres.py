@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import selectors
 import threading
 import time
 import unicodedata
@@ -51,6 +52,15 @@ CHANNEL = "ard_mcp_changes"
 WRITE_LOCK = 0x6172_645F_6D63_7001  # pg_advisory_xact_lock key every write transaction takes
 _K1, _B = 1.2, 0.75  # FTS5's bm25() constants
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _ended(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the server ended this idle connection, found without a round trip (every store call would pay
+    one): an idle connection has nothing to read, so data (the server's "terminating connection" error) or
+    end of file on its socket means the server restarted, failed over or closed the session."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(conn.fileno(), selectors.EVENT_READ)
+        return bool(selector.select(0))
 
 
 @lru_cache(maxsize=256)
@@ -178,7 +188,13 @@ class PostgresStore(Store):
         except psycopg.Error as exc:
             raise StoreUnavailable(f"cannot open the PostgreSQL store at {redacted(url)}: {str(exc).strip()}") from None
         self._pool = ConnectionPool(
-            url, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, timeout=connect_timeout, open=True, name="ard-mcp"
+            url,
+            min_size=1,
+            max_size=pool_size,
+            kwargs={"autocommit": True},
+            timeout=connect_timeout,
+            open=True,
+            name="ard-mcp",
         )
         self._listening = threading.Event()
         self._listener = threading.Thread(target=self._listen, name="ard-mcp-store-listener", daemon=True)
@@ -194,11 +210,28 @@ class PostgresStore(Store):
         self._pool.close()
 
     # -- connections ------------------------------------------------------------------------------
+    def _live_connection(self) -> psycopg.Connection[Any]:
+        """A pooled connection the server has not ended. Dead ones are closed, so the pool drops them and
+        opens new ones. Handing them out instead, each of the next searches after a restart of the server
+        failed (503) until every pooled connection had been tried; psycopg_pool's own `check` would find
+        them too, but it sleeps with backoff after each (1, 2, 4 s...), so a pool of stale connections
+        took longer than the 10 s timeout (`tests/test_postgres.py`)."""
+        for _ in range(self._pool.max_size):
+            conn = self._pool.getconn()
+            if not _ended(conn):
+                return conn
+            conn.close()
+            self._pool.putconn(conn)
+        return self._pool.getconn()
+
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
         try:
-            with self._pool.connection() as conn:
+            conn = self._live_connection()
+            try:
                 yield conn
+            finally:
+                self._pool.putconn(conn)
         except (PoolTimeout, psycopg.OperationalError) as exc:
             raise StoreUnavailable(f"the PostgreSQL store at {redacted(self.url)} is unavailable: {str(exc).strip()}") from None
 
