@@ -7,7 +7,7 @@ For each size, in a fresh subprocess (so peak RSS is per size):
 
 1. generates a catalog of that many agents from the real entries in `<shared>/data` (`bench/synth.py`:
    seeded, deterministic, every example text unique, ~6 examples per agent);
-2. ingests it into a fresh data directory with `Registry.register_many(manifest_entries(manifest))`, what
+2. ingests it into a fresh data directory with `registry.indexer.register_many(manifest_entries(manifest))`, what
    `ard-mcp ingest` does (the model is loaded beforehand), then ingests the unchanged catalog again;
 3. embeds all of its example texts with `registry.embedder.embed` in chunks of 512, in the order ingest
    embeds them (sorted): the model's raw throughput on the same texts, which ingest is reported against;

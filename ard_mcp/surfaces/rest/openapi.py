@@ -35,11 +35,12 @@ STATUS_TEXT = {
     421: "Host header not allowed",
     429: "Over a rate limit (Retry-After says when to retry)",
     500: "Internal error",
+    503: "The catalog's store cannot be reached (a PostgreSQL store that is down or restarting); retry later",
 }
 
 
 def _statuses(op: Operation) -> list[int]:
-    statuses = set(op.errors) | {421, 429, 500}
+    statuses = set(op.errors) | {421, 429, 500, 503}
     if op.method in ("POST", "PUT"):
         statuses |= {400, 408, 413, 415}
     if op.params:
