@@ -10,6 +10,7 @@ import glob
 import itertools
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -47,14 +48,20 @@ class PostgresServer:
             shutil.chown(self._root, "postgres", "postgres")
         self.port = _free_port()
         self._names = (f"t{i}" for i in itertools.count(1))
-        data = self._root / "data"
-        self._run(BINDIR / "initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
+        self._run(
+            BINDIR / "initdb", "-D", str(self._root / "data"), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"
+        )
+        self.start()
+
+    def start(self) -> None:
+        """Start the server on its port (again, after `halt`) and wait until it accepts connections."""
+        assert BINDIR is not None
         settings = ["listen_addresses=127.0.0.1", "fsync=off", "synchronous_commit=off", "full_page_writes=off", "max_connections=300"]
         self._process = subprocess.Popen(
-            [str(BINDIR / "postgres"), "-D", str(data), "-p", str(self.port), "-k", str(self._root)]
+            [str(BINDIR / "postgres"), "-D", str(self._root / "data"), "-p", str(self.port), "-k", str(self._root)]
             + [arg for setting in settings for arg in ("-c", setting)],
             stdout=subprocess.DEVNULL,
-            stderr=open(self._root / "server.log", "wb"),  # noqa: SIM115 - the child keeps it
+            stderr=open(self._root / "server.log", "ab"),  # noqa: SIM115 - the child keeps it
             user="postgres" if self._as_postgres else None,
         )
         deadline = time.monotonic() + 30
@@ -80,12 +87,16 @@ class PostgresServer:
             conn.execute(f"CREATE DATABASE {name}")
         return self.url(name)
 
-    def stop(self) -> None:
-        self._process.terminate()
+    def halt(self) -> None:
+        """Stop the server as a restart or failover does (fast shutdown: every session is ended), keeping its data."""
+        self._process.send_signal(signal.SIGINT)
         try:
             self._process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
+
+    def stop(self) -> None:
+        self.halt()
         with contextlib.suppress(OSError):
             shutil.rmtree(self._root)

@@ -257,6 +257,43 @@ def test_connections_the_server_ended_are_never_handed_out(tmp_path: Path, postg
         registry.close()
 
 
+def test_while_postgresql_is_down_calls_fail_at_once_and_work_again_when_it_is_back(tmp_path: Path) -> None:
+    """A restart of the server (a server of this test's own): while it is down, a search and a write fail with
+    StoreUnavailable (503) within a few seconds, not after the pool's 10 s, and the write leaves nothing
+    behind; once the server is back the same registry answers again, without being restarted itself."""
+    server = PostgresServer()
+    try:
+        registry = Registry(Config(tmp_path / "data", store_url=server.new_database()))
+        try:
+            registry.indexer.register_many((f"entries[{i}]", e) for i, e in enumerate(SAMPLE))
+            query = SearchQuery.of("weather in Oslo tomorrow")
+            assert registry.search(query).candidates
+            server.halt()
+            time.sleep(0.5)  # the change listener sees its connection end
+            changed = entry(WEATHER, description="Tide tables and nothing else.")
+            for call in (lambda: registry.search(query), lambda: registry.indexer.register(changed)):
+                started = time.monotonic()
+                with pytest.raises(StoreUnavailable, match="is unavailable"):
+                    call()
+                assert time.monotonic() - started < 5
+
+            server.start()
+
+            def answers() -> bool:
+                try:
+                    return bool(registry.search(query).candidates)
+                except StoreUnavailable:
+                    return False
+
+            _wait(answers, timeout=20)
+            assert all(registry.search(query).candidates for _ in range(5))
+            assert registry.get(WEATHER["identifier"]).description == WEATHER["description"]
+        finally:
+            registry.close()
+    finally:
+        server.stop()
+
+
 @pytest.fixture
 def cluster(tmp_path: Path, postgres: PostgresServer) -> Iterator[list[str]]:
     """Three `ard-mcp serve` processes on one PostgreSQL database and one Chroma server, with no data directory."""

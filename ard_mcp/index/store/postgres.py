@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 CHANNEL = "ard_mcp_changes"
 WRITE_LOCK = 0x6172_645F_6D63_7001  # pg_advisory_xact_lock key every write transaction takes
 _K1, _B = 1.2, 0.75  # FTS5's bm25() constants
+DOWN_WAIT = 1.0  # seconds a call waits for a connection while the server is known to be unreachable
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
@@ -215,14 +216,17 @@ class PostgresStore(Store):
         opens new ones. Handing them out instead, each of the next searches after a restart of the server
         failed (503) until every pooled connection had been tried; psycopg_pool's own `check` would find
         them too, but it sleeps with backoff after each (1, 2, 4 s...), so a pool of stale connections
-        took longer than the 10 s timeout (`tests/test_postgres.py`)."""
+        took longer than the 10 s timeout (`tests/test_postgres.py`). While the change listener cannot reach
+        the server, a call waits `DOWN_WAIT` for a connection, not the pool's 10 s: during an outage a client
+        hears 503 at once instead of holding a worker thread for 10 s."""
+        timeout = None if self._listening.is_set() else DOWN_WAIT
         for _ in range(self._pool.max_size):
-            conn = self._pool.getconn()
+            conn = self._pool.getconn(timeout)
             if not _ended(conn):
                 return conn
             conn.close()
             self._pool.putconn(conn)
-        return self._pool.getconn()
+        return self._pool.getconn(timeout)
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
@@ -271,21 +275,29 @@ class PostgresStore(Store):
 
     def _listen(self) -> None:
         """Count NOTIFYs on a connection of its own; after a lost connection, count one more (whatever was
-        committed meanwhile) and listen again."""
+        committed meanwhile) and listen again, once a second, until the server is back. Whether it listens
+        is also whether the server is reachable (`_live_connection` fails fast while it is not)."""
+        lost = False
         while not self._closed.is_set():
             try:
                 with psycopg.connect(self.url, autocommit=True, connect_timeout=10) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     self._heard += 1
                     self._listening.set()
+                    if lost:
+                        log.warning("the PostgreSQL store at %s is reachable again", redacted(self.url))
+                        lost = False
                     while not self._closed.is_set():
                         for _ in conn.notifies(timeout=0.5):
                             self._heard += 1
             except psycopg.Error as exc:
                 if self._closed.is_set():
                     return
-                log.warning("lost the PostgreSQL store's change notifications (%s); reconnecting", str(exc).strip())
+                self._listening.clear()
                 self._heard += 1
+                if not lost:  # once per outage, not once per attempt
+                    log.warning("lost the PostgreSQL store's change notifications (%s); reconnecting", str(exc).strip())
+                    lost = True
                 time.sleep(1.0)
 
     # -- full text ------------------------------------------------------------------------------------
