@@ -196,11 +196,8 @@ class Store(SideTables):
                 agent_id = int(row[0])
                 removed = writes.delete_dependents(db, agent_id, self._unindex_text)  # first: FTS5 is told the old text
                 db.execute(f"UPDATE agents SET {', '.join(f'{k} = ?' for k in fields)} WHERE id = ?", [*fields.values(), agent_id])
-            db.executemany(
-                "INSERT INTO agent_values(field, value, agent_id) VALUES (?, ?, ?)", [(f, v, agent_id) for f, v in sorted(values)]
-            )
+            writes.insert_values(db, agent_id, values)
             self._index_text(db, agent_id, fts)
-            writes.count_change(db, fts.vocabulary(), +1)
             writes.note_change(db, agent_id)
             added = writes.insert_examples(db, agent_id, examples)
         return agent_id, removed, added

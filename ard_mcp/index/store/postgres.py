@@ -308,11 +308,28 @@ class PostgresStore(Store):
         with db.cursor.copy("COPY postings(term, agent_id, name, keywords, description, examples, tokens) FROM STDIN") as copy:
             for term in sorted(counts):
                 copy.write_row((term, agent_id, *counts[term], tokens))
+        self._count_terms(db, fts.vocabulary(), +1)
 
     def _unindex_text(self, db: Db, agent_id: int, old: FtsDocument) -> None:
         counts, tokens = field_counts(old)
         db.execute("DELETE FROM postings WHERE agent_id = ? AND term = ANY(?)", (agent_id, sorted(counts)))
         db.execute("UPDATE lexical_totals SET documents = documents - 1, tokens = tokens - ? WHERE id = 1", (tokens,))
+        self._count_terms(db, old.vocabulary(), -1)
+
+    @staticmethod
+    def _count_terms(db: Db, terms: set[str], delta: int) -> None:
+        """`writes.count_change` as one statement over an array of the terms, not one statement a term: an
+        agent has ~100 distinct terms, and psycopg's per-statement work (even pipelined) dominated writes:
+        an ingest of 1,000 synthetic agents with cached vectors took 30.6 s, 19.5 s with this, 17.6 s with
+        the filter values also written by one statement (`writes.insert_values`); SQLite takes 11 s."""
+        ordered = sorted(terms)
+        db.execute(
+            "INSERT INTO term_agents(term, agents) SELECT t, ? FROM unnest(?::text[]) AS t "
+            "ON CONFLICT(term) DO UPDATE SET agents = term_agents.agents + excluded.agents",
+            (delta, ordered),
+        )
+        if delta < 0:
+            db.execute("DELETE FROM term_agents WHERE term = ANY(?) AND agents <= 0", (ordered,))
 
     def _lexical_totals(self) -> tuple[int, float]:
         """Documents and average tokens a document, as FTS5 keeps them; read again only after a change."""

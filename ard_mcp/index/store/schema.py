@@ -87,6 +87,7 @@ _PLAIN_TERM_COLUMNS = frozenset({"terms", "keyword_terms"})  # layouts 1 and 2; 
 
 def index_text(db: Db, agent_id: int, fts: FtsDocument) -> None:
     db.execute("INSERT INTO agents_fts(rowid, name, keywords, description, examples) VALUES (?, ?, ?, ?, ?)", (agent_id, *fts.columns()))
+    writes.count_change(db, fts.vocabulary(), +1)
 
 
 def unindex_text(db: Db, agent_id: int, old: FtsDocument) -> None:
@@ -95,6 +96,7 @@ def unindex_text(db: Db, agent_id: int, old: FtsDocument) -> None:
         "INSERT INTO agents_fts(agents_fts, rowid, name, keywords, description, examples) VALUES ('delete', ?, ?, ?, ?, ?)",
         (agent_id, *old.columns()),
     )
+    writes.count_change(db, old.vocabulary(), -1)
 
 
 def _meta(db: sqlite3.Connection, key: str) -> str | None:

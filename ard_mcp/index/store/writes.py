@@ -17,8 +17,8 @@ Unindex = Callable[[Db, int, FtsDocument], None]
 
 
 def count_change(db: Db, terms: set[str], delta: int) -> None:
-    """Add `delta` to the number of agents indexed under each of `terms` (in sorted order: concurrent
-    PostgreSQL writers then lock the rows they share in one order, never in a cycle)."""
+    """Add `delta` to the number of agents indexed under each of `terms`: SQLite's way, one statement a term
+    (PostgreSQL's store sends them as one array instead: `PostgresStore._count_terms`)."""
     ordered = sorted(terms)
     db.executemany(
         "INSERT INTO term_agents(term, agents) VALUES (?, ?) ON CONFLICT(term) DO UPDATE SET agents = term_agents.agents + excluded.agents",
@@ -46,8 +46,7 @@ def delete_dependents(db: Db, agent_id: int, unindex: Unindex) -> list[int]:
     removed = sorted(int(r[0]) for r in db.execute("DELETE FROM examples WHERE agent_id = ? RETURNING id", (agent_id,)).fetchall())
     db.execute("DELETE FROM agent_values WHERE agent_id = ?", (agent_id,))
     old = FtsDocument.packed(db.execute("SELECT fts FROM agents WHERE id = ?", (agent_id,)).fetchone()[0])
-    count_change(db, old.vocabulary(), -1)
-    unindex(db, agent_id, old)
+    unindex(db, agent_id, old)  # the text out of the full-text index, its terms out of the counts
     return removed
 
 
@@ -57,6 +56,19 @@ def delete_agent(db: Db, agent_id: int, unindex: Unindex) -> list[int]:
     db.execute("DELETE FROM agents WHERE id = ?", (agent_id,))
     note_change(db, agent_id)
     return removed
+
+
+def insert_values(db: Db, agent_id: int, values: set[tuple[str, str]]) -> None:
+    """An agent's filter values, up to `VALUES_A_STATEMENT` rows a statement instead of one statement a row
+    (on PostgreSQL each costs psycopg's per-statement work even when pipelined: ~25 a registration)."""
+    rows = [(field, value, agent_id) for field, value in sorted(values)]
+    for start in range(0, len(rows), VALUES_A_STATEMENT):
+        chunk = rows[start : start + VALUES_A_STATEMENT]
+        placeholders = ", ".join(["(?, ?, ?)"] * len(chunk))
+        db.execute(f"INSERT INTO agent_values(field, value, agent_id) VALUES {placeholders}", [v for row in chunk for v in row])
+
+
+VALUES_A_STATEMENT = 500  # 1,500 parameters: far under SQLite's 32,766
 
 
 def insert_examples(db: Db, agent_id: int, examples: Sequence[NewExample]) -> list[int]:
