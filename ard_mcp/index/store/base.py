@@ -1,11 +1,11 @@
 """What every store does, in the SQL both engines speak: the agents as registered, their filter values,
 examples with their vectors, term counts and the change feed. The engines differ in four places only,
 each a hook a subclass fills: how a connection is had (`_reading`, `transaction`, `_snapshot`), how a
-change made elsewhere is noticed (`version`), the full-text index behind BM25 candidates (`_index_text`,
-`_unindex_text`, `lexical`) and how a page is cut from a set of ids (`_page_of`). SQL is written with `?`
-placeholders; the PostgreSQL store translates them.
+change made elsewhere is noticed (`version`), the full-text index behind BM25 candidates and the term
+counts kept beside it (`_index_text`, `_unindex_text`, `lexical`) and how a page is cut from a set of ids
+(`_page_of`). SQL is written with `?` placeholders; the PostgreSQL store translates them.
 
-Keeping one copy of every query is what makes both stores answer alike: `tests/test_store_parity.py`
+Keeping one copy of every query is what makes both stores answer alike: `tests/test_postgres.py`
 compares their answers on one catalog.
 """
 
@@ -90,10 +90,12 @@ class Store(SideTables):
         """Changes whenever this process or another one commits, so derived answers can be kept until then."""
 
     @abstractmethod
-    def _index_text(self, db: Db, agent_id: int, fts: FtsDocument) -> None: ...
+    def _index_text(self, db: Db, agent_id: int, fts: FtsDocument) -> None:
+        """Put an agent's text into the full-text index and count its terms (`term_agents`)."""
 
     @abstractmethod
-    def _unindex_text(self, db: Db, agent_id: int, old: FtsDocument) -> None: ...
+    def _unindex_text(self, db: Db, agent_id: int, old: FtsDocument) -> None:
+        """Take an agent's old text out of the full-text index and its terms out of the counts."""
 
     @abstractmethod
     def lexical(self, terms: Sequence[str], limit: int, weights: tuple[float, float, float, float]) -> list[tuple[int, float]]:

@@ -1,7 +1,7 @@
 """Row-level steps of a write, inside a transaction the caller holds: shared by both stores' writes and the
 SQLite migrations that rewrite stored agents (`schema`), so all of them keep the full-text index, the term
 counts and the change feed exact the same way. Each store says how an agent's text leaves its full-text
-index (`Unindex`)."""
+index and its terms leave the counts (`Unindex`)."""
 
 from __future__ import annotations
 
