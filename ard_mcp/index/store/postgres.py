@@ -189,13 +189,7 @@ class PostgresStore(Store):
         except psycopg.Error as exc:
             raise StoreUnavailable(f"cannot open the PostgreSQL store at {redacted(url)}: {str(exc).strip()}") from None
         self._pool = ConnectionPool(
-            url,
-            min_size=1,
-            max_size=pool_size,
-            kwargs={"autocommit": True},
-            timeout=connect_timeout,
-            open=True,
-            name="ard-mcp",
+            url, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, timeout=connect_timeout, open=True, name="ard-mcp"
         )
         self._listening = threading.Event()
         self._listener = threading.Thread(target=self._listen, name="ard-mcp-store-listener", daemon=True)
@@ -318,7 +312,7 @@ class PostgresStore(Store):
 
     @staticmethod
     def _count_terms(db: Db, terms: set[str], delta: int) -> None:
-        """`writes.count_change` as one statement over an array of the terms, not one statement a term: an
+        """SQLite's `schema.count_change` as one statement over an array of the terms, not one statement a term: an
         agent has ~100 distinct terms, and psycopg's per-statement work (even pipelined) dominated writes:
         an ingest of 1,000 synthetic agents with cached vectors took 30.6 s, 19.5 s with this, 17.6 s with
         the filter values also written by one statement (`writes.insert_values`); SQLite takes 11 s."""

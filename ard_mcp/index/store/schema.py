@@ -85,9 +85,21 @@ CREATE TABLE IF NOT EXISTS crawl_sources(url TEXT PRIMARY KEY, state TEXT NOT NU
 _PLAIN_TERM_COLUMNS = frozenset({"terms", "keyword_terms"})  # layouts 1 and 2; only layout 1 filled them
 
 
+def count_change(db: Db, terms: set[str], delta: int) -> None:
+    """Add `delta` to the number of agents indexed under each of `terms`, one statement a term (PostgreSQL's
+    store sends them as one array instead: `PostgresStore._count_terms`)."""
+    ordered = sorted(terms)
+    db.executemany(
+        "INSERT INTO term_agents(term, agents) VALUES (?, ?) ON CONFLICT(term) DO UPDATE SET agents = term_agents.agents + excluded.agents",
+        [(t, delta) for t in ordered],
+    )
+    if delta < 0:
+        db.executemany("DELETE FROM term_agents WHERE term = ? AND agents <= 0", [(t,) for t in ordered])
+
+
 def index_text(db: Db, agent_id: int, fts: FtsDocument) -> None:
     db.execute("INSERT INTO agents_fts(rowid, name, keywords, description, examples) VALUES (?, ?, ?, ?, ?)", (agent_id, *fts.columns()))
-    writes.count_change(db, fts.vocabulary(), +1)
+    count_change(db, fts.vocabulary(), +1)
 
 
 def unindex_text(db: Db, agent_id: int, old: FtsDocument) -> None:
@@ -96,7 +108,7 @@ def unindex_text(db: Db, agent_id: int, old: FtsDocument) -> None:
         "INSERT INTO agents_fts(agents_fts, rowid, name, keywords, description, examples) VALUES ('delete', ?, ?, ?, ?, ?)",
         (agent_id, *old.columns()),
     )
-    writes.count_change(db, old.vocabulary(), -1)
+    count_change(db, old.vocabulary(), -1)
 
 
 def _meta(db: sqlite3.Connection, key: str) -> str | None:

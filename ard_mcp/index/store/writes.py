@@ -16,18 +16,6 @@ PRUNE_EVERY = 1_000
 Unindex = Callable[[Db, int, FtsDocument], None]
 
 
-def count_change(db: Db, terms: set[str], delta: int) -> None:
-    """Add `delta` to the number of agents indexed under each of `terms`: SQLite's way, one statement a term
-    (PostgreSQL's store sends them as one array instead: `PostgresStore._count_terms`)."""
-    ordered = sorted(terms)
-    db.executemany(
-        "INSERT INTO term_agents(term, agents) VALUES (?, ?) ON CONFLICT(term) DO UPDATE SET agents = term_agents.agents + excluded.agents",
-        [(t, delta) for t in ordered],
-    )
-    if delta < 0:
-        db.executemany("DELETE FROM term_agents WHERE term = ? AND agents <= 0", [(t,) for t in ordered])
-
-
 def note_change(db: Db, agent_id: int) -> None:
     """Append the agent to the change feed in-memory copies follow (gapless: the next number after the last,
     under the store's one-writer rule); prune the feed now and then."""
@@ -58,6 +46,9 @@ def delete_agent(db: Db, agent_id: int, unindex: Unindex) -> list[int]:
     return removed
 
 
+VALUES_A_STATEMENT = 500  # 1,500 parameters: far under SQLite's 32,766
+
+
 def insert_values(db: Db, agent_id: int, values: set[tuple[str, str]]) -> None:
     """An agent's filter values, up to `VALUES_A_STATEMENT` rows a statement instead of one statement a row
     (on PostgreSQL each costs psycopg's per-statement work even when pipelined: ~25 a registration)."""
@@ -66,9 +57,6 @@ def insert_values(db: Db, agent_id: int, values: set[tuple[str, str]]) -> None:
         chunk = rows[start : start + VALUES_A_STATEMENT]
         placeholders = ", ".join(["(?, ?, ?)"] * len(chunk))
         db.execute(f"INSERT INTO agent_values(field, value, agent_id) VALUES {placeholders}", [v for row in chunk for v in row])
-
-
-VALUES_A_STATEMENT = 500  # 1,500 parameters: far under SQLite's 32,766
 
 
 def insert_examples(db: Db, agent_id: int, examples: Sequence[NewExample]) -> list[int]:
