@@ -58,7 +58,10 @@ _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 def _ended(conn: psycopg.Connection[Any]) -> bool:
     """Whether the server ended this idle connection, found without a round trip (every store call would pay
     one): an idle connection has nothing to read, so data (the server's "terminating connection" error) or
-    end of file on its socket means the server restarted, failed over or closed the session."""
+    end of file on its socket means the server restarted, failed over or closed the session. A connection
+    already closed counts as ended too (its socket is gone), so it goes back to the pool to be dropped."""
+    if conn.closed:
+        return True
     with selectors.DefaultSelector() as selector:
         selector.register(conn.fileno(), selectors.EVENT_READ)
         return bool(selector.select(0))
