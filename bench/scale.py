@@ -69,6 +69,21 @@ import vector_cache  # noqa: E402
 GIB = 1024**3
 MIB = 1024**2
 FILTER_CASES = ("none", "type", "tags", "selective")
+# The targets at 100,000 agents: the scale issue's, and for a PostgreSQL store the PostgreSQL issue's (#17),
+# which sets search p50 <= 30 ms and register p50 <= 60 ms (it also adds the 3-process throughput target).
+TARGETS = {
+    "search_p50_ms": 25,
+    "search_p99_ms": 60,
+    "filtered_vs_unfiltered": 1.5,
+    "ingest_vs_raw": 0.8,
+    "reingest_speedup": 20,
+    "register_p50_ms": 50,
+    "peak_rss_gib": 2.5,
+    "disk_gib": 2.0,
+    "recall_at_10": 0.98,
+    "first_tools_list_s": 1.0,
+}
+STORE_TARGETS = {"sqlite": TARGETS, "postgresql": TARGETS | {"search_p50_ms": 30, "register_p50_ms": 60}}
 BUSY_LOAD = 0.8  # a 1-min load average above this at the start of a size means something else was running
 CACHE_NOTE = (
     "ingest took the example vectors from --vector-cache (the same model's, computed beforehand): its time is "
@@ -378,7 +393,12 @@ def run_size(size: int, args: argparse.Namespace, data_dir: Path) -> dict[str, A
     from ard_mcp.registry import Registry
     from ard_mcp.search.query import SearchQuery
 
-    res: dict[str, Any] = {"agents": size, "data_dir": str(data_dir), "load_average_at_start": os.getloadavg()}
+    res: dict[str, Any] = {
+        "agents": size,
+        "store": "postgresql" if args.store_url else "sqlite",
+        "data_dir": str(data_dir),
+        "load_average_at_start": os.getloadavg(),
+    }
     shared = Path(args.shared)
 
     # 1. catalog -------------------------------------------------------------------------------------
@@ -639,6 +659,7 @@ def row_cells(res: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
     out: list[tuple[str, str, str, bool | None]] = []
     if "error" in res:
         return out
+    target = STORE_TARGETS[res.get("store", "sqlite")]
     s = res["search"]
     out.append(("agents / examples (per agent)", "", f"{res['agents']:,} / {res['examples']:,} ({res['examples_per_agent']:.2f})", None))
     star = "*" if res["ingest"].get("vectors_from_cache") else ""
@@ -646,32 +667,34 @@ def row_cells(res: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
     out.append(("ingest examples/s", "", f"{res['ingest']['examples_per_s']:.0f}{star}", None))
     out.append(("model raw texts/s (same texts)", "", f"{res['raw_embed']['texts_per_s']:.0f}", None))
     ratio = res["ingest_vs_raw"]
-    out.append(("ingest / raw model throughput", "≥ 80%", f"{ratio:.0%}{star}", ratio >= 0.8))
+    ingest_bound = target["ingest_vs_raw"]
+    out.append(("ingest / raw model throughput", f"≥ {ingest_bound:.0%}", f"{ratio:.0%}{star}", ratio >= ingest_bound))
     speedup = res["reingest"]["speedup"]
     out.append(
         (
             "re-ingest unchanged: speed-up",
-            "≥ 20×",
+            f"≥ {target['reingest_speedup']}×",
             f"{speedup:.1f}× ({res['reingest']['seconds']:.2f} s)",
-            speedup >= 20 and res["reingest"]["unchanged"] == res["agents"],
+            speedup >= target["reingest_speedup"] and res["reingest"]["unchanged"] == res["agents"],
         )
     )
     base = s["none"]
     out.append(
         (
             "search_agents p50 / p99 ms, no filter",
-            "≤ 25 / 60",
+            f"≤ {target['search_p50_ms']} / {target['search_p99_ms']}",
             f"{fmt_ms(base['p50_ms'])} / {fmt_ms(base['p99_ms'])}",
-            base["p50_ms"] <= 25 and base["p99_ms"] <= 60,
+            base["p50_ms"] <= target["search_p50_ms"] and base["p99_ms"] <= target["search_p99_ms"],
         )
     )
     for case, label in (("type", "type"), ("tags", "tags"), ("selective", "selective")):
         c = s[case]
-        ok = c["p50_ms"] <= 1.5 * base["p50_ms"] and c["p99_ms"] <= 1.5 * base["p99_ms"] and c["filter_violations"] == 0
+        bound = target["filtered_vs_unfiltered"]
+        ok = c["p50_ms"] <= bound * base["p50_ms"] and c["p99_ms"] <= bound * base["p99_ms"] and c["filter_violations"] == 0
         out.append(
             (
                 f"  … {label} filter ({c['share']:.1%} of agents)",
-                "≤ 1.5× unfiltered",
+                f"≤ {bound}× unfiltered",
                 f"{fmt_ms(c['p50_ms'])} / {fmt_ms(c['p99_ms'])} ({c['p50_ms'] / base['p50_ms']:.2f}×/{c['p99_ms'] / base['p99_ms']:.2f}×)",
                 ok,
             )
@@ -684,16 +707,18 @@ def row_cells(res: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
             None,
         )
     )
-    out.append(("register_agent p50 ms (single)", "≤ 50", f"{fmt_ms(res['register']['p50_ms'])}", res["register"]["p50_ms"] <= 50))
+    register, register_bound = res["register"]["p50_ms"], target["register_p50_ms"]
+    out.append(("register_agent p50 ms (single)", f"≤ {register_bound}", fmt_ms(register), register <= register_bound))
     rss = res["peak_rss_after_ingest_bytes"]
-    out.append(("peak RSS, process through ingest", "≤ 2.5 GiB", f"{rss / GIB:.2f} GiB", rss <= 2.5 * GIB))
+    rss_bound = target["peak_rss_gib"]
+    out.append(("peak RSS, process through ingest", f"≤ {rss_bound} GiB", f"{rss / GIB:.2f} GiB", rss <= rss_bound * GIB))
     server_rss = res["stdio"].get("server_peak_rss_bytes")
     out.append(
         (
             "peak RSS, server after 1st search",
-            "≤ 2.5 GiB",
+            f"≤ {rss_bound} GiB",
             f"{server_rss / GIB:.2f} GiB" if server_rss else "n/a",
-            server_rss <= 2.5 * GIB if server_rss else None,
+            server_rss <= rss_bound * GIB if server_rss else None,
         )
     )
     if "database_bytes" in res:
@@ -711,16 +736,17 @@ def row_cells(res: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
             )
         )
     disk = res["disk_bytes"]
-    out.append(("disk (data dir)", "≤ 2 GiB", f"{disk / GIB:.2f} GiB" if disk >= 0.1 * GIB else f"{disk / MIB:.0f} MiB", disk <= 2 * GIB))
+    disk_text = f"{disk / GIB:.2f} GiB" if disk >= 0.1 * GIB else f"{disk / MIB:.0f} MiB"
+    out.append(("disk (data dir)", f"≤ {target['disk_gib']:g} GiB", disk_text, disk <= target["disk_gib"] * GIB))
     recall = res["recall"]["at_10"]
-    out.append(("vector recall@10 vs exact", "≥ 0.98", f"{recall:.4f}", recall >= 0.98))
+    out.append(("vector recall@10 vs exact", f"≥ {target['recall_at_10']}", f"{recall:.4f}", recall >= target["recall_at_10"]))
     first = res["stdio"]["tools_list_median_s"]
     out.append(
         (
             "first tools/list over stdio (median)",
-            "≤ 1.0 s",
+            f"≤ {target['first_tools_list_s']} s",
             f"{first:.2f} s" if first is not None else "failed",
-            first is not None and first <= 1.0,
+            first is not None and first <= target["first_tools_list_s"],
         )
     )
     search_s = res["stdio"]["first_search_s"]
@@ -965,18 +991,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "vector_backend": f"chroma server {args.chroma_url}" if args.chroma_url else "embedded chroma (PersistentClient)",
         "store": "postgresql" if args.store_url else "sqlite",
-        "targets_at_100k": {
-            "search_p50_ms": 25,
-            "search_p99_ms": 60,
-            "filtered_vs_unfiltered": 1.5,
-            "ingest_vs_raw": 0.8,
-            "reingest_speedup": 20,
-            "register_p50_ms": 50,
-            "peak_rss_gib": 2.5,
-            "disk_gib": 2.0,
-            "recall_at_10": 0.98,
-            "first_tools_list_s": 1.0,
-        },
+        "targets_at_100k": STORE_TARGETS["postgresql" if args.store_url else "sqlite"],
         "notes": [
             "Targets are stated for 100,000 agents; smaller sizes are checked against the same numbers.",
             "peak RSS, process through ingest: ru_maxrss of the per-size subprocess right after the first ingest (it generated and "
