@@ -129,6 +129,7 @@ class Indexer:
         self._lock = lock
         self._expiry = expiry
         self._limits = limits
+        self._model_recorded = False  # whether the store is known to name the model (a read saved on every write)
 
     # -- registration -------------------------------------------------------------------------------
     def register(self, raw: Any, may_write: MayWrite | None = None, owned: Owned | None = None) -> RegisterResult:
@@ -230,8 +231,9 @@ class Indexer:
                 known.update(self._store.vectors_by_text(p.stored.id))
         missing = sorted({e.text for ex in examples.values() for e in ex} - known.keys())
         known.update(self._embed(missing, progress))
-        if self._store.meta("model_id") is None:
+        if not self._model_recorded and self._store.meta("model_id") is None:
             self._record_model()
+        self._model_recorded = True
 
         batch_ids: list[tuple[int, int]] = []
         batch_vectors: list[np.ndarray] = []

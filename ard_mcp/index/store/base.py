@@ -86,6 +86,11 @@ class Store(SideTables):
         """One statement outside the change feed (metadata, the crawler's memory, vector bookkeeping)."""
 
     @abstractmethod
+    def _bookkeeping(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """One statement for each of `rows`, all or nothing, outside the change feed and the write lock, for
+        state a crash may lose because the next start redoes its work (vectors marked as in Chroma)."""
+
+    @abstractmethod
     def version(self) -> Any:
         """Changes whenever this process or another one commits, so derived answers can be kept until then."""
 
@@ -215,8 +220,8 @@ class Store(SideTables):
         return agent_id, removed
 
     def mark_vectors_done(self, agent_ids: Iterable[int]) -> None:
-        with self.transaction() as db:
-            db.executemany("UPDATE agents SET vectors_pending = 0 WHERE id = ?", [(i,) for i in sorted(agent_ids)])
+        """Lost in a crash, the marks only make the next start add the same vectors again (`restore_pending`)."""
+        self._bookkeeping("UPDATE agents SET vectors_pending = 0 WHERE id = ?", [(i,) for i in sorted(agent_ids)])
 
     def pending_agents(self) -> list[int]:
         return [int(r[0]) for r in self._tuples("SELECT id FROM agents WHERE vectors_pending = 1 ORDER BY id")]

@@ -261,6 +261,13 @@ class PostgresStore(Store):
         with self._reading() as db:
             db.execute(sql, params)
 
+    def _bookkeeping(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Without the write lock, the NOTIFY (nothing a search reads changes) and the wait for the commit to
+        be durable: a registration's mark took 1.8 ms at p50 as a write transaction."""
+        with self._connection() as conn, conn.transaction(), conn.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = off")
+            _PgDb(cursor).executemany(sql, rows)
+
     def _read_all_rows(self) -> AgentRows:
         with self._connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")

@@ -67,6 +67,13 @@ class SqliteStore(Store):
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
+            with self._immediate() as conn:
+                yield conn
+            self._writes += 1
+
+    @contextmanager
+    def _immediate(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
@@ -74,7 +81,6 @@ class SqliteStore(Store):
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
-            self._writes += 1
 
     @contextmanager
     def _snapshot(self) -> Iterator[Db]:
@@ -88,6 +94,10 @@ class SqliteStore(Store):
     def _autocommit(self, sql: str, params: Sequence[Any] = ()) -> None:
         with self._lock:
             self._conn.execute(sql, params)
+
+    def _bookkeeping(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self._immediate() as conn:
+            conn.executemany(sql, rows)
 
     def version(self) -> tuple[int, int]:
         with self._lock:
