@@ -362,6 +362,23 @@ def test_ingest_writes_chunk_by_chunk_and_an_interrupted_one_keeps_what_it_wrote
     assert counts(registry)["chroma"] == counts(registry)["examples"]
 
 
+def test_an_ingest_reads_the_stored_rows_of_a_group_of_entries_at_once(registry: Registry, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On PostgreSQL a read an entry made a re-ingest of an unchanged catalog four times SQLite's."""
+    import ard_mcp.index.indexer as indexer_module
+
+    registry.indexer.register_many((f"entries[{i}]", e) for i, e in enumerate(SAMPLE))
+    monkeypatch.setattr(indexer_module, "_PLAN_GROUP", 2)
+    reads: list[int] = []
+    get_many = registry.store.get_many
+    monkeypatch.setattr(registry.store, "get", lambda identifier: pytest.fail(f"{identifier} was read alone"))
+    monkeypatch.setattr(registry.store, "get_many", lambda identifiers: reads.append(len(set(identifiers))) or get_many(identifiers))
+    stale = {**SAMPLE[0], "updatedAt": "2001-01-01T00:00:00Z"}
+    report = registry.indexer.register_many((f"entries[{i}]", e) for i, e in enumerate([*SAMPLE, stale]))
+    assert (report.unchanged, report.added, report.updated) == (len(SAMPLE), 0, 0)
+    assert len(report.rejected) == 1 and "older than the stored" in report.rejected[0]
+    assert reads == [2, 2, 2]  # five entries and a stale copy of the first, two a read
+
+
 def test_the_index_opens_after_the_model_directory_it_was_built_with_moved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Chroma rebuilds the collection's embedding function from its stored config on every open; a
     path recorded there must not make the index unreadable once that path is gone."""

@@ -8,6 +8,7 @@ vectors to a crash in between, and `restore_pending` gives them back without run
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,6 +40,7 @@ Progress = Callable[[int, int], None]
 MayWrite = Callable[[str], bool]  # whether the caller may write entries of a publisher domain
 MAX_FUTURE = timedelta(minutes=5)  # clock skew allowed in updatedAt; 9999-12-31 once locked the owner out
 INGEST_CHUNK = 2000  # agents planned, embedded and written together: memory stays flat, and each chunk is durable
+_PLAN_GROUP = 500  # entries whose stored rows one read fetches: one read an entry made a PostgreSQL re-ingest 4x SQLite's
 _EMBED_STEP = 512  # texts embedded between progress reports
 _FLUSH_EVERY = 4000  # example vectors sent to Chroma together
 
@@ -138,7 +140,7 @@ class Indexer:
         entry, warnings = read_entry(raw, limits=self._limits)
         _check_scope(entry.identifier, may_write)
         with self._lock:
-            plan = self._plan(entry, owned)
+            plan = self._plan(entry, owned, self._store.get(entry.identifier))
             if plan is not None:
                 self._apply([plan])
         if plan is None:
@@ -169,26 +171,46 @@ class Indexer:
             report.updated += sum(1 for p in todo if p.stored is not None)
             plans.clear()
 
-        with self._lock:
-            for where, raw in items:
-                if isinstance(raw, Notice):
-                    report.warnings.append(f"{where}: {raw.message}" if where else raw.message)
-                    continue
+        def reject(where: str, exc: ArdError) -> None:
+            report.rejected.append(exc.message if exc.message.startswith(where) else f"{where}: {exc.message}")
+
+        def plan_group(group: list[tuple[str, Any]]) -> None:
+            """Plan a group of items against their stored rows, read at once; written only between groups,
+            so every entry of a group is compared with the store as it was before the group."""
+            parsed: list[tuple[str, tuple[CatalogEntry, list[str]] | ArdError | Notice]] = []
+            for where, raw in group:
                 try:
                     if isinstance(raw, ArdError):
                         raise raw
-                    entry, warnings = read_entry(raw, where, self._limits)
-                    if entry.identifier in plans:
-                        del plans[entry.identifier]  # a later copy in the same chunk supersedes an earlier one
-                    plan = self._plan(entry, (owned or {}).get(entry.identifier))
+                    parsed.append((where, raw if isinstance(raw, Notice) else read_entry(raw, where, self._limits)))
                 except ArdError as exc:
-                    report.rejected.append(exc.message if exc.message.startswith(where) else f"{where}: {exc.message}")
+                    parsed.append((where, exc))
+            stored = self._store.get_many({item[0].identifier for _, item in parsed if isinstance(item, tuple)})
+            for where, item in parsed:
+                if isinstance(item, Notice):
+                    report.warnings.append(f"{where}: {item.message}" if where else item.message)
+                    continue
+                if isinstance(item, ArdError):
+                    reject(where, item)
+                    continue
+                entry, warnings = item
+                if entry.identifier in plans:
+                    del plans[entry.identifier]  # a later copy in the same chunk supersedes an earlier one
+                try:
+                    plan = self._plan(entry, (owned or {}).get(entry.identifier), stored.get(entry.identifier))
+                except ArdError as exc:
+                    reject(where, exc)
                     continue
                 report.warnings += warnings
                 if plan is None:
                     report.unchanged += 1
                     continue
                 plans[entry.identifier] = plan
+
+        with self._lock:
+            pending = iter(items)
+            while group := list(itertools.islice(pending, min(_PLAN_GROUP, INGEST_CHUNK))):
+                plan_group(group)
                 if len(plans) >= INGEST_CHUNK:
                     write_chunk()
             write_chunk()
@@ -196,9 +218,10 @@ class Indexer:
             progress(0, 0)
         return report
 
-    def _plan(self, entry: CatalogEntry, owned: Owned | None = None) -> _Plan | None:
-        """What registering `entry` would change; None when nothing would. A new trust finding for an
-        unchanged entry replaces the old one in place (no embedding, no rewrite of the entry)."""
+    def _plan(self, entry: CatalogEntry, owned: Owned | None, stored: StoredAgent | None) -> _Plan | None:
+        """What registering `entry` over `stored` (its row in the store) would change; None when nothing
+        would. A new trust finding for an unchanged entry replaces the old one in place (no embedding, no
+        rewrite of the entry)."""
         if entry.updated is not None and entry.updated > datetime.now(UTC) + MAX_FUTURE:
             raise InvalidArgument(
                 f"{entry.identifier}: updatedAt {entry.updatedAt} is in the future (more than {MAX_FUTURE.seconds // 60} minutes "
@@ -206,7 +229,6 @@ class Indexer:
             )
         document = entry.stored()
         digest = content_hash(document)
-        stored = self._store.get(entry.identifier)
         if stored is not None:
             if stored.content_hash == digest:
                 if owned is not None and _finding(self._store.owned_values(stored.id, TRUST_FIELDS)) != _finding(owned):
