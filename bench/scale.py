@@ -228,12 +228,15 @@ def exact_top_k(registry: Any, queries: np.ndarray, k: int) -> tuple[np.ndarray,
     return best_ids, np.sort(best_scores, axis=1)[:, ::-1]
 
 
-def stdio_params(data_dir: Path, chroma_url: str | None) -> Any:
+def stdio_params(data_dir: Path, chroma_url: str | None, store_url: str | None) -> Any:
+    """`ard-mcp serve` over stdio on the run's own stores (a PostgreSQL run's server reads PostgreSQL)."""
     from mcp import StdioServerParameters
 
     env = {**os.environ, "ARD_MCP_LOG_LEVEL": "WARNING"}
     if chroma_url:
         env["ARD_MCP_CHROMA_URL"] = chroma_url
+    if store_url:
+        env["ARD_MCP_STORE_URL"] = store_url
     return StdioServerParameters(
         command=sys.executable, args=["-m", "ard_mcp", "serve", "--data-dir", str(data_dir)], env=env, cwd=str(REPO)
     )
@@ -265,20 +268,20 @@ def vm_hwm(pid: int) -> int | None:
     return None
 
 
-async def _first_tools_list(data_dir: Path, chroma_url: str | None) -> tuple[float, int]:
+async def _first_tools_list(params: Any) -> tuple[float, int]:
     from mcp import Client
 
     start = time.perf_counter()
-    async with Client(stdio_params(data_dir, chroma_url)) as client:
+    async with Client(params) as client:
         tools = await client.list_tools()
         return time.perf_counter() - start, len(tools.tools)
 
 
-async def _first_search(data_dir: Path, chroma_url: str | None, query: str) -> dict[str, Any]:
+async def _first_search(params: Any, query: str) -> dict[str, Any]:
     from mcp import Client
 
     start = time.perf_counter()
-    async with Client(stdio_params(data_dir, chroma_url)) as client:
+    async with Client(params) as client:
         await client.list_tools()
         result = await client.call_tool("search_agents", {"text": query})
         out: dict[str, Any] = {
@@ -290,7 +293,7 @@ async def _first_search(data_dir: Path, chroma_url: str | None, query: str) -> d
         return out
 
 
-async def stdio_startup(data_dir: Path, chroma_url: str | None, runs: int, query: str, timeout: float = 300) -> dict[str, Any]:
+async def stdio_startup(params: Any, runs: int, query: str, timeout: float = 300) -> dict[str, Any]:
     """Median time from spawning `ard-mcp serve` (stdio) to its first tools/list answer; then one run to a search.
 
     The package is byte-compiled first, as installing a wheel does: a checkout run with
@@ -301,7 +304,7 @@ async def stdio_startup(data_dir: Path, chroma_url: str | None, runs: int, query
     errors: list[str] = []
     for run in range(runs):
         try:
-            seconds, tools = await asyncio.wait_for(_first_tools_list(data_dir, chroma_url), timeout)
+            seconds, tools = await asyncio.wait_for(_first_tools_list(params), timeout)
             times.append(seconds)
             log(f"stdio run {run + 1}/{runs}: tools/list answered after {seconds:.3f} s ({tools} tools)")
         except Exception as exc:
@@ -310,7 +313,7 @@ async def stdio_startup(data_dir: Path, chroma_url: str | None, runs: int, query
         await asyncio.sleep(0.3)  # let the previous server release the data directory
     out: dict[str, Any] = {"tools_list_runs_s": times, "tools_list_median_s": float(np.median(times)) if times else None, "errors": errors}
     try:
-        out.update(await asyncio.wait_for(_first_search(data_dir, chroma_url, query), timeout))
+        out.update(await asyncio.wait_for(_first_search(params, query), timeout))
         log(
             f"stdio: first search_agents answered after {out['first_search_s']:.2f} s; server peak RSS "
             f"{(out['server_peak_rss_bytes'] or 0) / MIB:.0f} MiB"
@@ -644,7 +647,7 @@ def run_size(size: int, args: argparse.Namespace, data_dir: Path) -> dict[str, A
     # 5. start-up over stdio, with the data directory closed here ---------------------------------------
     del entries, manifest
     gc.collect()
-    res["stdio"] = asyncio.run(stdio_startup(data_dir, args.chroma_url, args.stdio_runs, cases["none"][0]))
+    res["stdio"] = asyncio.run(stdio_startup(stdio_params(data_dir, args.chroma_url, args.store_url), args.stdio_runs, cases["none"][0]))
     res["load_average_at_end"] = os.getloadavg()
     return res
 
