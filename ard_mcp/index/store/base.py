@@ -87,8 +87,8 @@ class Store(SideTables):
 
     @abstractmethod
     def _bookkeeping(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        """One statement for each of `rows`, all or nothing, outside the change feed and the write lock, for
-        state a crash may lose because the next start redoes its work (vectors marked as in Chroma)."""
+        """One statement for each of `rows`, all or nothing, outside the change feed (nothing a search reads
+        changes), for state a crash may lose because the next start redoes its work (vectors marked as in Chroma)."""
 
     @abstractmethod
     def version(self) -> Any:

@@ -73,6 +73,7 @@ class SqliteStore(Store):
 
     @contextmanager
     def _immediate(self) -> Iterator[sqlite3.Connection]:
+        """A transaction that holds SQLite's write lock from its start (no deadlock upgrading a read)."""
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
