@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import zlib
 from abc import abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
@@ -40,7 +40,7 @@ from ard_mcp.index.store.db import Db
 from ard_mcp.index.store.side_tables import SideTables
 from ard_mcp.index.store.snapshot import IN_CHUNK, read_rows
 
-_FILTERS_KEPT = 32
+_ANSWERS_KEPT = 64  # filter and facet answers kept until the store changes
 
 
 def now_iso() -> str:
@@ -60,7 +60,7 @@ class Store(SideTables):
     COLUMNS: ClassVar[dict[str, str]]
 
     def __init__(self) -> None:
-        self._filters: dict[str, tuple[Any, frozenset[int]]] = {}
+        self._answers: dict[str, tuple[Any, Any]] = {}
         self._count: tuple[Any, int] | None = None
         self._ids: tuple[Any, frozenset[int]] | None = None
 
@@ -304,17 +304,21 @@ class Store(SideTables):
         """Agents matching every key (OR within a key); None means no filter, i.e. everyone.
 
         A broad filter matches tens of thousands of agents at 100,000, and clients repeat the same few
-        filters, so each answer is kept (for the last `_FILTERS_KEPT` filters) until the store changes."""
+        filters, so each answer is kept until the store changes (`_kept`)."""
         if not flt:
             return None
-        key = json.dumps(flt, sort_keys=True)
+        matched: frozenset[int] = self._kept("filter " + json.dumps(flt, sort_keys=True), lambda: self._filtered(flt))
+        return matched
+
+    def _kept(self, key: str, compute: Callable[[], Any]) -> Any:
+        """`compute()`, kept for the last `_ANSWERS_KEPT` keys until this process or another one writes."""
         version = self.version()
-        kept = self._filters.pop(key, None)
+        kept = self._answers.pop(key, None)
         if kept is None or kept[0] != version:
-            kept = (version, self._filtered(flt))
-        self._filters[key] = kept  # most recently used last
-        while len(self._filters) > _FILTERS_KEPT:
-            del self._filters[next(iter(self._filters))]
+            kept = (version, compute())
+        self._answers[key] = kept  # most recently used last
+        while len(self._answers) > _ANSWERS_KEPT:
+            del self._answers[next(iter(self._answers))]
         return kept[1]
 
     def _filtered(self, flt: Filter) -> frozenset[int]:
@@ -328,7 +332,16 @@ class Store(SideTables):
         return matched or frozenset()
 
     def facet(self, field: str, agent_ids: AbstractSet[int] | None) -> list[tuple[str, int]]:
-        """Value counts of one field, over everyone or over the given agents, largest first (ties by value)."""
+        """Value counts of one field, over everyone or over the given agents, largest first (ties by value).
+        Over everyone the answer is kept until the store changes (`_kept`): searches read the registry's own
+        fields this way on every call (visibility, flags), and at 100,000 agents on PostgreSQL counting the
+        tags of everyone took 55 ms an `explore_facets` call."""
+        if agent_ids is None:
+            everyone: list[tuple[str, int]] = self._kept("facet " + field, lambda: self._counted(field, None))
+            return everyone
+        return self._counted(field, agent_ids)
+
+    def _counted(self, field: str, agent_ids: AbstractSet[int] | None) -> list[tuple[str, int]]:
         counts: dict[str, int] = {}
         if agent_ids is None:
             rows = self._tuples("SELECT value, count(*) FROM agent_values WHERE field = ? GROUP BY value", (field,))
