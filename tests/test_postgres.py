@@ -311,13 +311,18 @@ def test_three_processes_share_one_database_and_one_chroma_server(cluster: list[
         for document in [*SAMPLE, *synthetic_catalog(40)]:
             assert http.post(f"{cluster[0]}/agents", json=document).status_code == 201
 
+        def explore(base: str, facets: list[dict[str, str]]) -> Any:
+            response = http.post(f"{base}/explore", json={"resultType": {"facets": facets}})
+            assert response.status_code == 200, response.text
+            return response.json()
+
         def answers(base: str) -> list[Any]:
             out = []
             for text in QUERIES[:6]:
                 body = http.post(f"{base}/search", json={"query": {"text": text}, "pageSize": 5}).json()
                 out.append(_normalised(body, frozenset({"source"})))  # each process's own URL
             out.append(http.get(f"{base}/agents", params={"pageSize": 50}).json())
-            out.append(http.post(f"{base}/explore", json={"facets": [{"field": "tags"}, {"field": "type"}]}).json())
+            out.append(explore(base, [{"field": "tags"}, {"field": "type"}]))
             return out
 
         def found(base: str, identifier: str, text: str) -> bool:
@@ -333,10 +338,16 @@ def test_three_processes_share_one_database_and_one_chroma_server(cluster: list[
             displayName="Tide Tables",
             description="Tide times and heights for harbours.",
         )
+
+        def tags(base: str) -> Any:
+            return explore(base, [{"field": "tags"}])
+
+        before = tags(cluster[0])  # kept by every process until a write anywhere
         assert http.post(f"{cluster[1]}/agents", json=fresh).status_code == 201
         delays = [
             _wait(lambda base=base: found(base, fresh["identifier"], "tide times for a harbour")) for base in (cluster[0], cluster[2])
         ]
+        _wait(lambda: tags(cluster[0]) == tags(cluster[1]) == tags(cluster[2]) != before)
         assert http.delete(f"{cluster[2]}/agents/{fresh['identifier']}").status_code in (200, 204)
         delays += [_wait(lambda base=base: not found(base, fresh["identifier"], "tide times for a harbour")) for base in cluster[:2]]
         print(f"write to visible elsewhere: max {max(delays) * 1000:.0f} ms")
