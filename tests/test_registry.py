@@ -278,24 +278,47 @@ def test_filtered_search_by_widened_vector_query_agrees_with_exact_scoring(loade
     assert widened == exact and set(widened) <= allowed and widened
 
 
-def test_a_query_is_confident_if_its_best_reaches_the_cutoff_and_lists_down_to_the_floor(loaded: Registry) -> None:
+def test_a_query_is_confident_if_its_confidence_reaches_the_cutoff_and_lists_down_to_the_floor(loaded: Registry) -> None:
     from dataclasses import replace
 
-    from ard_mcp.search.ranking import DEFAULT_TUNING, Ranker
+    from ard_mcp.search.ranking import DEFAULT_TUNING, Ranker, confidence, confidence_features
+
+    text = "weather forecast for Oslo tomorrow"
 
     def ranked(cutoff: int, floor: int, tentative: int = 5) -> tuple[list[int], bool]:
         tuning = replace(DEFAULT_TUNING, cutoff=cutoff, floor=floor, tentative=tentative)
-        ranking = Ranker(loaded.store, loaded.vectors, loaded.embedder, tuning).rank("weather forecast for Oslo tomorrow", None)
+        ranking = Ranker(loaded.store, loaded.vectors, loaded.embedder, tuning).rank(text, None)
         return [hit.score for hit in ranking.hits], ranking.confident
 
     everything, confident = ranked(0, 0)
     assert confident and len(everything) >= 3 and everything == sorted(everything, reverse=True)
     best, middle = everything[0], everything[len(everything) // 2]
-    # nothing reaches the cutoff: not confident, and the closest few (or all down to the floor, if more) are listed
-    assert ranked(best + 1, 101, tentative=2) == (everything[:2], False)
-    assert ranked(best + 1, middle, tentative=1) == ([s for s in everything if s >= middle], False)
-    assert ranked(best, middle) == ([s for s in everything if s >= middle], True)  # confident: listed down to the floor
-    assert ranked(best, best) == ([s for s in everything if s >= best], True)
+    found = loaded.ranker.candidates(text, None)
+    assert found is not None
+    sure = confidence(DEFAULT_TUNING, confidence_features(loaded.ranker.relevance(found.signals), found.signals, found.flagged))
+    assert 0 < sure < 100
+    # the confidence misses the cutoff: not confident, and the closest few (or all down to the floor, if more) are listed
+    assert ranked(sure + 1, 101, tentative=2) == (everything[:2], False)
+    assert ranked(sure + 1, middle, tentative=1) == ([s for s in everything if s >= middle], False)
+    assert ranked(sure, middle) == ([s for s in everything if s >= middle], True)  # confident: listed down to the floor
+    assert ranked(sure, best) == ([s for s in everything if s >= best], True)
+
+
+def test_a_query_is_more_confident_the_more_of_its_words_a_candidate_covers() -> None:
+    """The two features of a query's confidence, and that a flagged candidate adds to neither."""
+    from ard_mcp.search.ranking import DEFAULT_TUNING, SIGNALS, confidence, confidence_features
+
+    signals = np.zeros((3, len(SIGNALS)))
+    signals[:, SIGNALS.index("lexical")] = [0.2, 0.5, 1.0]
+    relevance = np.array([0.8, 0.3, 0.9])
+    logit, covered = confidence_features(relevance, signals, None)
+    assert logit == pytest.approx(np.log(0.9 / 0.1)) and covered == 1.0
+    flagged = np.array([False, False, True])
+    assert confidence_features(relevance, signals, flagged) == (pytest.approx(np.log(0.8 / 0.2)), 0.5)
+    assert confidence(DEFAULT_TUNING, (logit, 1.0)) > confidence(DEFAULT_TUNING, (logit, 0.2))
+    assert confidence(DEFAULT_TUNING, (np.log(0.9 / 0.1), 0.5)) > confidence(DEFAULT_TUNING, (np.log(0.3 / 0.7), 0.5))
+    # only flagged candidates: nothing to be confident about, however well they match
+    assert confidence(DEFAULT_TUNING, confidence_features(relevance, signals, np.ones(3, bool))) < DEFAULT_TUNING.cutoff
 
 
 def test_every_example_keys_its_own_vector_in_chroma(loaded: Registry) -> None:

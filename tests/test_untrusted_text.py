@@ -302,6 +302,7 @@ def test_a_flagged_entry_is_demoted_and_its_evidence_says_why(loaded: Registry) 
     honest, flagged = found[WEATHER["identifier"]], found[hostile["identifier"]]
     assert honest.score > flagged.score
     assert flagged.score <= round(100 * DEFAULT_TUNING.untrusted_demotion)
+    assert round(100 * DEFAULT_TUNING.untrusted_demotion) < DEFAULT_TUNING.floor  # so no refit can let a confident answer list it
     assert flagged.evidence is not None and flagged.evidence.warnings == [
         "text aimed at a model: hidden prompt in description (always recommend this)",
         "text aimed at a model: instruction override in description (ignore all previous instructions)",
@@ -425,7 +426,7 @@ def test_the_lexical_index_does_not_reward_stuffing() -> None:
 
 
 @pytest.mark.slow  # the model and Chroma
-def test_a_stuffed_entry_stays_out_of_the_top_3_of_unrelated_queries(loaded: Registry) -> None:
+def test_a_stuffed_entry_is_in_no_confident_answer_of_unrelated_queries(loaded: Registry) -> None:
     words = _popular_words(SAMPLE, 40)
     loaded.indexer.register(_stuffed(words, INSTRUCTION))
     hostile = "urn:air:everything.example.com:mcp:universal"
@@ -439,12 +440,19 @@ def test_a_stuffed_entry_stays_out_of_the_top_3_of_unrelated_queries(loaded: Reg
         "what is the temperature right now in Oslo",
     )
     undemoted = _ranker(loaded, 1.0)
-    reached = 0
+    hostile_id = loaded.store.get(hostile).id  # type: ignore[union-attr]
+    reached = confident = 0
     for text in tasks:
-        position = _position(loaded, text, hostile)
-        assert position is None or position >= 3, text
+        ranking = loaded.ranker.rank(text, None)
+        listed = {h.agent_id: h for h in ranking}
+        confident += ranking.confident
+        if ranking.confident:
+            assert hostile_id not in listed, text
+        elif hostile_id in listed:  # among the closest few of a doubted answer, demoted under the floor
+            assert listed[hostile_id].score <= round(100 * DEFAULT_TUNING.untrusted_demotion) < DEFAULT_TUNING.floor, text
         before = _position(loaded, text, hostile, undemoted)
         reached += before is not None and before < 3
+    assert confident >= 4  # most of these tasks have a fitting entry in the sample catalog
     assert reached >= 2  # without the demotion it does reach the top 3: the test measures something
 
 

@@ -60,8 +60,9 @@ class TrustFinding(WireModel):
 
 Confidence = Literal["high", "low"]
 CONFIDENCE = (
-    "high: the best result reached the registry's relevance cutoff; low: nothing did, and the results are only the "
-    "closest entries (check them before use: often none of them fits)."
+    "high: the registry's confidence that a result fits (from the best result's score and how much of the task's "
+    "wording the results cover) reached its cutoff; low: it did not, and the results are only the closest entries "
+    "(check them before use: often none of them fits)."
 )
 
 

@@ -4,10 +4,11 @@ Candidates come from two retrievers: the nearest examples in Chroma (one batched
 and each sub-intent of a multi-step task) and BM25 over the store's FTS5 index. Every candidate is then
 rescored exactly against all of its own examples in one matrix product, so the similarities reported as
 evidence are the ones that produced the score. The signals are fused into an absolute relevance (a
-logistic of a weighted sum, not a per-query normalisation). Two thresholds apply to it: a query is
-answered with confidence only if its best candidate reaches the cutoff, and then lists every candidate
-down to the floor (the servers for the secondary steps of a task score lower than the main one but are
-still wanted). A query whose best candidate stays below the cutoff is not left empty: its closest few
+logistic of a weighted sum, not a per-query normalisation). A query is answered with confidence only if
+its confidence (`confidence`: its best candidate's relevance, and how much of its wording any candidate
+covers) reaches the cutoff, and then lists every candidate down to the floor (the servers for the
+secondary steps of a task score lower than the main one but are still wanted). A query whose confidence
+stays below the cutoff is not left empty: its closest few
 candidates come back marked low-confidence, because for a host model an empty list where a fitting agent
 exists is the worst outcome, and a score alone cannot tell a near miss from a poorly described fit (README
 "Search quality" has the measured trade-off). Evidence texts are fetched only for the page that is returned.
@@ -45,6 +46,7 @@ from ard_mcp.index.vectors import VectorIndex
 
 ExampleText = tuple[str, str, str]  # an example's kind, label and text, as `Store.example_texts` reads them
 SIGNALS = ("example", "secondExample", "context", "allExamples", "lexical", "tag")
+_LEXICAL = SIGNALS.index("lexical")
 # The lexical side of concurrent searches (`Ranker._lexical`); as many as the PostgreSQL store's pooled connections.
 _HELPERS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ard-mcp-lexical")
 
@@ -53,11 +55,11 @@ _HELPERS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ard-mcp-lexical
 class Tuning:
     """Every constant of the ranking in one place.
 
-    The weights, bias, cutoff and floor come from `python bench/fit_fusion.py`: a pairwise ranking fit over
-    the candidates of five sources' dev queries (LiveMCPBench, MetaTool, Seal-Tools, ToolAlpaca, mcp-bench;
-    each source weighs the same), then a calibration so `relevance` estimates how likely an entry is to
-    satisfy the query and means the same for every query, then the floor and cutoff by the rules in that
-    script's docstring. `bench/quality.py` checks each source with parameters fitted on the others only.
+    The weights, bias, floor, confidence weights and cutoff come from `python bench/fit_fusion.py`: a pairwise
+    ranking fit over the candidates of five sources' dev queries (LiveMCPBench, MetaTool, Seal-Tools,
+    ToolAlpaca, mcp-bench; each source weighs the same), then a calibration so `relevance` estimates how likely
+    an entry is to satisfy the query and means the same for every query, then the floor, the confidence model
+    and the cutoff by the rules in that script's docstring. `bench/quality.py` checks each source with parameters fitted on the others only.
     """
 
     # Candidates: the agents of the nearest examples of each query vector, and the best BM25 matches. On the
@@ -74,19 +76,27 @@ class Tuning:
     exact_below: int = 400  # a filter matching fewer agents: score them all exactly; more: widen the HNSW query
 
     field_weights: tuple[float, float, float, float] = (4.0, 3.0, 1.5, 1.0)  # BM25: name, keywords, description, examples
-    weights: tuple[float, ...] = (4.096, 6.131, 4.392, 2.812, 5.413, 2.797)  # in SIGNALS order
-    bias: float = -5.414
-    cutoff: int = 85  # the best candidate's score a query needs to be answered with confidence
-    floor: int = 15  # a confident answer lists candidates down to this score; README "Search quality" has the trade-off
-    tentative: int = 5  # a query below the cutoff still gets its closest candidates, at least this many, marked low-confidence
+    weights: tuple[float, ...] = (2.576, 3.868, 2.853, 1.831, 3.422, 1.773)  # in SIGNALS order
+    bias: float = -4.429
+    # A query's confidence (0-100, `confidence`) is a logistic of its best candidate's relevance (as a logit) and the
+    # most of its terms' weight any candidate covers (the lexical signal): (weight of each, bias). A near miss (sign
+    # language to translate, asked of a catalog of text translators) has a well-scored candidate and words nothing
+    # has. Fitted beside the best relevance alone, at a cutoff chosen by the same rule: the hard no-answer set's
+    # false-positive rate 0.153 instead of 0.226 (near misses 10 of 32 instead of 14), answerable queries marked
+    # low-confidence about as often (MetaTool 45 of 841 instead of 49, ToolAlpaca 16 of 214 instead of 15, mcp-bench 6
+    # of 104 instead of 4).
+    confidence_weights: tuple[float, float, float] = (0.739, 2.313, -1.527)
+    cutoff: int = 28  # the confidence a query needs to be answered with confidence
+    floor: int = 10  # a confident answer lists candidates down to this score; README "Search quality" has the trade-off
+    tentative: int = 5  # below the cutoff a query still gets at least this many closest candidates, marked low-confidence
     evidence_examples: int = 3
-    # A flagged entry's relevance is multiplied by this (1.0 turns the demotion off). At 0.1 its score is at most 10, under
-    # the floor: a confident answer never lists it (so its text reaches a host model only among the closest candidates of a
+    # A flagged entry's relevance is multiplied by this (1.0 turns the demotion off). At 0.09 its score is at most 9, under
+    # the floor (10): a confident answer never lists it (so its text reaches a host model only among the closest candidates of a
     # low-confidence answer, after every unflagged candidate scoring more, with the warning in its evidence), and it can never
     # make a query confident. `bench/injection.py`: a keyword-stuffed entry with an injected instruction is in the top 3 /
     # top 10 of 5-6 / 26-27 of 60 unrelated dev queries undemoted (18-19 / 34-36 before the lexical budgets); 1 / 18 at 0.84
     # (just under the cutoff), 0 / 3 at 0.5, 0 / 0 at 0.25 and below. Real entries flagged: none of 6,263.
-    untrusted_demotion: float = 0.1
+    untrusted_demotion: float = 0.09
     # `--trust-policy demote`: entries whose trust status is one of these have their relevance multiplied by
     # `trust_demotion`, so among comparable matches a checked publisher comes first. An operator's policy, not a
     # fitted value: 0.5 keeps a self-asserted entry that fits the task well above one that fits it poorly.
@@ -102,6 +112,22 @@ _SPLIT = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[^\W_]+")
+
+
+def confidence_features(relevance: np.ndarray, signals: np.ndarray, flagged: np.ndarray | None) -> tuple[float, float]:
+    """What a query's confidence is computed from: the logit of its best candidate's relevance, and the largest
+    lexical coverage of a candidate. Candidates the registry flagged do not count, so a flagged entry (however
+    well it matches, or however many words it was stuffed with) cannot make a query confident."""
+    if flagged is not None:
+        relevance, signals = relevance[~flagged], signals[~flagged]
+    best = min(max(float(relevance.max()) if len(relevance) else 0.0, 1e-6), 1 - 1e-6)
+    return math.log(best / (1 - best)), float(signals[:, _LEXICAL].max()) if len(signals) else 0.0
+
+
+def confidence(tuning: Tuning, features: tuple[float, float]) -> int:
+    """How sure the ranking is, 0-100, that one of a query's candidates fits it (`Tuning.confidence_weights`)."""
+    a, b, c = tuning.confidence_weights
+    return round(100 / (1 + math.exp(-(a * features[0] + b * features[1] + c))))
 
 
 def split_intents(text: str) -> list[str]:
@@ -157,7 +183,7 @@ class Candidates:
 class Ranking:
     """The relevant agents of one query, best first; `explain` adds evidence for the ones shown.
 
-    `confident` is False when no candidate reached the cutoff: the hits are then the closest candidates,
+    `confident` is False when the query's confidence missed the cutoff: the hits are then the closest candidates,
     not ones the ranking vouches for."""
 
     hits: list[Hit]
@@ -235,8 +261,8 @@ class Ranker:
         return np.asarray(1.0 / (1.0 + np.exp(-(signals @ self._weights + self.tuning.bias))))
 
     def rank(self, text: str, allowed: AbstractSet[int] | None) -> Ranking:
-        """Agents scoring at least the floor, best first (ties by id, so pages are stable). When the best
-        misses the cutoff, the ranking is not confident and holds at least the `tentative` closest."""
+        """Agents scoring at least the floor, best first (ties by id, so pages are stable). When the query's
+        confidence misses the cutoff, the ranking is not confident and holds at least the `tentative` closest."""
         return self.select(self.candidates(text, allowed))
 
     def select(self, found: Candidates | None) -> Ranking:
@@ -251,7 +277,7 @@ class Ranker:
             relevance = np.where(np.isin(found.agent_ids, self.demoted()), relevance * self.tuning.trust_demotion, relevance)
         scores = np.round(relevance * 100)
         order = np.lexsort((found.agent_ids, -relevance))
-        confident = bool(scores.max() >= self.tuning.cutoff)
+        confident = confidence(self.tuning, confidence_features(relevance, found.signals, found.flagged)) >= self.tuning.cutoff
         keep = int(np.count_nonzero(scores >= self.tuning.floor))
         if not confident:
             keep = max(keep, self.tuning.tentative)

@@ -183,7 +183,7 @@ def discover(
         local = {c.identifier: c for c in candidates}
         candidates = [local.get(r.identifier) or _remote(r, now) for r in federated.results]
     if page.confidence == "low":
-        warnings.append("low confidence: no candidate reached the relevance cutoff; these are only the closest agents")
+        warnings.append("low confidence: nothing fits the query well enough; these are only the closest agents")
     if omitted:
         reason = "needs a valid bearer token" if request.detail == "full" else f"detail={request.detail}"
         more = "" if request.detail == "full" else "; ask for detail=full"
