@@ -94,8 +94,8 @@ class Tuning:
     # the floor (10): a confident answer never lists it (so its text reaches a host model only among the closest candidates of a
     # low-confidence answer, after every unflagged candidate scoring more, with the warning in its evidence), and it can never
     # make a query confident. `bench/injection.py`: a keyword-stuffed entry with an injected instruction is in the top 3 /
-    # top 10 of 5-6 / 26-27 of 60 unrelated dev queries undemoted (18-19 / 34-36 before the lexical budgets); 1 / 18 at 0.84
-    # (just under the cutoff), 0 / 3 at 0.5, 0 / 0 at 0.25 and below. Real entries flagged: none of 6,263.
+    # top 10 of 4 / 28 of 60 unrelated dev queries undemoted (17 / 37 before the lexical budgets), 0 / 0 at 0.09. (Under an
+    # earlier, steeper calibration: 1 / 18 at 0.84, 0 / 3 at 0.5, 0 / 0 at 0.25 and below.) Real entries flagged: none of 6,263.
     untrusted_demotion: float = 0.09
     # `--trust-policy demote`: entries whose trust status is one of these have their relevance multiplied by
     # `trust_demotion`, so among comparable matches a checked publisher comes first. An operator's policy, not a
