@@ -8,10 +8,10 @@ logistic of a weighted sum, not a per-query normalisation). A query is answered 
 its confidence (`confidence`: its best candidate's relevance, and how much of its wording any candidate
 covers) reaches the cutoff, and then lists every candidate down to the floor (the servers for the
 secondary steps of a task score lower than the main one but are still wanted). A query whose confidence
-stays below the cutoff is not left empty: its closest few
-candidates come back marked low-confidence, because for a host model an empty list where a fitting agent
-exists is the worst outcome, and a score alone cannot tell a near miss from a poorly described fit (README
-"Search quality" has the measured trade-off). Evidence texts are fetched only for the page that is returned.
+stays below the cutoff is not left empty: its closest few candidates come back marked low-confidence,
+because for a host model an empty list where a fitting agent exists is the worst outcome, and a score
+alone cannot tell a near miss from a poorly described fit (README "Search quality" has the measured
+trade-off). Evidence texts are fetched only for the page that is returned.
 
 An entry whose text is aimed at a model (`ard_mcp.formats.untrusted`: instruction overrides, chat-template
 syntax, hidden prompts, keyword stuffing) is flagged by the registry when it is stored
@@ -59,7 +59,8 @@ class Tuning:
     ranking fit over the candidates of five sources' dev queries (LiveMCPBench, MetaTool, Seal-Tools,
     ToolAlpaca, mcp-bench; each source weighs the same), then a calibration so `relevance` estimates how likely
     an entry is to satisfy the query and means the same for every query, then the floor, the confidence model
-    and the cutoff by the rules in that script's docstring. `bench/quality.py` checks each source with parameters fitted on the others only.
+    and the cutoff by the rules in that script's docstring. `bench/quality.py` checks each source with
+    parameters fitted on the others only.
     """
 
     # Candidates: the agents of the nearest examples of each query vector, and the best BM25 matches. On the
