@@ -152,20 +152,24 @@ async def test_every_surface_shows_the_trust_status(data_dir: Path, site: Publis
 
 
 def test_demote_ranks_self_asserted_entries_below_checked_ones(tmp_path: Path) -> None:
+    """Among comparable matches the checked publisher comes first; a self-asserted entry that fits the task well
+    still ranks above a checked one that fits it poorly (`Tuning.trust_demotion`)."""
     better = agent("plain", description="Books business travel: flights, hotels and trains for a team trip to Tokyo.")
-    checked = agent("checked", description="Books business travel for a team.")
+    close = agent("checked", description="Books business travel: flights and hotels for team trips.")
+    poor = agent("poor", description="Books business travel for a team.")
     order = {}
     for policy, demoted in (("show", ()), ("demote", ("invalid", "self-asserted"))):
         registry = Registry(Config(tmp_path / policy, demote_trust=demoted))
         try:
             registry.indexer.register(better)
-            registry.indexer.register(checked, owned=trust_values("verified", "signature checked"))
+            for checked in (close, poor):
+                registry.indexer.register(checked, owned=trust_values("verified", "signature checked"))
             page = registry.search(SearchQuery.of("book flights and hotels for a team trip to Tokyo"))
             order[policy] = [r.identifier.rsplit(":", 1)[1] for r in page.results()]
         finally:
             registry.close()
-    assert order["show"][:2] == ["plain", "checked"]
-    assert order["demote"][:2] == ["checked", "plain"]
+    assert order["show"][:3] == ["plain", "checked", "poor"]
+    assert order["demote"][:3] == ["checked", "plain", "poor"]
 
 
 def test_refuse_invalid_leaves_a_forged_entry_out_of_a_crawl(registry: Registry, site: Publisher) -> None:
