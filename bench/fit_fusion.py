@@ -57,7 +57,7 @@ from suite import Collected
 
 from ard_mcp.evaluation.metrics import ndcg_at
 from ard_mcp.registry import Registry
-from ard_mcp.search.ranking import DEFAULT_TUNING, SIGNALS, Tuning, confidence, confidence_features
+from ard_mcp.search.ranking import DEFAULT_TUNING, SIGNALS, Tuning, confidence, confidence_features, relevance
 
 HARD_NEGATIVES = 40
 FLOORS = tuple(range(5, 55, 5))
@@ -131,7 +131,6 @@ def _newton_logistic(x: np.ndarray, y: np.ndarray, v: np.ndarray, l2: float, sta
 def confidence_inputs(tuning: Tuning, items: Sequence[Collected], near_miss: bool = False) -> list[tuple[float, float] | None]:
     """Each query's `confidence_features` under `tuning`'s weights; None where nothing was found. With
     `near_miss`, from the candidates that meet none of the query's requirements only."""
-    w = np.array(tuning.weights)
     out: list[tuple[float, float] | None] = []
     for item in items:
         found = item.found
@@ -141,7 +140,7 @@ def confidence_inputs(tuning: Tuning, items: Sequence[Collected], near_miss: boo
             continue
         signals = found.signals[keep]
         flagged = None if found.flagged is None else found.flagged[keep]
-        out.append(confidence_features(1 / (1 + np.exp(-(signals @ w + tuning.bias))), signals, flagged))
+        out.append(confidence_features(relevance(tuning, signals), signals, flagged))
     return out
 
 

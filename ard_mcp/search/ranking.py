@@ -115,6 +115,11 @@ _SPLIT = re.compile(
 _WORD = re.compile(r"[^\W_]+")
 
 
+def relevance(tuning: Tuning, signals: np.ndarray) -> np.ndarray:
+    """Probability-like relevance in (0, 1) for each row of signals; comparable across queries."""
+    return np.asarray(1.0 / (1.0 + np.exp(-(signals @ np.asarray(tuning.weights) + tuning.bias))))
+
+
 def confidence_features(relevance: np.ndarray, signals: np.ndarray, flagged: np.ndarray | None) -> tuple[float, float]:
     """What a query's confidence is computed from: the logit of its best candidate's relevance, and the largest
     lexical coverage of a candidate. Candidates the registry flagged do not count, so a flagged entry (however
@@ -231,7 +236,6 @@ class Ranker:
         self.vectors = vectors
         self.embedder = embedder
         self.tuning = tuning
-        self._weights = np.array(tuning.weights)
         self._flags: tuple[tuple[int, int], np.ndarray] | None = None
         self._demoted: tuple[tuple[int, int], np.ndarray] | None = None
 
@@ -258,8 +262,7 @@ class Ranker:
         return [v for v, _ in self.store.facet(UNTRUSTED_FIELD, {agent_id})]
 
     def relevance(self, signals: np.ndarray) -> np.ndarray:
-        """Probability-like relevance in (0, 1) for each row of signals; comparable across queries."""
-        return np.asarray(1.0 / (1.0 + np.exp(-(signals @ self._weights + self.tuning.bias))))
+        return relevance(self.tuning, signals)
 
     def rank(self, text: str, allowed: AbstractSet[int] | None) -> Ranking:
         """Agents scoring at least the floor, best first (ties by id, so pages are stable). When the query's
