@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from ard_mcp.index.store.side_tables import SideTables
 from ard_mcp.index.store.snapshot import IN_CHUNK, read_rows
 
 _ANSWERS_KEPT = 64  # filter and facet answers kept until the store changes
+_T = TypeVar("_T")
 
 
 def now_iso() -> str:
@@ -307,10 +308,9 @@ class Store(SideTables):
         filters, so each answer is kept until the store changes (`_kept`)."""
         if not flt:
             return None
-        matched: frozenset[int] = self._kept("filter " + json.dumps(flt, sort_keys=True), lambda: self._filtered(flt))
-        return matched
+        return self._kept("filter " + json.dumps(flt, sort_keys=True), lambda: self._filtered(flt))
 
-    def _kept(self, key: str, compute: Callable[[], Any]) -> Any:
+    def _kept(self, key: str, compute: Callable[[], _T]) -> _T:
         """`compute()`, kept for the last `_ANSWERS_KEPT` keys until this process or another one writes."""
         version = self.version()
         kept = self._answers.pop(key, None)
@@ -319,7 +319,8 @@ class Store(SideTables):
         self._answers[key] = kept  # most recently used last
         while len(self._answers) > _ANSWERS_KEPT:
             del self._answers[next(iter(self._answers))]
-        return kept[1]
+        answer: _T = kept[1]  # the key names what was computed, so the kept value is compute()'s type
+        return answer
 
     def _filtered(self, flt: Filter) -> frozenset[int]:
         matched: frozenset[int] | None = None
@@ -337,8 +338,7 @@ class Store(SideTables):
         fields this way on every call (visibility, flags), and at 100,000 agents on PostgreSQL counting the
         tags of everyone took 55 ms an `explore_facets` call."""
         if agent_ids is None:
-            everyone: list[tuple[str, int]] = self._kept("facet " + field, lambda: self._counted(field, None))
-            return everyone
+            return self._kept("facet " + field, lambda: self._counted(field, None))
         return self._counted(field, agent_ids)
 
     def _counted(self, field: str, agent_ids: AbstractSet[int] | None) -> list[tuple[str, int]]:
