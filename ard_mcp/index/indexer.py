@@ -77,6 +77,20 @@ class _Plan:
     owned: Owned
 
 
+@dataclass
+class _VectorBatch:
+    """Written agents whose vector changes have not yet gone to the vector index."""
+
+    removed: list[tuple[int, int]] = field(default_factory=list)  # (example id, agent id) of the examples replaced
+    ids: list[tuple[int, int]] = field(default_factory=list)  # ... of the examples written, with their vectors
+    vectors: list[np.ndarray] = field(default_factory=list)
+    agents: list[int] = field(default_factory=list)
+
+    def clear(self) -> None:
+        for rows in (self.removed, self.ids, self.vectors, self.agents):
+            rows.clear()
+
+
 def restore_pending(store: Store, index: VectorIndex) -> None:
     """Give the vector index the vectors of agents whose write was interrupted before it finished."""
     pending = store.pending_agents()
@@ -257,20 +271,17 @@ class Indexer:
             self._record_model()
         self._model_recorded = True
 
-        batch_ids: list[tuple[int, int]] = []
-        batch_vectors: list[np.ndarray] = []
-        batch_agents: list[int] = []
+        batch = _VectorBatch()
         for p in plans:
             agent_id, removed, added = self._write(p, examples[p.entry.identifier], known)
-            if removed:
-                self._vectors.delete([(e, agent_id) for e in removed])
-            batch_ids += [(e, agent_id) for e in added]
-            batch_vectors += [known[e.text] for e in examples[p.entry.identifier]]
-            batch_agents.append(agent_id)
+            batch.removed += [(e, agent_id) for e in removed]
+            batch.ids += [(e, agent_id) for e in added]
+            batch.vectors += [known[e.text] for e in examples[p.entry.identifier]]
+            batch.agents.append(agent_id)
             self._expiry.note(p.document)
-            if len(batch_ids) >= _FLUSH_EVERY:
-                self._flush(batch_ids, batch_vectors, batch_agents)
-        self._flush(batch_ids, batch_vectors, batch_agents)
+            if len(batch.ids) >= _FLUSH_EVERY:
+                self._flush(batch)
+        self._flush(batch)
 
     def _write(self, plan: _Plan, examples: list[Example], vectors: dict[str, np.ndarray]) -> tuple[int, list[int], list[int]]:
         """One agent into the store: its entry, filter values (the registry's findings too), lexical document and examples."""
@@ -286,14 +297,13 @@ class Indexer:
         self._store.set_meta("model_id", self._model.id)
         self._store.set_meta("dimension", str(self._model.dimension))
 
-    def _flush(self, ids: list[tuple[int, int]], vectors: list[np.ndarray], agents: list[int]) -> None:
-        if ids:
-            self._vectors.add(ids, np.stack(vectors))
-        if agents:
-            self._store.mark_vectors_done(agents)
-        ids.clear()
-        vectors.clear()
-        agents.clear()
+    def _flush(self, batch: _VectorBatch) -> None:
+        """The vector index takes the written agents' changes; then the store stops calling them pending."""
+        if batch.removed or batch.ids:
+            self._vectors.replace(batch.removed, batch.ids, np.stack(batch.vectors) if batch.vectors else np.zeros((0, 0), np.float32))
+        if batch.agents:
+            self._store.mark_vectors_done(batch.agents)
+        batch.clear()
 
     def _embed(self, texts: list[str], progress: Progress | None) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}

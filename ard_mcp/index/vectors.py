@@ -10,6 +10,7 @@ import logging
 import shutil
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,6 +41,8 @@ COLLECTION = "ard_examples"
 # (a vector query 2.8 -> 3.6 ms) and 0.988 with 800. The other three fix the graph, so only ef_search can change later.
 HNSW = {"space": "cosine", "ef_construction": 200, "ef_search": 600, "max_neighbors": 32}
 _WRITE_BATCH = 4000
+# Sends a Chroma server the deletion half of `VectorIndex.replace` while this thread sends the upsert.
+_DELETER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ard-mcp-vector-delete")
 
 
 def _client(path: Path, url: str | None) -> Any:
@@ -119,7 +122,31 @@ class VectorIndex:
     def delete(self, examples: Sequence[tuple[int, int]]) -> None:
         for start in range(0, len(examples), _WRITE_BATCH):
             with self._lock.writing():
-                self._collection.delete(ids=[_key(e, a) for e, a in examples[start : start + _WRITE_BATCH]])
+                self._delete(examples[start : start + _WRITE_BATCH])
+
+    def _delete(self, examples: Sequence[tuple[int, int]]) -> None:
+        self._collection.delete(ids=[_key(e, a) for e, a in examples])
+
+    def replace(self, removed: Sequence[tuple[int, int]], added: Sequence[tuple[int, int]], vectors: np.ndarray) -> None:
+        """Delete the `removed` records and store the `added` ones (disjoint: an update's examples get new ids).
+
+        A Chroma server is sent both requests at once: in turn they took 54 ms at 100,000 agents (a delete
+        right after an upsert waits for it), at once 21 ms, the largest part of an update's `register_agent`.
+        Embedded Chroma gets them in turn, as its queries and writes must not race (`rwlock`)."""
+        if self._path is not None or not removed or not added:
+            self.delete(removed)
+            if added:
+                self.add(added, vectors)
+            return
+        with self._lock.writing():
+            deleting = [_DELETER.submit(self._delete, removed[i : i + _WRITE_BATCH]) for i in range(0, len(removed), _WRITE_BATCH)]
+            try:
+                for start in range(0, len(added), _WRITE_BATCH):
+                    chunk = added[start : start + _WRITE_BATCH]
+                    self._collection.upsert(ids=[_key(e, a) for e, a in chunk], embeddings=vectors[start : start + _WRITE_BATCH])
+            finally:
+                for done in deleting:
+                    done.result()
 
     def stored_vectors(self, examples: Sequence[tuple[int, int]]) -> tuple[list[int], np.ndarray]:
         """The float32 vectors the index holds for (example id, agent id) pairs, and the example id of each
