@@ -10,11 +10,10 @@ engine hooks the PostgreSQL way:
   are dropped as soon as the notification arrives (a few milliseconds on a LAN; `tests/test_postgres.py`
   measures it across three processes);
 - **BM25 candidates**: the query terms' `postings` rows (each term's count per field and the agent's
-  token count), scored here with FTS5's own formula (k1 1.2, b 0.75, its IDF and its field weights,
-  summed phrase by phrase in query order as FTS5 sums them), so both stores pick the same candidates.
-  Scored in SQL, a six-term query's 771 postings at 2,000 agents took 4.8 ms (hash joins, and a scan of
-  `agents` for the token counts, which would grow with the catalog); read from the index and scored with
-  numpy, 2.6 ms.
+  token count, all in the primary key's index), scored in the server with FTS5's own formula (k1 1.2,
+  b 0.75, its IDF and its field weights), so both stores pick the same candidates (`lexical`). An
+  earlier SQL version joined `agents` for the token counts, a scan that grew with the catalog (4.8 ms
+  at 2,000 agents against 2.6 ms for the index read and scored in numpy).
 Tokens are folded as FTS5's unicode61 tokenizer does (lower case, diacritics removed).
 """
 
