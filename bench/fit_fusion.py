@@ -134,8 +134,11 @@ def confidence_inputs(tuning: Tuning, items: Sequence[Collected], near_miss: boo
     out: list[tuple[float, float] | None] = []
     for item in items:
         found = item.found
-        keep = None if found is None else suite.labels(item) == 0 if near_miss else np.ones(len(found.agent_ids), bool)
-        if found is None or keep is None or not keep.any():
+        if found is None:
+            out.append(None)
+            continue
+        keep = suite.labels(item) == 0 if near_miss else np.ones(len(found.agent_ids), bool)
+        if not keep.any():
             out.append(None)
             continue
         signals = found.signals[keep]

@@ -115,9 +115,11 @@ class VectorIndex:
         """Store vectors of (example id, agent id) pairs; the agent is part of the record's id so a query
         names the agents without a lookup."""
         for start in range(0, len(examples), _WRITE_BATCH):
-            chunk = examples[start : start + _WRITE_BATCH]
             with self._lock.writing():
-                self._collection.upsert(ids=[_key(e, a) for e, a in chunk], embeddings=vectors[start : start + _WRITE_BATCH])
+                self._upsert(examples[start : start + _WRITE_BATCH], vectors[start : start + _WRITE_BATCH])
+
+    def _upsert(self, examples: Sequence[tuple[int, int]], vectors: np.ndarray) -> None:
+        self._collection.upsert(ids=[_key(e, a) for e, a in examples], embeddings=vectors)
 
     def delete(self, examples: Sequence[tuple[int, int]]) -> None:
         for start in range(0, len(examples), _WRITE_BATCH):
@@ -136,15 +138,13 @@ class VectorIndex:
         gets them in turn, as its queries and writes must not race (`rwlock`)."""
         if self._path is not None or not removed or not added:
             self.delete(removed)
-            if added:
-                self.add(added, vectors)
+            self.add(added, vectors)
             return
         with self._lock.writing():
             deleting = [_DELETER.submit(self._delete, removed[i : i + _WRITE_BATCH]) for i in range(0, len(removed), _WRITE_BATCH)]
             try:
                 for start in range(0, len(added), _WRITE_BATCH):
-                    chunk = added[start : start + _WRITE_BATCH]
-                    self._collection.upsert(ids=[_key(e, a) for e, a in chunk], embeddings=vectors[start : start + _WRITE_BATCH])
+                    self._upsert(added[start : start + _WRITE_BATCH], vectors[start : start + _WRITE_BATCH])
             finally:
                 for done in deleting:
                     done.result()
