@@ -35,7 +35,7 @@ from ard_mcp.search.filters import check_field, parse_filter
 from ard_mcp.search.ordering import parse_order
 from ard_mcp.search.paging import check_page_size, decode_token, encode_token
 from ard_mcp.search.query import SearchQuery, query_text
-from ard_mcp.search.ranking import DEFAULT_TUNING, Ranker
+from ard_mcp.search.ranking import DEFAULT_TUNING, Ranker, fitted_tuning
 from ard_mcp.search.results import SearchPage
 from ard_mcp.search.selection import Selection, narrowed, ranked_page, unranked_page, with_trust
 from ard_mcp.search.visibility import ANONYMOUS, Viewer, hidden_agents, visible
@@ -53,7 +53,15 @@ class Registry:
         self._write_lock = threading.RLock()
         self._warm_lock = threading.Lock()
         self._expiry = ExpiryClock()
-        self.model_spec = ModelSpec.load(config.model_dir or bundled_model_dir())
+        try:
+            self.model_spec = ModelSpec.load(config.model_dir or bundled_model_dir())
+            self.tuning = fitted_tuning(dataclasses.replace(DEFAULT_TUNING, demoted_trust=config.demote_trust), self.model_spec.ranking)
+        except ValueError as exc:  # the model directory's own ranking parameters
+            datadir.release(self._lock_file)
+            raise ModelMismatch(f"{self.model_spec.directory / 'model.json'}: {exc}") from None
+        except BaseException:
+            datadir.release(self._lock_file)
+            raise
         try:
             self.store = open_store(config)
         except BaseException:
@@ -98,8 +106,7 @@ class Registry:
 
     @cached_property
     def ranker(self) -> Ranker:
-        tuning = dataclasses.replace(DEFAULT_TUNING, demoted_trust=self.config.demote_trust)
-        return Ranker(self.store, self.vectors, self.embedder, tuning, examples=self.resident)
+        return Ranker(self.store, self.vectors, self.embedder, self.tuning, examples=self.resident)
 
     @cached_property
     def indexer(self) -> Indexer:

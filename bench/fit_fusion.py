@@ -3,6 +3,11 @@ floor, the confidence weights and the cutoff) from labelled queries of several s
 leave-one-source-out.
 
     python bench/fit_fusion.py [--data-dir D]    # indexes kept in D (default: fresh ones, deleted afterwards)
+    python bench/fit_fusion.py --model-dir M --data-dir D --save   # another model: its own tuning, into M/model.json
+
+The product's tuning (`Tuning` in `ard_mcp/search/ranking.py`) is fitted on the bundled model. Another model's
+similarities sit on another scale, so `--model-dir` fits on indexes built with that model, and `--save` writes
+the fitted parameters into its `model.json` under "ranking", where the registry reads them (`fitted_tuning`).
 
 Steps, all over the six signals the ranker computes for every candidate (`Ranker.candidates`, collected
 once per query by `suite.collect`):
@@ -42,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import shutil
 import sys
 import tempfile
@@ -57,7 +63,7 @@ from suite import Collected
 
 from ard_mcp.evaluation.metrics import ndcg_at
 from ard_mcp.registry import Registry
-from ard_mcp.search.ranking import DEFAULT_TUNING, SIGNALS, Tuning, confidence, confidence_features, relevance
+from ard_mcp.search.ranking import DEFAULT_TUNING, FITTED, SIGNALS, Tuning, confidence, confidence_features, relevance
 
 HARD_NEGATIVES = 40
 FLOORS = tuple(range(5, 55, 5))
@@ -225,15 +231,26 @@ def describe(tuning: Tuning) -> str:
     )
 
 
+def save(tuning: Tuning, model_json: Path) -> None:
+    """The fitted parameters into a model directory's description, under "ranking" (`ranking.FITTED`)."""
+    description = json.loads(model_json.read_text())
+    description["ranking"] = {key: list(v) if isinstance(v := getattr(tuning, key), tuple) else v for key in FITTED}
+    model_json.write_text(json.dumps(description, indent=2) + "\n")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, help="where the indexes are kept between runs (default: fresh, deleted afterwards)")
     parser.add_argument("--shared", type=Path, default=suite.REPO.parent / "shared")
     parser.add_argument("--built", type=Path, default=suite.BUILT, help="the sources built by bench/build_sources.py")
+    parser.add_argument("--model-dir", type=Path, help="fit for this model directory instead of the bundled model")
+    parser.add_argument("--save", action="store_true", help="write the fit into the --model-dir's model.json")
     args = parser.parse_args()
+    if args.save and args.model_dir is None:
+        parser.error("--save needs --model-dir (the bundled model's tuning is the code's: ard_mcp/search/ranking.py)")
     root = args.data_dir or Path(tempfile.mkdtemp(prefix="ard-fit-"))
     indexes = suite.catalogs(args.shared, args.built)
-    registries = {name: suite.open_index(name, files, root) for name, files in indexes.items()}
+    registries = {name: suite.open_index(name, files, root, args.model_dir) for name, files in indexes.items()}
     try:
         chosen = suite.sources(args.shared, args.built)
         collected = {s.name: suite.collect(registries[s.index], s.queries) for s in chosen if s.name != "no-answer-hard"}
@@ -241,6 +258,9 @@ def main() -> int:
         dev = {name: items for name, items in collected.items() if name not in suite.NO_ANSWER}
         tuning = fit(registry_of, dev, collected.get("no-answer", []))
         print(f"fitted on {', '.join(dev)} ({sum(len(v) for v in dev.values())} queries):\n{describe(tuning)}")
+        if args.save:
+            save(tuning, args.model_dir / "model.json")
+            print(f"saved in {args.model_dir / 'model.json'}")
     finally:
         for registry in registries.values():
             registry.close()

@@ -2,6 +2,7 @@
 
     python bench/build_sources.py              # once: builds bench/.data/ from the fetched public repositories
     python bench/quality.py [--data-dir D] [--shared DIR] [--json OUT]
+    python bench/quality.py --model-dir M --data-dir D2   # another model (fit_fusion.py --model-dir M --save first)
 
 Every source of `suite.py` (LiveMCPBench and MetaTool over the shared data's 740 entries; Seal-Tools,
 ToolAlpaca and mcp-bench over their own catalogs; two no-answer sets) runs through the product's own
@@ -55,7 +56,6 @@ from ard_mcp.formats.messages import SearchResponse
 from ard_mcp.index.embedding import Embedder, bundled_model_dir
 from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
-from ard_mcp.search.ranking import DEFAULT_TUNING
 from ard_mcp.search.results import SearchPage
 from ard_mcp.search.visibility import EVERYONE
 
@@ -360,7 +360,7 @@ def reference_check(results: dict[str, dict[str, EvalReport]]) -> str:
 # -- main --------------------------------------------------------------------------------------------
 
 
-def run(root: Path, shared: Path, built: Path, json_out: Path | None) -> int:
+def run(root: Path, shared: Path, built: Path, json_out: Path | None, model_dir: Path | None = None) -> int:
     indexes = suite.catalogs(shared, built)
     chosen = suite.sources(shared, built)
     missing = [n for n in suite.BUILT_SOURCES if n not in indexes]
@@ -369,7 +369,8 @@ def run(root: Path, shared: Path, built: Path, json_out: Path | None) -> int:
     tokenizer = Tokenizer.from_file(str(bundled_model_dir() / "tokenizer.json"))
     tokenizer.no_truncation()
     start = time.perf_counter()
-    registries = {name: suite.open_index(name, files, root) for name, files in indexes.items()}
+    registries = {name: suite.open_index(name, files, root, model_dir) for name, files in indexes.items()}
+    product = next(iter(registries.values())).tuning  # the code's, or the --model-dir's own (fit_fusion.py --save)
     print(
         f"indexes ready in {time.perf_counter() - start:.1f} s: "
         + ", ".join(f"{n} {r.store.count()} entries" for n, r in registries.items())
@@ -381,7 +382,7 @@ def run(root: Path, shared: Path, built: Path, json_out: Path | None) -> int:
         collected = {s.name: suite.collect(registry_of[s.name], s.queries) for s in chosen}
         dev = {n: items for n, items in collected.items() if n not in suite.NO_ANSWER}
         refit = fit(registry_of, dev, collected.get("no-answer", []))
-        same = refit == DEFAULT_TUNING
+        same = refit == product
         print(
             f"refit on every dev source: {describe(refit)}".replace("\n", "; ")
             + ("  (= the product's)" if same else "  (DIFFERS from the product's)")
@@ -414,7 +415,7 @@ def run(root: Path, shared: Path, built: Path, json_out: Path | None) -> int:
             registry.close()
 
     print()
-    print(f"product tuning: {describe(DEFAULT_TUNING)}".replace("\n", "; "))
+    print(f"product tuning: {describe(product)}".replace("\n", "; "))
     print()
     for name, rows in results.items():
         print(source_table(name, rows))
@@ -453,16 +454,21 @@ def main(argv: Iterable[str] | None = None) -> int:
         "--built", type=Path, default=suite.BUILT, help="the sources built by bench/build_sources.py (default: %(default)s)"
     )
     parser.add_argument(
+        "--model-dir",
+        type=Path,
+        help="index and rank with this model (bench/export_model.py) under the tuning its model.json carries (fit_fusion.py --save)",
+    )
+    parser.add_argument(
         "--json", type=Path, dest="json_out", metavar="OUT", help="also write every figure (and ard-mcp's per-query results) to OUT"
     )
     args = parser.parse_args(list(argv) if argv is not None else None)
     if not (args.shared / "data").is_dir():
         parser.error(f"{args.shared / 'data'} does not exist; pass --shared DIR")
     if args.data_dir is not None:
-        return run(args.data_dir, args.shared, args.built, args.json_out)
+        return run(args.data_dir, args.shared, args.built, args.json_out, args.model_dir)
     temp = Path(tempfile.mkdtemp(prefix="ard-mcp-quality-"))
     try:
-        return run(temp, args.shared, args.built, args.json_out)
+        return run(temp, args.shared, args.built, args.json_out, args.model_dir)
     finally:
         shutil.rmtree(temp, ignore_errors=True)
 

@@ -206,6 +206,44 @@ def test_model_files_are_checked_against_their_sha256(tmp_path: Path) -> None:
         Embedder(ModelSpec.load(bad))
 
 
+def test_a_model_directory_carries_its_own_ranking(loaded: Registry, tmp_path: Path) -> None:
+    query = "weather in Oslo tomorrow"
+    before = results(loaded, query)
+    loaded.close()
+    tuning = loaded.tuning
+    fitted = {"bias": tuning.bias - 3.0, "weights": list(tuning.weights), "confidence_weights": [0.5, 1.0, -1.0], "cutoff": 40, "floor": 3}
+    registry = Registry(replace(loaded.config, model_dir=_model_copy(tmp_path, ranking=fitted)))
+    try:
+        assert (registry.tuning.bias, registry.tuning.confidence_weights, registry.tuning.cutoff, registry.tuning.floor) == (
+            tuning.bias - 3.0,
+            (0.5, 1.0, -1.0),
+            40,
+            3,
+        )
+        after = results(registry, query)
+        assert after[0].identifier == before[0].identifier == WEATHER["identifier"]  # the same order ...
+        assert after[0].score < before[0].score  # ... under a lower bias
+    finally:
+        registry.close()
+
+
+@pytest.mark.parametrize(
+    ("ranking", "message"),
+    [
+        ({"weights": [1, 2]}, "weights must be a list of 6 numbers"),
+        ({"cutoff": 101}, "cutoff must be a whole number from 0 to 100"),
+        ({"bias": "high"}, "bias must be a number"),
+        ({"field_weights": [1, 1, 1, 1]}, r"unknown ranking parameters \['field_weights'\]"),
+    ],
+)
+def test_a_model_directory_with_bad_ranking_parameters_is_refused(
+    data_dir: Path, tmp_path: Path, ranking: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ModelMismatch, match=f"model.json: ranking {message}|model.json: {message}"):
+        Registry(Config(data_dir, model_dir=_model_copy(tmp_path, ranking=ranking)))
+    Registry(Config(data_dir)).close()  # the refusal released the data directory
+
+
 def test_interrupted_vector_writes_are_repaired_on_open(loaded: Registry, data_dir: Path) -> None:
     agent = loaded.store.get(TRANSLATE["identifier"])
     assert agent is not None

@@ -48,6 +48,9 @@ class ModelSpec:
     normalize: bool
     max_length: int
     sha256: dict[str, str]
+    #: The ranking parameters fitted on this model's similarities (`bench/fit_fusion.py --model-dir DIR --save`),
+    #: read by `ard_mcp.search.ranking.fitted_tuning`; empty: the product's own, fitted on the bundled model.
+    ranking: dict[str, Any]
 
     @classmethod
     def load(cls, directory: Path) -> ModelSpec:
@@ -62,6 +65,7 @@ class ModelSpec:
                 normalize=bool(raw.get("normalize", True)),
                 max_length=int(raw.get("max_length", 256)),
                 sha256=dict(raw["files"]),
+                ranking=dict(raw.get("ranking", {})),
             )
         except FileNotFoundError:
             raise ModelMismatch(f"{path} is missing: a model directory needs model.json, model.onnx and tokenizer.json") from None

@@ -25,6 +25,7 @@ weights, the filters and the page come from the code and the caller, never from 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -106,6 +107,39 @@ class Tuning:
 
 
 DEFAULT_TUNING = Tuning()
+# What `bench/fit_fusion.py` fits, and so what a model directory may replace: the weights, bias and confidence are fitted
+# on one model's similarities, and another model's may sit on another scale (the median cosine between two different dev
+# questions: multilingual-e5-small 0.81, MiniLM 0.07), so the bundled model's tuning would miscalibrate it.
+FITTED = {"weights": len(SIGNALS), "bias": 0, "confidence_weights": 3, "cutoff": 0, "floor": 0}
+
+
+def fitted_tuning(base: Tuning, fitted: Mapping[str, Any]) -> Tuning:
+    """`base` with the parameters a model directory's `model.json` carries under "ranking"; ValueError naming
+    what is wrong with them."""
+    unknown = sorted(set(fitted) - set(FITTED))
+    if unknown:
+        raise ValueError(f"unknown ranking parameters {unknown}; known: {sorted(FITTED)}")
+    values: dict[str, Any] = {}
+    for key, value in fitted.items():
+        size = FITTED[key]
+        if size:
+            if not isinstance(value, list) or len(value) != size or not all(_number(v) for v in value):
+                raise ValueError(f"ranking {key} must be a list of {size} numbers")
+            values[key] = tuple(float(v) for v in value)
+        elif key == "bias":
+            if not _number(value):
+                raise ValueError("ranking bias must be a number")
+            values[key] = float(value)
+        else:
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 100:
+                raise ValueError(f"ranking {key} must be a whole number from 0 to 100")
+            values[key] = value
+    return dataclasses.replace(base, **values)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
 
 # Steps and needs of a task: sentences, "then"-steps, and clauses joined by commas, "and", "as well as".
 _SPLIT = re.compile(
