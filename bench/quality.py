@@ -12,8 +12,8 @@ ingest and ranking. For each source it prints:
   fitted by the same code on the *other* sources only, which is what to expect on a catalog nobody tuned on;
 * empty answers and low-confidence answers of answerable queries, and for the no-answer sets the share
   given confident results (false positives; results marked low-confidence are not);
-* baselines over the *same* entries with the *same* scorer: BM25 over all of an entry's text; one MiniLM
-  vector per entry over name + description, and over all its text (truncated at 256 tokens); the
+* baselines over the *same* entries with the *same* scorer: BM25 over all of an entry's text; one vector
+  (of the index's model) per entry over name + description, and over all its text (truncated at 256 tokens); the
   example-level max (each entry's best example, the product's own example vectors); and RRF (k=60) of
   BM25 and the example-level max;
 * what a host model reads: tokens of a default `search_agents` page (detail=compact, the JSON text sent as

@@ -110,7 +110,7 @@ DEFAULT_TUNING = Tuning()
 # What `bench/fit_fusion.py` fits, and so what a model directory may replace: the weights, bias and confidence are fitted
 # on one model's similarities, and another model's may sit on another scale (the median cosine between two different dev
 # questions: multilingual-e5-small 0.81, MiniLM 0.07), so the bundled model's tuning would miscalibrate it.
-FITTED = {"weights": len(SIGNALS), "bias": 0, "confidence_weights": 3, "cutoff": 0, "floor": 0}
+FITTED = {"weights": len(SIGNALS), "bias": 0, "confidence_weights": 3, "cutoff": 0, "floor": 0}  # name -> its list's length (0: one number)
 
 
 def fitted_tuning(base: Tuning, fitted: Mapping[str, Any]) -> Tuning:
