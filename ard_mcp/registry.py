@@ -35,9 +35,10 @@ from ard_mcp.search.filters import check_field, parse_filter
 from ard_mcp.search.ordering import parse_order
 from ard_mcp.search.paging import check_page_size, decode_token, encode_token
 from ard_mcp.search.query import SearchQuery, query_text
-from ard_mcp.search.ranking import DEFAULT_TUNING, Ranker, fitted_tuning
+from ard_mcp.search.ranking import Ranker
 from ard_mcp.search.results import SearchPage
 from ard_mcp.search.selection import Selection, narrowed, ranked_page, unranked_page, with_trust
+from ard_mcp.search.tuning import DEFAULT_TUNING, fitted_tuning
 from ard_mcp.search.visibility import ANONYMOUS, Viewer, hidden_agents, visible
 
 MAX_FACETS = 20  # per explore request: 400 facets over a 100,000-tag entry once took 140 s

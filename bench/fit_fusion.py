@@ -1,11 +1,11 @@
-"""Fit every parameter of the ranking (`ard_mcp.search.ranking.Tuning`: the six signal weights, the bias, the
+"""Fit every parameter of the ranking (`ard_mcp.search.tuning.Tuning`: the six signal weights, the bias, the
 floor, the confidence weights and the cutoff) from labelled queries of several sources, and check the fit
 leave-one-source-out.
 
     python bench/fit_fusion.py [--data-dir D]    # indexes kept in D (default: fresh ones, deleted afterwards)
     python bench/fit_fusion.py --model-dir M --data-dir D --save   # another model: its own tuning, into M/model.json
 
-The product's tuning (`Tuning` in `ard_mcp/search/ranking.py`) is fitted on the bundled model. Another model's
+The product's tuning (`Tuning` in `ard_mcp/search/tuning.py`) is fitted on the bundled model. Another model's
 similarities sit on another scale, so `--model-dir` fits on indexes built with that model, and `--save` writes
 the fitted parameters into its `model.json` under "ranking", where the registry reads them (`fitted_tuning`).
 
@@ -63,7 +63,8 @@ from suite import Collected
 
 from ard_mcp.evaluation.metrics import ndcg_at
 from ard_mcp.registry import Registry
-from ard_mcp.search.ranking import DEFAULT_TUNING, FITTED, SIGNALS, Tuning, confidence, confidence_features, relevance
+from ard_mcp.search.ranking import confidence, confidence_features, relevance
+from ard_mcp.search.tuning import DEFAULT_TUNING, FITTED, SIGNALS, Tuning
 
 HARD_NEGATIVES = 40
 FLOORS = tuple(range(5, 55, 5))
@@ -232,7 +233,7 @@ def describe(tuning: Tuning) -> str:
 
 
 def save(tuning: Tuning, model_json: Path) -> None:
-    """The fitted parameters into a model directory's description, under "ranking" (`ranking.FITTED`)."""
+    """The fitted parameters into a model directory's description, under "ranking" (`tuning.FITTED`)."""
     description = json.loads(model_json.read_text())
     description["ranking"] = {key: list(v) if isinstance(v := getattr(tuning, key), tuple) else v for key in FITTED}
     model_json.write_text(json.dumps(description, indent=2) + "\n")
@@ -247,7 +248,7 @@ def main() -> int:
     parser.add_argument("--save", action="store_true", help="write the fit into the --model-dir's model.json")
     args = parser.parse_args()
     if args.save and args.model_dir is None:
-        parser.error("--save needs --model-dir (the bundled model's tuning is the code's: ard_mcp/search/ranking.py)")
+        parser.error("--save needs --model-dir (the bundled model's tuning is the code's: ard_mcp/search/tuning.py)")
     root = args.data_dir or Path(tempfile.mkdtemp(prefix="ard-fit-"))
     indexes = suite.catalogs(args.shared, args.built)
     registries = {name: suite.open_index(name, files, root, args.model_dir) for name, files in indexes.items()}

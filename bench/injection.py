@@ -54,7 +54,8 @@ from ard_mcp.formats.untrusted import FUNCTION_WORDS, model_texts
 from ard_mcp.index import filter_values, lexical
 from ard_mcp.index.lexical import STOPWORDS
 from ard_mcp.registry import Registry
-from ard_mcp.search.ranking import DEFAULT_TUNING, Ranker
+from ard_mcp.search.ranking import Ranker
+from ard_mcp.search.tuning import DEFAULT_TUNING
 
 DEFAULT_SHARED = suite.REPO.parent / "shared"
 HOSTILE = "urn:air:everything.example.com:mcp:universal-assistant"

@@ -31,7 +31,8 @@ from ard_mcp.evaluation.report import Answer
 from ard_mcp.formats.identifiers import normalize_identifier
 from ard_mcp.formats.manifests import file_entries
 from ard_mcp.registry import Registry
-from ard_mcp.search.ranking import Candidates, Ranker, Tuning
+from ard_mcp.search.ranking import Candidates, Ranker
+from ard_mcp.search.tuning import Tuning
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent

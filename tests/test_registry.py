@@ -319,7 +319,8 @@ def test_filtered_search_by_widened_vector_query_agrees_with_exact_scoring(loade
 def test_a_query_is_confident_if_its_confidence_reaches_the_cutoff_and_lists_down_to_the_floor(loaded: Registry) -> None:
     from dataclasses import replace
 
-    from ard_mcp.search.ranking import DEFAULT_TUNING, Ranker, confidence, confidence_features
+    from ard_mcp.search.ranking import Ranker, confidence, confidence_features
+    from ard_mcp.search.tuning import DEFAULT_TUNING
 
     text = "weather forecast for Oslo tomorrow"
 
@@ -344,7 +345,8 @@ def test_a_query_is_confident_if_its_confidence_reaches_the_cutoff_and_lists_dow
 
 def test_a_query_is_more_confident_the_more_of_its_words_a_candidate_covers() -> None:
     """The two features of a query's confidence, and that a flagged candidate adds to neither."""
-    from ard_mcp.search.ranking import DEFAULT_TUNING, SIGNALS, confidence, confidence_features
+    from ard_mcp.search.ranking import confidence, confidence_features
+    from ard_mcp.search.tuning import DEFAULT_TUNING, SIGNALS
 
     signals = np.zeros((3, len(SIGNALS)))
     signals[:, SIGNALS.index("lexical")] = [0.2, 0.5, 1.0]

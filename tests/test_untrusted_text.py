@@ -34,7 +34,8 @@ from ard_mcp.index.filter_values import UNTRUSTED_FIELD, entry_values
 from ard_mcp.index.lexical import KEYWORD_TAGS, fts_document
 from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
-from ard_mcp.search.ranking import DEFAULT_TUNING, Ranker
+from ard_mcp.search.ranking import Ranker
+from ard_mcp.search.tuning import DEFAULT_TUNING
 from ard_mcp.search.visibility import EVERYONE
 from ard_mcp.surfaces.xu_discovery import discover
 from tests.conftest import REPO, SAMPLE, WEATHER, entry, results

@@ -49,7 +49,7 @@ class ModelSpec:
     max_length: int
     sha256: dict[str, str]
     #: The ranking parameters fitted on this model's similarities (`bench/fit_fusion.py --model-dir DIR --save`),
-    #: read by `ard_mcp.search.ranking.fitted_tuning`; empty: the product's own, fitted on the bundled model.
+    #: read by `ard_mcp.search.tuning.fitted_tuning`; empty: the product's own, fitted on the bundled model.
     ranking: dict[str, Any]
 
     @classmethod

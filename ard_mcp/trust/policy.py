@@ -6,7 +6,7 @@ from typing import Literal
 
 TrustPolicy = Literal["show", "demote", "refuse-invalid"]
 """show: every entry is served with its trust status (filter `trust.status` to choose); demote: `invalid`
-and `self-asserted` entries are ranked lower (`ranking.Tuning.trust_demotion`); refuse-invalid: an entry
+and `self-asserted` entries are ranked lower (`tuning.Tuning.trust_demotion`); refuse-invalid: an entry
 whose trust manifest fails its check (a mismatched identity, a bad signature) is refused at registration
 and left out of a crawl, with the reason."""
 TRUST_POLICIES: tuple[str, ...] = ("show", "demote", "refuse-invalid")
