@@ -38,10 +38,18 @@ from ard_mcp.search.query import SearchQuery, query_text
 from ard_mcp.search.ranking import Ranker
 from ard_mcp.search.results import SearchPage
 from ard_mcp.search.selection import Selection, narrowed, ranked_page, unranked_page, with_trust
-from ard_mcp.search.tuning import DEFAULT_TUNING, fitted_tuning
+from ard_mcp.search.tuning import DEFAULT_TUNING, Tuning, fitted_tuning
 from ard_mcp.search.visibility import ANONYMOUS, Viewer, hidden_agents, visible
 
 MAX_FACETS = 20  # per explore request: 400 facets over a 100,000-tag entry once took 140 s
+
+
+def _tuning(spec: ModelSpec, demoted_trust: tuple[str, ...]) -> Tuning:
+    """The ranking's constants, with the model directory's own fitted parameters if its model.json has them."""
+    try:
+        return fitted_tuning(dataclasses.replace(DEFAULT_TUNING, demoted_trust=demoted_trust), spec.ranking)
+    except ValueError as exc:
+        raise ModelMismatch(f"{spec.directory / 'model.json'}: {exc}") from None
 
 
 class Registry:
@@ -56,14 +64,7 @@ class Registry:
         self._expiry = ExpiryClock()
         try:
             self.model_spec = ModelSpec.load(config.model_dir or bundled_model_dir())
-            self.tuning = fitted_tuning(dataclasses.replace(DEFAULT_TUNING, demoted_trust=config.demote_trust), self.model_spec.ranking)
-        except ValueError as exc:  # the model directory's own ranking parameters
-            datadir.release(self._lock_file)
-            raise ModelMismatch(f"{self.model_spec.directory / 'model.json'}: {exc}") from None
-        except BaseException:
-            datadir.release(self._lock_file)
-            raise
-        try:
+            self.tuning = _tuning(self.model_spec, config.demote_trust)
             self.store = open_store(config)
         except BaseException:
             datadir.release(self._lock_file)

@@ -73,7 +73,7 @@ DEFAULT_TUNING = Tuning()
 # What `bench/fit_fusion.py` fits, and so what a model directory may replace: the weights, bias and confidence are fitted
 # on one model's similarities, and another model's may sit on another scale (the median cosine between two different dev
 # questions: multilingual-e5-small 0.81, MiniLM 0.07), so the bundled model's tuning would miscalibrate it.
-FITTED = {"weights": len(SIGNALS), "bias": 0, "confidence_weights": 3, "cutoff": 0, "floor": 0}  # name -> its list's length (0: one number)
+FITTED = ("weights", "bias", "confidence_weights", "cutoff", "floor")
 
 
 def fitted_tuning(base: Tuning, fitted: Mapping[str, Any]) -> Tuning:
@@ -82,22 +82,23 @@ def fitted_tuning(base: Tuning, fitted: Mapping[str, Any]) -> Tuning:
     unknown = sorted(set(fitted) - set(FITTED))
     if unknown:
         raise ValueError(f"unknown ranking parameters {unknown}; known: {sorted(FITTED)}")
-    values: dict[str, Any] = {}
-    for key, value in fitted.items():
-        size = FITTED[key]
-        if size:
-            if not isinstance(value, list) or len(value) != size or not all(_number(v) for v in value):
-                raise ValueError(f"ranking {key} must be a list of {size} numbers")
-            values[key] = tuple(float(v) for v in value)
-        elif key == "bias":
-            if not _number(value):
-                raise ValueError("ranking bias must be a number")
-            values[key] = float(value)
-        else:
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 100:
-                raise ValueError(f"ranking {key} must be a whole number from 0 to 100")
-            values[key] = value
-    return dataclasses.replace(base, **values)
+    return dataclasses.replace(base, **{key: _checked(key, value, getattr(base, key)) for key, value in fitted.items()})
+
+
+def _checked(key: str, value: Any, default: Any) -> Any:
+    """`value` in the form of the parameter it replaces: as many numbers as `default` has, a number, or a
+    whole number from 0 to 100 (a score)."""
+    if isinstance(default, tuple):
+        if not isinstance(value, list) or len(value) != len(default) or not all(_number(v) for v in value):
+            raise ValueError(f"ranking {key} must be a list of {len(default)} numbers")
+        return tuple(float(v) for v in value)
+    if isinstance(default, float):
+        if not _number(value):
+            raise ValueError(f"ranking {key} must be a number")
+        return float(value)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 100:
+        raise ValueError(f"ranking {key} must be a whole number from 0 to 100")
+    return value
 
 
 def _number(value: Any) -> bool:
