@@ -20,13 +20,13 @@ from ard_mcp.config import Config
 from ard_mcp.errors import InvalidArgument, ModelMismatch, NotFound
 from ard_mcp.formats.catalog import CatalogEntry
 from ard_mcp.formats.entry_facts import SOURCE_ID_KEY
-from ard_mcp.formats.identifiers import normalize_identifier
-from ard_mcp.formats.messages import ExploreResponse, FacetBucket, FacetRequest, FacetResult, ListResponse
+from ard_mcp.formats.identifiers import normalize_identifier, publisher_of
+from ard_mcp.formats.messages import DeregisterResult, ExploreResponse, FacetBucket, FacetRequest, FacetResult, ListResponse
 from ard_mcp.index import datadir
 from ard_mcp.index.embedding import Embedder, ModelSpec, bundled_model_dir, load_embedder
 from ard_mcp.index.expiry import ExpiryClock
 from ard_mcp.index.filter_values import METADATA_PREFIX
-from ard_mcp.index.indexer import Indexer, Progress, restore_pending
+from ard_mcp.index.indexer import Indexer, MayWrite, Progress, restore_pending
 from ard_mcp.index.resident import ResidentExamples
 from ard_mcp.index.store import open_store
 from ard_mcp.index.vectors import VectorIndex
@@ -150,19 +150,40 @@ class Registry:
         return self.indexer.expire(now)
 
     # -- reads ------------------------------------------------------------------------------------
-    def get(self, reference: str, viewer: Viewer = ANONYMOUS) -> CatalogEntry:
-        """An entry by its identifier (`urn:air:` or v0.5 `urn:ai:`), or by the id its publisher used when that
-        was not such a URN (Xu and AIDIP clients). An entry `viewer` may not see is not found."""
+    def resolve(self, reference: str, viewer: Viewer = ANONYMOUS) -> str:
+        """The identifier of the entry `reference` names for `viewer`: its identifier (`urn:air:` or v0.5
+        `urn:ai:`), or the id its publisher used when that was not such a URN (Xu and AIDIP clients). Such an
+        id is the publisher's own, so two publishers may use the same one: the viewer's own entry is the one
+        it names for them (another publisher reusing an id once made the owner's look-ups fail), and for
+        anyone else it is ambiguous. An entry `viewer` may not see is not found. Works for rows reads cannot
+        use (`readable`), so they can always be deleted."""
         self.expire_due()
-        stored = self.store.get(normalize_identifier(reference))
-        if stored is None:
-            ids: AbstractSet[int] = self.store.filter_agents({METADATA_PREFIX + SOURCE_ID_KEY: [reference]}) or set()
-            if len(ids) > 1:
-                raise InvalidArgument(f"{reference!r} is the id of {len(ids)} entries; name one by its urn:air: identifier")
-            stored = next(iter(self.store.agents_by_id(ids).values()), None)
-        if stored is None or stored.id in hidden_agents(self.store, viewer):
+        hidden = hidden_agents(self.store, viewer)
+        identifier = normalize_identifier(reference)
+        agent_id = self.store.id_of(identifier)
+        if agent_id is not None and agent_id not in hidden:
+            return identifier
+        ids: AbstractSet[int] = self.store.filter_agents({METADATA_PREFIX + SOURCE_ID_KEY: [reference]}) or set()
+        found = sorted(self.store.identifiers(ids - hidden).values())
+        own = [i for i in found if viewer.may_write is not None and viewer.may_write(publisher_of(i))]
+        if len(found) > 1 and len(own) != 1:
+            named = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+            raise InvalidArgument(f"{reference!r} is the id of {len(found)} entries ({named}); name one by its urn:air: identifier")
+        if not found:
             raise NotFound(f"no agent {reference} is registered")
+        return own[0] if len(found) > 1 else found[0]
+
+    def get(self, reference: str, viewer: Viewer = ANONYMOUS) -> CatalogEntry:
+        """An entry by `resolve`'s rules."""
+        identifier = self.resolve(reference, viewer)
+        stored = self.store.get(identifier)
+        if stored is None:
+            raise NotFound(f"{identifier} is stored but cannot be read (`ard-mcp check` says why); it can be deleted or registered again")
         return CatalogEntry.model_validate(stored.entry)
+
+    def deregister(self, reference: str, may_write: MayWrite | None, viewer: Viewer = ANONYMOUS) -> DeregisterResult:
+        """Remove the entry `reference` names (`resolve`), readable or not."""
+        return self.indexer.deregister(self.resolve(reference, viewer), may_write)
 
     def search(self, query: SearchQuery, now: datetime | None = None, viewer: Viewer = ANONYMOUS) -> SearchPage:
         """One page of the entries relevant to `query.text` (or, without one, meeting its filter) that meet

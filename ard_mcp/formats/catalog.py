@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal, TypeVar
 
 from pydantic import (
@@ -29,22 +29,13 @@ from pydantic import (
 
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats.identifiers import check_identifier, publisher_of
+from ard_mcp.formats.reserved_metadata import check_reserved
+from ard_mcp.formats.timestamps import parse_timestamp
 
 M = TypeVar("M", bound=BaseModel)
 MIN_QUERIES, MAX_QUERIES = 2, 5  # the schema's bounds on representativeQueries
 _LOSSLESS = "lossless"
 _URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:\S+$")
-
-
-def parse_timestamp(value: str) -> datetime:
-    """Parse an ISO 8601 date-time; a timestamp without an offset is ambiguous, so it is refused."""
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise ValueError("must be an ISO 8601 date-time, e.g. 2026-05-28T12:00:00Z") from None
-    if parsed.tzinfo is None:
-        raise ValueError("must be an ISO 8601 date-time with a time zone (Z or +HH:MM)")
-    return parsed.astimezone(UTC)
 
 
 def _check_uri(value: str) -> str:
@@ -142,6 +133,13 @@ class CatalogEntry(WireModel):
     def _updated_at(cls, value: str | None) -> str | None:
         if value is not None:
             parse_timestamp(value)
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata(cls, value: dict[str, MetadataValue] | None) -> dict[str, MetadataValue] | None:
+        if value is not None:
+            check_reserved(value)
         return value
 
     @field_serializer("representativeQueries")

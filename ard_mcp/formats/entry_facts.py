@@ -15,7 +15,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ard_mcp.formats import media_types
-from ard_mcp.formats.catalog import parse_timestamp
+from ard_mcp.formats.reserved_metadata import EXPIRES_KEY
+from ard_mcp.formats.timestamps import stored_timestamp
 
 XU_TYPE = "application/agent-discovery-metadata+json"
 """Media type of an entry whose `data` is Xu profile Agent Metadata (the draft names none; ours)."""
@@ -23,7 +24,6 @@ AIDIP_TYPE = "application/aidip-agent+json"
 """Media type of an entry whose `data` is AIDIP agent metadata (the draft names none; ours)."""
 
 STATUS_KEY = "status"  # metadata.status: Xu / AIDIP operational status; absent means active
-EXPIRES_KEY = "expiresAt"  # metadata.expiresAt: Xu expires_at; after it the entry is removed
 SOURCE_ID_KEY = "sourceId"  # metadata.sourceId: the id the publisher used when it was not a urn:air: identifier
 PUBLISHER_KEY = "publisher"  # metadata.publisher: AIDIP's publisher name
 REGION_KEY = "region"  # metadata.region: a scalar region constraint
@@ -102,13 +102,7 @@ def source_id_of(entry: Mapping[str, Any]) -> str:
 
 def expiry_of(entry: Mapping[str, Any]) -> datetime | None:
     """When the entry stops being returned; None when it never expires or the value is not a timestamp."""
-    value = _metadata(entry).get(EXPIRES_KEY)
-    if not isinstance(value, str):
-        return None
-    try:
-        return parse_timestamp(value)
-    except ValueError:
-        return None
+    return stored_timestamp(_metadata(entry).get(EXPIRES_KEY))
 
 
 def tags_of(entry: Mapping[str, Any]) -> set[str]:

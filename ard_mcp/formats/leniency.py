@@ -14,7 +14,6 @@ import mimetypes
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -33,6 +32,8 @@ from ard_mcp.formats.catalog import (
 from ard_mcp.formats.identifiers import is_identifier, normalize_identifier, publisher_of
 from ard_mcp.formats.invisible import strip_entry
 from ard_mcp.formats.limits import DEFAULT_LIMITS, EntryLimits, check_entry
+from ard_mcp.formats.reserved_metadata import VISIBLE_TO_KEY, joined_names
+from ard_mcp.formats.timestamps import parse_timestamp, utc_text
 
 SPEC_VERSION = "1.0"
 IDENTITY_TYPES = ("spiffe", "did", "https", "other")
@@ -67,15 +68,16 @@ def _updated_at(entry: dict[str, Any]) -> Iterator[str]:
     if not isinstance(raw, str) or _RFC3339.match(raw):
         return
     try:
-        parsed = datetime.fromisoformat(raw)
+        parsed = parse_timestamp(raw, naive_is_utc=True)
     except ValueError:
         return  # cannot be read: the model refuses it with its rule
-    if parsed.tzinfo is None:
-        entry["updatedAt"] = parsed.replace(tzinfo=UTC).isoformat().replace("+00:00", "Z")
+    entry["updatedAt"] = utc_text(parsed, "auto")
+    try:
+        parse_timestamp(raw)
+    except ValueError:
         yield f"updatedAt: {raw!r} has no time zone; read as UTC ({entry['updatedAt']})"
-    else:
-        entry["updatedAt"] = parsed.isoformat()
-        yield f"updatedAt: {raw!r} is not an RFC 3339 date-time; stored as {entry['updatedAt']}"
+        return
+    yield f"updatedAt: {raw!r} is not an RFC 3339 date-time; stored as {entry['updatedAt']}"
 
 
 def _flatten(value: Mapping[str, Any], prefix: str, out: dict[str, Any]) -> None:
@@ -93,6 +95,10 @@ def _metadata(entry: dict[str, Any]) -> Iterator[str]:
     raw = entry.get("metadata")
     if not isinstance(raw, Mapping):
         return
+    names = joined_names(raw.get(VISIBLE_TO_KEY))
+    if names is not None:
+        raw = entry["metadata"] = {**raw, VISIBLE_TO_KEY: names}
+        yield f"metadata.{VISIBLE_TO_KEY}: a list of names; stored as {names!r}"
     nested = [key for key, value in raw.items() if isinstance(value, Mapping | list)]
     if nested:
         flat: dict[str, Any] = {}

@@ -25,7 +25,6 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -35,6 +34,7 @@ from ard_mcp.formats.entry_facts import SOURCE_ID_KEY
 from ard_mcp.formats.identifiers import derive_identifier, is_publisher_domain
 from ard_mcp.formats.limits import MAX_ITEMS, MAX_LONG_TEXT, MAX_SHORT_TEXT, check_depth
 from ard_mcp.formats.media_types import MCP_SERVER_CARD
+from ard_mcp.formats.timestamps import parse_timestamp, utc_text
 
 OFFICIAL = "io.modelcontextprotocol.registry/official"
 """The key of the official registry's own metadata in `_meta` (status, isLatest, publishedAt, updatedAt)."""
@@ -187,11 +187,9 @@ def _timestamp(value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip():
         return None
     try:
-        parsed = datetime.fromisoformat(value.strip())
+        return utc_text(parse_timestamp(value, naive_is_utc=True), "auto")
     except ValueError:
         return None
-    parsed = parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
-    return parsed.isoformat().replace("+00:00", "Z")
 
 
 def _updated_at(document: Mapping[str, Any], official: Mapping[str, Any]) -> str | None:

@@ -11,16 +11,14 @@ the id, when it is not a urn:air: URN, in scalar `metadata` keys). Example texts
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
 from ard_mcp.errors import ArdError, StaleEntry
-from ard_mcp.formats.catalog import WireModel, parse_as, parse_timestamp
+from ard_mcp.formats.catalog import WireModel, parse_as
 from ard_mcp.formats.entry_facts import (
     AIDIP_TYPE,
-    EXPIRES_KEY,
     REGION_KEY,
     SOURCE_ID_KEY,
     STATUS_KEY,
@@ -33,6 +31,8 @@ from ard_mcp.formats.entry_facts import (
 from ard_mcp.formats.identifiers import derive_identifier
 from ard_mcp.formats.limits import MAX_QUERY_CHARS
 from ard_mcp.formats.messages import RegistryReferral, TrustFinding
+from ard_mcp.formats.reserved_metadata import EXPIRES_KEY
+from ard_mcp.formats.timestamps import parse_timestamp, utc_text
 
 MAX_LIMIT = 100
 
@@ -41,10 +41,6 @@ def _timestamp(value: str | None) -> str | None:
     if value is not None:
         parse_timestamp(value)
     return value
-
-
-def utc_now_text(now: datetime) -> str:
-    return now.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 # -- Agent Metadata (§4) ------------------------------------------------------------------------------
@@ -97,7 +93,7 @@ def to_entry(document: Mapping[str, Any]) -> dict[str, Any]:
     identifier = derive_identifier(meta.id, [b.endpoint for b in meta.bindings], "metadata.id")
     metadata: dict[str, Any] = {STATUS_KEY: (meta.status or "active").lower()}
     if meta.expires_at:
-        metadata[EXPIRES_KEY] = utc_now_text(parse_timestamp(meta.expires_at))
+        metadata[EXPIRES_KEY] = utc_text(parse_timestamp(meta.expires_at))
     if identifier != meta.id:
         metadata[SOURCE_ID_KEY] = meta.id
     region = (meta.constraints or {}).get("region")

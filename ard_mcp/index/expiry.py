@@ -12,8 +12,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ard_mcp.formats.catalog import parse_timestamp
-from ard_mcp.formats.entry_facts import EXPIRES_KEY, expiry_of
+from ard_mcp.formats.entry_facts import expiry_of
+from ard_mcp.formats.reserved_metadata import EXPIRES_KEY
+from ard_mcp.formats.timestamps import stored_timestamp
 from ard_mcp.index.filter_values import METADATA_PREFIX
 from ard_mcp.index.records import StoredAgent
 from ard_mcp.index.store.base import Store
@@ -43,10 +44,9 @@ class ExpiryClock:
         expiries: list[tuple[datetime, str]] = []
         self._version = store.version()  # before reading: a write meanwhile makes the clock look again
         for value, _ in store.facet(FIELD, None):
-            try:
-                expiries.append((parse_timestamp(value), value))
-            except ValueError:
-                continue  # not a timestamp: never expires
+            stamp = stored_timestamp(value)
+            if stamp is not None:  # not a time (a row an older version wrote): `ard-mcp check` reports it
+                expiries.append((stamp, value))
         due = [value for stamp, value in expiries if stamp <= now]
         self._next = min((stamp for stamp, _ in expiries if stamp > now), default=None)
         if not due:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,7 +35,8 @@ from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats.catalog import CatalogEntry, HostInfo
 from ard_mcp.formats.media_types import AI_CATALOG
 from ard_mcp.index.backup import connect_read_only, temporary_beside
-from ard_mcp.index.store import CATALOG_FILE
+from ard_mcp.index.store import CATALOG_FILE, require_postgres_driver
+from ard_mcp.index.store.readable import decoded, stored_document
 from ard_mcp.index.store.schema import SCHEMA_VERSION
 
 SPEC_VERSION = "1.0"
@@ -48,8 +48,8 @@ Progress = Callable[[int, int], None]  # (entries written, entries in the snapsh
 # after the entry in each row, and reaching it would read every entry twice.
 _CATALOGS = "SELECT agent_id FROM agent_values WHERE field = 'type' AND value = ?"
 _GROUPS = (
-    f"SELECT entry FROM agents WHERE id IN ({_CATALOGS}) ORDER BY id",
-    f"SELECT entry FROM agents WHERE id NOT IN ({_CATALOGS}) ORDER BY id",
+    f"SELECT identifier, entry FROM agents WHERE id IN ({_CATALOGS}) ORDER BY id",
+    f"SELECT identifier, entry FROM agents WHERE id NOT IN ({_CATALOGS}) ORDER BY id",
 )
 
 
@@ -85,6 +85,7 @@ def _check_layout(db: sqlite3.Connection, data_dir: Path) -> None:
 
 def export_postgres(store_url: str, out: IO[bytes], *, served: bool = False, progress: Progress | None = None, batch: int = BATCH) -> int:
     """`export` of the PostgreSQL store at `store_url`."""
+    require_postgres_driver()
     import psycopg
 
     from ard_mcp.index.store.pg_schema import MIGRATIONS
@@ -111,12 +112,16 @@ def export_postgres(store_url: str, out: IO[bytes], *, served: bool = False, pro
 
 def _stored_batches(select: Callable[[str], Any], batch: int, served: bool) -> Iterator[list[dict[str, Any]]]:
     """Every stored entry (`StoredAgent.entry`), nested catalogs first, each group in registration order;
-    `select(sql)` runs one group's query (its one parameter, the catalog type, bound) on a cursor."""
+    `select(sql)` runs one group's query (its one parameter, the catalog type, bound) on a cursor. A backup
+    keeps every document that decodes, as stored; a served export only those reads can use (`readable`)."""
     for sql in _GROUPS:
         cursor = select(sql)
         while rows := cursor.fetchmany(batch):
-            documents = [json.loads(zlib.decompress(blob)) for (blob,) in rows]
-            yield [CatalogEntry.model_validate(d).wire() for d in documents] if served else documents
+            if served:
+                documents = (stored_document(identifier, blob) for identifier, blob in rows)
+                yield [CatalogEntry.model_validate(d).wire() for d in documents if d is not None]
+            else:
+                yield [d for d in (decoded(blob)[0] for _, blob in rows) if d is not None]
 
 
 def write_manifest(batches: Iterator[list[dict[str, Any]]], out: IO[bytes], total: int, progress: Progress | None = None) -> int:

@@ -20,11 +20,12 @@ import numpy as np
 
 from ard_mcp.errors import ArdError, Conflict, InvalidArgument, NotFound, PermissionDenied, StaleEntry
 from ard_mcp.formats.catalog import CatalogEntry
-from ard_mcp.formats.entry_facts import EXPIRES_KEY, SOURCE_ID_KEY, TRUST_CHECKED, TRUST_FIELDS, unchecked_trust
+from ard_mcp.formats.entry_facts import SOURCE_ID_KEY, TRUST_CHECKED, TRUST_FIELDS, unchecked_trust
 from ard_mcp.formats.identifiers import normalize_identifier, publisher_of
 from ard_mcp.formats.leniency import Notice, read_entry
 from ard_mcp.formats.limits import EntryLimits
 from ard_mcp.formats.messages import DeregisterResult, RegisterResult
+from ard_mcp.formats.reserved_metadata import EXPIRES_KEY
 from ard_mcp.index.embedding import Embedder, ModelSpec
 from ard_mcp.index.example_texts import Example, extract_examples
 from ard_mcp.index.expiry import ExpiryClock

@@ -9,7 +9,7 @@ from collections.abc import Set as AbstractSet
 from datetime import datetime
 from typing import Any
 
-from ard_mcp.formats.catalog import parse_timestamp
+from ard_mcp.formats.timestamps import stored_timestamp
 from ard_mcp.index.store.base import Store
 from ard_mcp.search.expression import Expression, parse_expression
 from ard_mcp.search.filters import parse_filter
@@ -49,10 +49,14 @@ def _changed_since(store: Store, column: str, since: datetime) -> set[int]:
     while True:
         agents, _ = store.list_page(None, [(column, True)], offset, _SCAN)
         for agent in agents:
-            stamp = agent.created_at if column == "createdAt" else agent.updated_at
-            if stamp is None or parse_timestamp(stamp) <= since:
+            raw = agent.created_at if column == "createdAt" else agent.updated_at
+            if raw is None:
+                return found  # no date sorts last
+            stamp = stored_timestamp(raw)
+            if stamp is not None and stamp <= since:
                 return found
-            found.add(agent.id)
+            if stamp is not None:
+                found.add(agent.id)
         if len(agents) < _SCAN:
             return found
         offset += len(agents)

@@ -15,8 +15,8 @@ from datetime import datetime
 from typing import Any
 
 from ard_mcp.errors import InvalidArgument
-from ard_mcp.formats.catalog import parse_timestamp
 from ard_mcp.formats.entry_facts import capabilities_of, languages_of, protocols_of, regions_of, status_of, tags_of
+from ard_mcp.formats.timestamps import stored_timestamp
 
 PREFERRED_BOOST = 0.1
 """Relevance added when an entry has every preferred tag (a share of it for some): enough to reorder close
@@ -114,12 +114,8 @@ class Criteria:
 
 def age_seconds(entry: Mapping[str, Any], indexed_at: str, now: datetime) -> float:
     """How old the metadata is: from the publisher's `updatedAt`, else from when this registry indexed it."""
-    updated = entry.get("updatedAt")
-    stamp = updated if isinstance(updated, str) else indexed_at
-    try:
-        return max(0.0, (now - parse_timestamp(stamp)).total_seconds())
-    except ValueError:
-        return max(0.0, (now - parse_timestamp(indexed_at)).total_seconds())
+    stamp = stored_timestamp(entry.get("updatedAt")) or stored_timestamp(indexed_at)
+    return max(0.0, (now - stamp).total_seconds()) if stamp is not None else 0.0
 
 
 def as_list(value: str | list[str] | None) -> list[str]:

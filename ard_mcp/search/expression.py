@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import datetime
 from typing import Any
 
 from ard_mcp.errors import InvalidArgument
-from ard_mcp.formats.catalog import parse_timestamp
+from ard_mcp.formats.timestamps import parse_date_or_timestamp
 from ard_mcp.search.filters import check_field
 
 MAX_EXPRESSION_CHARS = 2000
@@ -56,12 +56,10 @@ class Expression:
 
 def _timestamp(value: str, name: str) -> datetime:
     try:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
-            return datetime.combine(date.fromisoformat(value), datetime.min.time(), UTC)
-        return parse_timestamp(value.replace("z", "Z"))
-    except ValueError:
+        return parse_date_or_timestamp(value)
+    except ValueError as exc:
         raise InvalidArgument(
-            f"filter: {name} needs an ISO 8601 date or date-time, e.g. '2026-01-01' or '2026-01-01T00:00:00Z' (got {value!r})"
+            f"filter: {name} needs an ISO 8601 date or date-time, e.g. '2026-01-01' or '2026-01-01T00:00:00Z' (got {value!r}, which {exc})"
         ) from None
 
 

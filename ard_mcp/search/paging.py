@@ -15,6 +15,7 @@ from ard_mcp.errors import InvalidArgument
 
 MAX_PAGE_SIZE = 100
 MAX_OFFSET = 2**31  # far past any registry; an offset SQLite and numpy can always hold
+MAX_TOKEN_LENGTH = 128  # what `encode_token` makes is under 70 characters
 
 
 def check_page_size(page_size: int) -> None:
@@ -36,6 +37,8 @@ def decode_token(token: str | None, request: Any) -> int:
     """The offset a token names; 0 without one. A token of another request or not ours is refused."""
     if not token:
         return 0
+    if len(token) > MAX_TOKEN_LENGTH:  # before decoding: a forged token nested 5,000 deep overflowed the JSON reader's stack
+        raise InvalidArgument("pageToken: not a token this registry issued")
     try:
         data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
         offset, key = data["o"], data["k"]

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ard_mcp.formats.identifiers import publisher_of
+from ard_mcp.formats.reserved_metadata import VISIBLE_TO_KEY, visibility_names
 from ard_mcp.index.filter_values import METADATA_PREFIX
 
 if TYPE_CHECKING:  # the surfaces build viewers before the store (and numpy) are loaded: start-up stays fast
     from ard_mcp.index.store.base import Store
 
-VISIBLE_TO_KEY = "visibleTo"
 _FIELD = METADATA_PREFIX + VISIBLE_TO_KEY
 
 
@@ -38,15 +38,11 @@ EVERYONE = Viewer(everything=True)
 ANONYMOUS = Viewer()
 
 
-def names(value: str) -> set[str]:
-    return {n.strip().lower() for n in value.split(",") if n.strip()}
-
-
 def hidden_agents(store: Store, viewer: Viewer) -> frozenset[int]:
     """The agents `viewer` may not see."""
     if viewer.everything:
         return frozenset()
-    refused = [v for v, _ in store.facet(_FIELD, None) if viewer.name is None or viewer.name.lower() not in names(v)]
+    refused = [v for v, _ in store.facet(_FIELD, None) if viewer.name is None or viewer.name.lower() not in visibility_names(v)]
     hidden = store.filter_agents({_FIELD: refused}) if refused else None
     if not hidden:
         return frozenset()

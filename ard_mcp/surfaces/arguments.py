@@ -280,6 +280,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--served", action="store_true", help="write entries as served (schema-valid: at most five representative queries), not as stored"
     )
 
+    check = commands.add_parser(
+        "check",
+        help="list stored entries that cannot be read, and repair or remove them",
+        description="Read every stored entry as a search would and list those that cannot be read (written by an older "
+        "version under looser rules, or edited by hand), with why. Reads leave such entries out, so the registry keeps "
+        "serving; this is how an operator finds and clears them. Exits 1 while any remains. Run it with the server stopped "
+        "(it claims the data directory), or against a shared PostgreSQL store.",
+    )
+    _common(check)
+    check.add_argument("--repair", action="store_true", help="register each one again through today's rules; keeps those it fixes")
+    check.add_argument("--remove", action="store_true", help="delete those that still cannot be read (after --repair, if given)")
+
     backup = commands.add_parser(
         "backup",
         help="copy the catalog store (catalog.sqlite3) with SQLite's online backup, safe while a server runs",

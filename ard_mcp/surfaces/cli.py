@@ -325,6 +325,27 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check(args: argparse.Namespace) -> int:
+    from ard_mcp.index.repair import check_store
+    from ard_mcp.registry import Registry
+
+    registry = Registry(_config(args))
+    try:
+        report = check_store(registry.store, registry.indexer, repair=args.repair, remove=args.remove)
+    finally:
+        registry.close()
+    print(f"checked {report.checked} entries: {len(report.unreadable)} cannot be read")
+    for identifier in report.repaired:
+        print(f"  repaired {identifier}")
+    for identifier in report.removed:
+        print(f"  removed  {identifier}")
+    for identifier, why in report.still_unreadable:
+        print(f"  unreadable {identifier}: {why}")
+    if report.still_unreadable:
+        print("repair with --repair (registers each again through today's rules) or remove with --remove", file=sys.stderr)
+    return 1 if report.still_unreadable else 0
+
+
 def _backup(args: argparse.Namespace) -> int:
     from ard_mcp.index.backup import backup
 
@@ -347,6 +368,7 @@ COMMANDS: dict[str, Any] = {
     "reindex": _reindex,
     "eval": _eval,
     "export": _export,
+    "check": _check,
     "backup": _backup,
 }
 

@@ -385,9 +385,7 @@ def build_server(
         ctx: Context,
     ) -> DeregisterResult:
         """Remove an entry and everything indexed for it."""
-        may_write = writer(ctx).may_write
-        registry = _registry(ctx)
-        return registry.indexer.deregister(registry.get(identifier, viewer(ctx)).identifier, may_write)
+        return _registry(ctx).deregister(identifier, writer(ctx).may_write, viewer(ctx))
 
     add_crawl_tool(server, writer, _registry, crawl)
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ard_mcp.formats.entry_facts import bindings_of, source_id_of, status_of
 from ard_mcp.formats.identifiers import publisher_of
 from ard_mcp.formats.messages import SearchResult, TrustFinding
+from ard_mcp.formats.timestamps import utc_text
 from ard_mcp.formats.xu import (
     DiscoveryConstraints,
     DiscoveryRequest,
@@ -24,7 +25,6 @@ from ard_mcp.formats.xu import (
     XuMatchedExample,
     XuScoreComponents,
     agent_metadata,
-    utc_now_text,
 )
 from ard_mcp.search.criteria import Criteria, age_seconds, as_list
 from ard_mcp.search.query import SearchQuery
@@ -147,11 +147,11 @@ def _remote(result: SearchResult, now: datetime) -> XuCandidate:
             "bindings": bindings_of(entry),
             "score": round(result.score / 100, 4),
             "status": status_of(entry),
-            "freshness": XuFreshness(metadata_updated_at=result.updatedAt, indexed_at=utc_now_text(now), age_seconds=0.0),
+            "freshness": XuFreshness(metadata_updated_at=result.updatedAt, indexed_at=utc_text(now), age_seconds=0.0),
             "origin_service": result.source,
             "origin_authority": publisher_of(result.identifier),
             **({"origin_signature": trust["signature"]} if trust.get("signature") else {}),
-            "received_at": utc_now_text(now),
+            "received_at": utc_text(now),
             "trust": result.evidence.trust if result.evidence is not None else None,
         }
     )
@@ -190,7 +190,7 @@ def discover(
         warnings.append(f"fields omitted ({reason}): {', '.join(sorted(omitted))}{more}")
     return DiscoveryResponse(
         request_id=f"req-{uuid.uuid4().hex}",
-        generated_at=utc_now_text(now),
+        generated_at=utc_text(now),
         candidates=candidates,
         applied_filters=applied,
         unsupported_filters=unsupported,

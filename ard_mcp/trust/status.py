@@ -25,6 +25,8 @@ from datetime import UTC, datetime
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
+from ard_mcp.formats.timestamps import utc_text
+
 TrustStatus = Literal["verified", "unverified", "self-asserted", "invalid"]
 IdentityKind = Literal["spiffe", "did", "https"]
 
@@ -36,7 +38,7 @@ _DID_SEGMENT = re.compile(r"^(?:[A-Za-z0-9._~!$&'()*+,;=@-]|%[0-9A-Fa-f]{2})+$")
 
 def now_iso() -> str:
     """The current UTC time as an RFC 3339 string with a `Z`, to the second (what `checked_at` holds)."""
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return utc_text(datetime.now(UTC))
 
 
 @dataclass(frozen=True)

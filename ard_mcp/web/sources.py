@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ard_mcp.formats.timestamps import stored_timestamp
+
 
 @dataclass(frozen=True)
 class Schedule:
@@ -52,7 +54,8 @@ class Source:
         return cls(**known)
 
     def due(self, now: datetime) -> bool:
-        return self.next_due is None or datetime.fromisoformat(self.next_due) <= now
+        due = stored_timestamp(self.next_due)  # a value that is not a time (edited by hand) counts as due
+        return due is None or due <= now
 
     def schedule(self, now: datetime, plan: Schedule, failed: bool) -> None:
         """Record an attempt at `now` and when the next one is due."""

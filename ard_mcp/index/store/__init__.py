@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ard_mcp.errors import InvalidArgument
+
 if TYPE_CHECKING:
     from ard_mcp.config import Config
     from ard_mcp.index.store.base import Store
@@ -13,10 +15,23 @@ if TYPE_CHECKING:
 CATALOG_FILE = "catalog.sqlite3"  # the embedded store, in the data directory
 
 
+def require_postgres_driver() -> None:
+    """psycopg is an extra (`ard-mcp[postgres]`): without it, say how to install it, not a traceback."""
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ModuleNotFoundError as exc:
+        raise InvalidArgument(
+            f"--store-url postgresql://... needs the PostgreSQL driver ({exc.name}), which is not installed: "
+            'pip install "ard-mcp[postgres]"'
+        ) from None
+
+
 def open_store(config: Config) -> Store:
     """The store `config` names: PostgreSQL at `store_url` (psycopg is imported only then), else SQLite in
     the data directory."""
     if config.store_url is not None:
+        require_postgres_driver()
         from ard_mcp.index.store.postgres import PostgresStore
 
         return PostgresStore(config.store_url)

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from ard_mcp.formats.media_types import canonical_type
+from ard_mcp.formats.timestamps import utc_text
 from ard_mcp.index.filter_values import Filter
 from ard_mcp.index.records import (
     AgentRows,
@@ -37,20 +38,12 @@ from ard_mcp.index.records import (
 )
 from ard_mcp.index.store import writes
 from ard_mcp.index.store.db import Db
+from ard_mcp.index.store.readable import agent_of, problem_of
 from ard_mcp.index.store.side_tables import SideTables
 from ard_mcp.index.store.snapshot import IN_CHUNK, read_rows
 
 _ANSWERS_KEPT = 64  # filter and facet answers kept until the store changes
 _T = TypeVar("_T")
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def agent_of(row: Any) -> StoredAgent:
-    entry = json.loads(zlib.decompress(row["entry"]))
-    return StoredAgent(row["id"], row["identifier"], entry, row["content_hash"], row["updated_at"], row["created_at"], row["indexed_at"])
 
 
 class Store(SideTables):
@@ -148,12 +141,27 @@ class Store(SideTables):
         rows = self._query("SELECT * FROM agents WHERE identifier = ?", (identifier,))
         return agent_of(rows[0]) if rows else None
 
+    def id_of(self, identifier: str) -> int | None:
+        """The id of the row with this identifier, readable or not: what a delete needs (`readable`)."""
+        rows = self._tuples("SELECT id FROM agents WHERE identifier = ?", (identifier,))
+        return int(rows[0][0]) if rows else None
+
+    def raw_entry(self, identifier: str) -> bytes | None:
+        """The row's stored document as stored (compressed), readable or not (`ard-mcp check`)."""
+        rows = self._tuples("SELECT entry FROM agents WHERE identifier = ?", (identifier,))
+        return bytes(rows[0][0]) if rows else None
+
+    def identifiers(self, ids: Iterable[int]) -> dict[int, str]:
+        """The identifiers of those agents, readable or not, without reading their entries."""
+        return {int(i): str(name) for i, name in self._rows_in("SELECT id, identifier FROM agents WHERE id IN ({ids})", ids, plain=True)}
+
     def get_many(self, identifiers: Iterable[str]) -> dict[str, StoredAgent]:
         """The stored agents of those identifiers that are registered, in one read (an ingest plans many)."""
-        return {row["identifier"]: agent_of(row) for row in self._rows_in("SELECT * FROM agents WHERE identifier IN ({ids})", identifiers)}
+        rows = self._rows_in("SELECT * FROM agents WHERE identifier IN ({ids})", identifiers)
+        return {a.identifier: a for a in map(agent_of, rows) if a is not None}
 
     def agents_by_id(self, ids: Iterable[int]) -> dict[int, StoredAgent]:
-        return {row["id"]: agent_of(row) for row in self._rows_in("SELECT * FROM agents WHERE id IN ({ids})", ids)}
+        return {a.id: a for a in map(agent_of, self._rows_in("SELECT * FROM agents WHERE id IN ({ids})", ids)) if a is not None}
 
     def agent_ids(self) -> frozenset[int]:
         """Every agent's id: what a read starts from when some entries must be left out (`visibility`);
@@ -185,7 +193,7 @@ class Store(SideTables):
 
         The agent is marked `vectors_pending` in the same transaction, so a crash before Chroma has the
         new vectors is repaired at the next start instead of leaving the two stores disagreeing."""
-        stamp = now_iso()
+        stamp = utc_text(datetime.now(UTC), "milliseconds")
         fields: dict[str, Any] = {
             "entry": zlib.compress(json.dumps(entry).encode()),
             "content_hash": content_hash,
@@ -361,8 +369,18 @@ class Store(SideTables):
         )
         if agent_ids is None:
             rows = self._query(f"SELECT * FROM agents ORDER BY {clauses} LIMIT ? OFFSET ?", (limit, offset))
-            return [agent_of(r) for r in rows], self.count()
-        return [agent_of(r) for r in self._page_of(agent_ids, clauses, offset, limit)], len(agent_ids)
+            return _readable(rows), self.count()
+        return _readable(self._page_of(agent_ids, clauses, offset, limit)), len(agent_ids)
+
+    def unreadable(self, batch: int = 500) -> Iterator[tuple[str, str]]:
+        """Every stored row a read cannot use, and why (`ard-mcp check`), in id order."""
+        last = 0
+        while rows := self._query("SELECT id, identifier, entry FROM agents WHERE id > ? ORDER BY id LIMIT ?", (last, batch)):
+            for row in rows:
+                problem = problem_of(row["entry"])[1]
+                if problem is not None:
+                    yield row["identifier"], problem
+            last = rows[-1]["id"]
 
     # -- lexical --------------------------------------------------------------------------------
     def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
@@ -372,3 +390,7 @@ class Store(SideTables):
         """Each agent's lexical terms, and the terms of each of its tags and capabilities."""
         sql = "SELECT id, fts FROM agents WHERE id IN ({ids})"
         return {int(i): FtsDocument.packed(blob).terms() for i, blob in self._rows_in(sql, agent_ids, plain=True, db=db)}
+
+
+def _readable(rows: Iterable[Any]) -> list[StoredAgent]:
+    return [a for a in map(agent_of, rows) if a is not None]

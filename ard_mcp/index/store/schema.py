@@ -38,6 +38,7 @@ from ard_mcp.formats.media_types import canonical_type
 from ard_mcp.index.records import FtsDocument, content_hash, encode_vector
 from ard_mcp.index.store import writes
 from ard_mcp.index.store.db import Db
+from ard_mcp.index.store.readable import decoded
 
 log = logging.getLogger(__name__)
 
@@ -200,12 +201,15 @@ def _canonical_identifiers(db: sqlite3.Connection) -> None:
             writes.delete_agent(db, loser, unindex_text)  # its vectors stay in the vector index until a reindex; searches skip them
         if identifier == canonical:
             continue
-        entry = json.loads(zlib.decompress(db.execute("SELECT entry FROM agents WHERE id = ?", (agent_id,)).fetchone()[0]))
-        entry["identifier"] = canonical
-        db.execute(
-            "UPDATE agents SET identifier = ?, entry = ?, content_hash = ? WHERE id = ?",
-            (canonical, zlib.compress(json.dumps(entry).encode()), content_hash(entry), agent_id),
-        )
+        entry = decoded(db.execute("SELECT entry FROM agents WHERE id = ?", (agent_id,)).fetchone()[0])[0]
+        if entry is None:  # cannot be decoded: the row keeps its document, reads leave it out (`readable`)
+            db.execute("UPDATE agents SET identifier = ? WHERE id = ?", (canonical, agent_id))
+        else:
+            entry["identifier"] = canonical
+            db.execute(
+                "UPDATE agents SET identifier = ?, entry = ?, content_hash = ? WHERE id = ?",
+                (canonical, zlib.compress(json.dumps(entry).encode()), content_hash(entry), agent_id),
+            )
         db.execute("UPDATE agent_values SET value = ? WHERE agent_id = ? AND field = 'identifier'", (canonical, agent_id))
         writes.note_change(db, agent_id)
 

@@ -195,8 +195,7 @@ async def put_agent(request: Request, state: AppState) -> Response:
 
 async def delete_agent(request: Request, state: AppState) -> Response:
     registry = state.open_registry()
-    entry = await run(registry.get, request.path_params["id"], viewer_of(request))
-    result: DeregisterResult = await run(registry.indexer.deregister, entry.identifier, writer_of(request).may_write)
+    result: DeregisterResult = await run(registry.deregister, request.path_params["id"], writer_of(request).may_write, viewer_of(request))
     return model_response(result)
 
 
