@@ -80,7 +80,8 @@ class PayloadTooLarge(ArdError):
 
 
 class UnsupportedMediaType(ArdError):
-    """A body a browser could send cross-site without a CORS preflight (form or plain text), never JSON here."""
+    """A body a browser could send cross-site without a CORS preflight (form, plain text or, for a write, no
+    Content-Type at all), never JSON here."""
 
     code = "UNSUPPORTED_MEDIA_TYPE"
     http_status = 415

@@ -31,7 +31,7 @@ STATUS_TEXT = {
     408: "Request body not received in time",
     409: "Registration older than the stored entry (stale), or an id another agent's identifier already derives from",
     413: "Request body over the size limit",
-    415: "Body is not JSON",
+    415: "Body is not JSON (a write needs Content-Type: application/json)",
     421: "Host header not allowed",
     429: "Over a rate limit (Retry-After says when to retry)",
     500: "Internal error",
