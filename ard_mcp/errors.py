@@ -66,7 +66,8 @@ class Unauthenticated(ArdError):
 
 
 class PermissionDenied(ArdError):
-    """A valid credential writing an entry of a publisher it is not scoped to."""
+    """Not allowed for this caller: a credential writing an entry of a publisher it is not scoped to, a registration
+    failing its trust check under `--trust-policy refuse-invalid`, a web page of a foreign origin writing or using MCP."""
 
     code = "PERMISSION_DENIED"
     http_status = 403

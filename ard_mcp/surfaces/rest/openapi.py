@@ -26,7 +26,7 @@ STATUS_TEXT = {
     201: "Created",
     400: "Malformed request, invalid field or filter",
     401: "Missing or invalid bearer token",
-    403: "The token is not scoped to the entry's publisher",
+    403: "The token is not scoped to the entry's publisher, or the request came from a web page of an origin not allowed",
     404: "No such agent (or an id no route can carry, e.g. one with a line break)",
     408: "Request body not received in time",
     409: "Registration older than the stored entry (stale), or an id another agent's identifier already derives from",
