@@ -66,7 +66,8 @@ class Unauthenticated(ArdError):
 
 
 class PermissionDenied(ArdError):
-    """A valid credential writing an entry of a publisher it is not scoped to."""
+    """Not allowed for this caller: a credential writing an entry of a publisher it is not scoped to, a registration
+    failing its trust check under `--trust-policy refuse-invalid`, a web page of a foreign origin writing or using MCP."""
 
     code = "PERMISSION_DENIED"
     http_status = 403
@@ -80,7 +81,8 @@ class PayloadTooLarge(ArdError):
 
 
 class UnsupportedMediaType(ArdError):
-    """A body a browser could send cross-site without a CORS preflight (form or plain text), never JSON here."""
+    """A body a browser could send cross-site without a CORS preflight (form, plain text or, for a write, no
+    Content-Type at all), never JSON here."""
 
     code = "UNSUPPORTED_MEDIA_TYPE"
     http_status = 415

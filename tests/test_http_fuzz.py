@@ -1,12 +1,15 @@
 """Property-based fuzzing of our own /openapi.json with hypothesis: for every operation, requests drawn from
 its documented schemas (and from arbitrary JSON, junk parameters and odd ids) never get a 5xx, and every
-answer is one the document describes, with a body valid against it.
+answer is one the document describes, with a body valid against it. A matrix of Origin headers and body types
+on a write: only JSON from no page, the registry's own pages or a configured CORS origin is stored.
 
 The app runs once for the module in an event loop of its own (an anyio blocking portal); hypothesis drives
 the synchronous test, which sends each request through the portal."""
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -22,13 +25,14 @@ from hypothesis import strategies as st
 from ard_mcp.surfaces.rest.operations import OPERATIONS, Operation
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.web.settings import CrawlSettings
-from tests.conftest import SAMPLE
-from tests.http_support import AIDIP_TRANSLATOR, XU_HR, assert_ours, running
+from tests.conftest import SAMPLE, WEATHER, entry
+from tests.http_support import AIDIP_TRANSLATOR, BASE_URL, XU_HR, assert_ours, running
 
 pytestmark = pytest.mark.slow  # the model, Chroma or a server
 
 Api = tuple[BlockingPortal, httpx.AsyncClient, dict[str, Any]]
 FUZZ = settings(max_examples=50, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+CONFIGURED = "https://app.example"  # the fuzzed app's CORS origin
 
 scalars = st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20)
 any_json = st.recursive(
@@ -101,7 +105,9 @@ def from_schema(schema: dict[str, Any], components: dict[str, Any], depth: int =
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory, offline_dns: str) -> Iterator[Api]:
     data_dir: Path = tmp_path_factory.mktemp("fuzz") / "data"
-    offline = HttpSettings(crawl=CrawlSettings(dns_server=offline_dns))  # fuzzed crawl targets never reach the system's resolvers
+    offline = HttpSettings(  # fuzzed crawl targets never reach the system's resolvers
+        cors_origins=(CONFIGURED,), crawl=CrawlSettings(dns_server=offline_dns)
+    )
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(running(data_dir, offline)) as client:
         for item in [*SAMPLE, XU_HR, AIDIP_TRANSLATOR]:
             assert portal.call(partial(client.post, "/agents", json=item)).status_code == 201
@@ -149,3 +155,32 @@ def test_no_operation_answers_with_a_server_error(api: Api, op: Operation, data:
     response = portal.call(partial(client.request, op.method, path, **kwargs))
     assert response.status_code < 500, f"{op.method} {path} {kwargs} -> {response.status_code} {response.text[:500]}"
     assert_ours(openapi, op.path, op.method, response)
+
+
+ORIGINS = {"absent": None, "foreign": "https://evil.example", "null": "null", "own": BASE_URL, "configured": CONFIGURED}
+CONTENT_TYPES = {
+    "missing": None,
+    "text": "text/plain",
+    "form": "application/x-www-form-urlencoded",
+    "multipart": "multipart/form-data; boundary=x",
+    "json": "application/json",
+    "json-charset": "application/json; charset=utf-8",
+    "json-suffix": "application/ai-catalog+json",
+}
+
+
+@pytest.mark.parametrize("origin", ORIGINS)
+@pytest.mark.parametrize("content_type", CONTENT_TYPES)
+def test_writes_need_json_from_an_allowed_origin(api: Api, origin: str, content_type: str) -> None:
+    """A page of a foreign origin gets 403 whatever it sends; any other caller 415 unless its body is typed
+    JSON (the types a browser sends cross-site without a preflight, and none at all); only then is it stored."""
+    portal, client, openapi = api
+    identifier = f"urn:air:example.com:origin:{uuid.uuid4().hex}"
+    sent = {"origin": ORIGINS[origin], "content-type": CONTENT_TYPES[content_type]}
+    headers = {name: value for name, value in sent.items() if value is not None}
+    body = json.dumps(entry(WEATHER, identifier=identifier))
+    response = portal.call(partial(client.post, "/agents", content=body, headers=headers))
+    expected = 403 if origin in ("foreign", "null") else 201 if content_type.startswith("json") else 415
+    assert response.status_code == expected, response.text
+    assert_ours(openapi, "/agents", "POST", response)
+    assert portal.call(client.get, f"/agents/{identifier}").status_code == (200 if expected == 201 else 404)

@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--cors-origins",
         default=env("CORS_ORIGINS"),
-        help="comma-separated origins allowed by CORS (ARD_MCP_CORS_ORIGINS; default: CORS off)",
+        help="comma-separated origins allowed by CORS, whose pages may also write and use /mcp (ARD_MCP_CORS_ORIGINS; default: CORS off)",
     )
     serve.add_argument(
         "--max-body-bytes",

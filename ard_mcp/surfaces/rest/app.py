@@ -59,14 +59,10 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 
 
 # -- the app -------------------------------------------------------------------------------------------------
-def transport_security(settings: HttpSettings) -> TransportSecuritySettings:
-    """The MCP SDK's Host / Origin checks, configured like the rest of the app."""
-    hosts = settings.host_patterns()
-    if "*" in hosts:
-        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=list(hosts), allowed_origins=settings.origin_patterns()
-    )
+NO_SDK_CHECKS = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+"""The MCP SDK's own Host / Origin checks stay off: `GuardMiddleware` checks both on every route, MCP
+included, with one rule (the SDK's twin answered MCP apart: no Origin check at all once any Host was
+allowed, a plain-text 403 instead of the error object)."""
 
 
 def build_app(
@@ -91,13 +87,12 @@ def build_app(
         crawl=settings.crawl,
         services=services,
     )
-    security = transport_security(settings)
     mcp_app: Starlette
     if settings.transport == "sse":
-        mcp_app = server.sse_app(transport_security=security, max_request_body_size=settings.max_body_bytes, host=settings.host)
+        mcp_app = server.sse_app(transport_security=NO_SDK_CHECKS, max_request_body_size=settings.max_body_bytes, host=settings.host)
     else:
         mcp_app = server.streamable_http_app(
-            streamable_http_path="/mcp", transport_security=security, max_request_body_size=settings.max_body_bytes, host=settings.host
+            streamable_http_path="/mcp", transport_security=NO_SDK_CHECKS, max_request_body_size=settings.max_body_bytes, host=settings.host
         )
     routes: list[BaseRoute] = [op.route() for op in OPERATIONS]
     routes.append(Route("/openapi.json", openapi_json, methods=["GET"]))

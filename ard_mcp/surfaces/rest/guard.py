@@ -1,7 +1,8 @@
 """What is refused before any route: a Host header this server does not answer for (DNS rebinding, 421),
-a body over the size limit (413) or not sent in time (408) and, for REST writes, a body type a browser can
-send cross-site without a CORS preflight (415). Answered in the error object of the operation the request
-was for.
+a body over the size limit (413) or not sent in time (408), a web page of a foreign origin writing or
+using the MCP endpoint (403) and a body type a browser can send cross-site without a CORS preflight (415):
+for REST writes anything but JSON, a missing Content-Type included. Answered in the error object of the
+operation the request was for.
 
 A request body is read here, under one deadline, and handed on whole: a client sending a byte every few
 seconds no longer holds a worker, and the MCP endpoint gets the same limits as the REST routes. The Host
@@ -11,12 +12,21 @@ refused by the MCP endpoint)."""
 from __future__ import annotations
 
 import json
+import re
 
 import anyio
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ard_mcp.errors import ArdError, MisdirectedRequest, PayloadTooLarge, RateLimited, RequestTimeout, UnsupportedMediaType
+from ard_mcp.errors import (
+    ArdError,
+    MisdirectedRequest,
+    PayloadTooLarge,
+    PermissionDenied,
+    RateLimited,
+    RequestTimeout,
+    UnsupportedMediaType,
+)
 from ard_mcp.surfaces.mcp_server import WRITE_TOOLS
 from ard_mcp.surfaces.rest.errors import error_response
 from ard_mcp.surfaces.rest.operations import dialect_for, is_write
@@ -24,6 +34,7 @@ from ard_mcp.surfaces.rest.ratelimit import Limiter
 from ard_mcp.surfaces.rest.settings import HttpSettings, is_loopback
 
 _SIMPLE_BODY_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data", "text/plain")
+_JSON_TYPE = re.compile(r"application/([\w.-]+\+)?json")  # application/json, application/a2a-agent-card+json
 _BODY_METHODS = ("POST", "PUT")
 _MCP_PATHS = ("/mcp", "/sse", "/messages")
 
@@ -59,13 +70,25 @@ class GuardMiddleware:
         await self.app(scope, receive, send)
 
     def _refusal(self, request: Request) -> ArdError | None:
-        if not self.settings.host_allowed(request.headers.get("host")):
-            return MisdirectedRequest(f"this server does not answer for host {request.headers.get('host')!r}; see --allowed-hosts")
+        host = request.headers.get("host")
+        if not self.settings.host_allowed(host):
+            return MisdirectedRequest(f"this server does not answer for host {host!r}; see --allowed-hosts")
         length = request.headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > self.settings.max_body_bytes:
             return PayloadTooLarge(f"request body of {length} bytes is over the limit of {self.settings.max_body_bytes} bytes")
-        if request.method in ("POST", "PUT") and not request.url.path.startswith(("/mcp", "/messages")):
+        mcp, write = request.url.path.startswith(_MCP_PATHS), is_write(request.method, request.url.path)
+        origin = request.headers.get("origin")
+        if (mcp or write) and not self.settings.origin_allowed(origin, host):
+            return PermissionDenied(
+                f"web pages at origin {origin} may not {'use the MCP endpoint' if mcp else 'write to this registry'}; "
+                "an operator allows an origin with --cors-origins (ARD_MCP_CORS_ORIGINS)"
+            )
+        if request.method in _BODY_METHODS and not mcp:
             media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+            if write and not _JSON_TYPE.fullmatch(media_type):
+                return UnsupportedMediaType(
+                    f"a write's body must be JSON sent with Content-Type: application/json (got {media_type or 'no Content-Type'})"
+                )
             if media_type in _SIMPLE_BODY_TYPES:
                 return UnsupportedMediaType(f"request body must be application/json (got {media_type})")
         return None

@@ -79,10 +79,16 @@ class HttpSettings:
         host = host.lower()
         return host in patterns or any(p.endswith(":*") and host.startswith(p[:-1]) and host[len(p) - 1 :].isdigit() for p in patterns)
 
-    def origin_patterns(self) -> list[str]:
-        """Origins the MCP endpoint accepts: loopback pages, the CORS origins and pages of the allowed hosts."""
-        origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", *self.cors_origins]
-        for host in self.host_patterns():
-            if host != "*":
-                origins += [f"http://{host}", f"https://{host}"]
-        return list(dict.fromkeys(origins))
+    def origin_allowed(self, origin: str | None, host: str | None) -> bool:
+        """Whether a request sent by a web page at `origin` may write here or use the MCP endpoint, the one
+        rule for both. No Origin header: no browser sent it cross-site (curl, SDKs). Otherwise the page must
+        be at a configured CORS origin (`*`: any), at the request's own Host (the scheme is not compared:
+        behind a TLS-terminating proxy the request arrives over http) or at an allowed host (by default the
+        loopback names: pages this machine serves; never through `*`, which would let every page in).
+        `null` (a sandboxed frame, a file: page, a redirect) names no host and is foreign."""
+        if origin is None or "*" in self.cors_origins or origin in self.cors_origins:
+            return True
+        scheme, separator, authority = origin.lower().partition("://")
+        if not separator or scheme not in ("http", "https") or not authority:
+            return False
+        return authority == (host or "").lower() or ("*" not in self.host_patterns() and self.host_allowed(authority))
