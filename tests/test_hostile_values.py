@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ard_mcp.config import Config
-from ard_mcp.errors import InvalidArgument, NotFound
+from ard_mcp.errors import InvalidArgument, NotFound, StaleEntry
 from ard_mcp.formats.messages import FacetRequest
 from ard_mcp.formats.timestamps import parse_date_or_timestamp, parse_timestamp, stored_timestamp
 from ard_mcp.index.repair import check_store
@@ -142,6 +142,35 @@ def test_visible_to_as_a_list_is_the_names_it_lists(registry: Registry) -> None:
     for stranger in (ANONYMOUS, Viewer("carol")):
         with pytest.raises(NotFound):
             registry.get(identifier, stranger)
+
+
+_HOSTILE_VALUES = st.one_of(
+    st.datetimes(timezones=_OFFSETS).map(lambda d: d.isoformat()),
+    st.sampled_from(OVERFLOWING),
+    st.text(max_size=40),
+    st.integers(),
+    st.none(),
+    st.lists(st.text(max_size=8), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2),
+)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(field=st.sampled_from(["updatedAt", "expiresAt", "visibleTo"]), value=_HOSTILE_VALUES)
+def test_any_value_of_a_field_with_meaning_is_stored_or_refused_and_every_read_still_works(
+    loaded: Registry, field: str, value: Any
+) -> None:
+    changes = {"updatedAt": value} if field == "updatedAt" else {"metadata": {field: value}}
+    try:
+        loaded.indexer.register(entry(WEATHER, **changes))
+    except InvalidArgument as exc:
+        assert field in exc.message
+    except StaleEntry:
+        assert field == "updatedAt"
+    assert loaded.search(SearchQuery.of("send invoices to customers")).response().results
+    assert loaded.list(page_size=100).total >= len(SAMPLE) - 1
+    assert check_store(loaded.store, loaded.indexer).unreadable == []
 
 
 @pytest.mark.parametrize("depth", [60, 5000])
