@@ -37,6 +37,10 @@ def env(name: str, default: str | None = None) -> str | None:
     return value if value not in (None, "") else default
 
 
+THIRD_PARTY_DEMOTED = ("third-party",)
+"""Ranked lower under every trust policy: a third-party claim comes below comparable publisher-served entries (`trust.origin`)."""
+
+
 @dataclass(frozen=True)
 class Config:
     data_dir: Path
@@ -45,7 +49,7 @@ class Config:
     chroma_url: str | None = None  # a `chroma run` server shared by several processes; None = embedded Chroma
     store_url: str | None = None  # a PostgreSQL store shared by several processes; None = SQLite in data_dir
     limits: EntryLimits = DEFAULT_LIMITS
-    demote_trust: tuple[str, ...] = ()  # trust statuses ranked lower (`--trust-policy demote`: invalid, self-asserted)
+    demote_trust: tuple[str, ...] = THIRD_PARTY_DEMOTED  # trust statuses ranked lower (`--trust-policy demote` adds invalid, self-asserted)
 
     @cached_property
     def identifier(self) -> str:

@@ -4,6 +4,7 @@ as `trust.status`, which no publisher can write, and which `refuse-invalid` turn
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from ard_mcp.trust.service import TrustChecks
 from ard_mcp.trust.signatures import sign_manifest
 from ard_mcp.web.crawler import open_crawler
 from ard_mcp.web.settings import CrawlSettings
+from tests.dns_responder import DnsResponder
 from tests.http_support import running
 from tests.web_publisher import Publisher
 
@@ -60,6 +62,15 @@ def site() -> Iterator[Publisher]:
     with Publisher() as publisher:
         publisher.put("/.well-known/jwks.json", jwks())
         yield publisher
+
+
+@pytest.fixture
+def acme(site: Publisher) -> Iterator[CrawlSettings]:
+    """Crawl settings under which acme.test is the site: its catalog comes from the publisher's own host, so its
+    entries are publisher-served (`trust.origin`); the name resolves through a real DNS server on loopback."""
+    with DnsResponder() as dns:
+        dns.add("acme.test.", "A", "127.0.0.1")
+        yield CrawlSettings(allow_private_networks=True, dns_server=f"{dns.address}:{dns.port}")
 
 
 def checks(site: Publisher) -> TrustChecks:
@@ -110,13 +121,15 @@ async def test_mcp_registration_checks_trust_too(data_dir: Path, site: Publisher
     assert [e["identifier"] for e in listed.structured_content["items"]] == ["urn:air:acme.test:agents:verified"]
 
 
-def test_a_crawl_checks_trust_and_a_new_finding_replaces_the_old_without_re_embedding(registry: Registry, site: Publisher) -> None:
+def test_a_crawl_checks_trust_and_a_new_finding_replaces_the_old_without_re_embedding(
+    registry: Registry, site: Publisher, acme: CrawlSettings
+) -> None:
     catalog = {"specVersion": "1.0", "entries": [agent("verified", SPIFFE, KEY), agent("plain")]}
     site.put("/catalog.json", catalog)
 
     async def crawl(*, refresh: bool = False) -> None:
-        async with open_crawler(registry, CrawlSettings(allow_private_networks=True), trust=checks(site)) as crawler:
-            await (crawler.refresh(force=True) if refresh else crawler.crawl([site.url("/catalog.json")]))
+        async with open_crawler(registry, acme, trust=checks(site)) as crawler:
+            await (crawler.refresh(force=True) if refresh else crawler.crawl([f"http://acme.test:{site.port}/catalog.json"]))
 
     anyio.run(crawl)
     assert registry.list("trust.status = 'verified'").items[0].identifier == "urn:air:acme.test:agents:verified"
@@ -172,13 +185,13 @@ def test_demote_ranks_self_asserted_entries_below_checked_ones(tmp_path: Path) -
     assert order["demote"][:3] == ["checked", "plain", "poor"]
 
 
-def test_refuse_invalid_leaves_a_forged_entry_out_of_a_crawl(registry: Registry, site: Publisher) -> None:
+def test_refuse_invalid_leaves_a_forged_entry_out_of_a_crawl(registry: Registry, site: Publisher, acme: CrawlSettings) -> None:
     site.put("/catalog.json", {"specVersion": "1.0", "entries": [agent("forged", SPIFFE, OTHER_KEY), agent("plain")]})
-    settings = CrawlSettings(allow_private_networks=True, trust_policy="refuse-invalid")
+    settings = dataclasses.replace(acme, trust_policy="refuse-invalid")
 
     async def crawl() -> list[str]:
         async with open_crawler(registry, settings, trust=checks(site)) as crawler:
-            return (await crawler.crawl([site.url("/catalog.json")])).rejected
+            return (await crawler.crawl([f"http://acme.test:{site.port}/catalog.json"])).rejected
 
     rejected = anyio.run(crawl)
     assert len(rejected) == 1 and "agents:forged: its trust manifest is invalid" in rejected[0]

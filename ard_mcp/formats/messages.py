@@ -5,7 +5,7 @@ in `xu` and `aidip`."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 
@@ -36,14 +36,16 @@ class Freshness(WireModel):
     indexedAt: str = Field(description="When this registry last indexed the entry.")
 
 
-TrustStatus = Literal["verified", "unverified", "self-asserted", "invalid"]
+TrustStatus = Literal["verified", "unverified", "self-asserted", "invalid", "third-party"]
+TRUST_STATUSES: tuple[str, ...] = get_args(TrustStatus)
 
 
 class TrustFinding(WireModel):
     """What this registry found when it checked the entry's trust manifest (ARD §5): the registry's finding,
     never the entry's claim. `verified`: the identity lies in the publisher's domain and the signature checks
     out against the publisher's keys; `unverified`: claims that could not be checked; `self-asserted`: no
-    trust manifest; `invalid`: a mismatched identity or a bad signature."""
+    trust manifest; `invalid`: a mismatched identity or a bad signature; `third-party`: crawled from a host that
+    is not the publisher's and that the publisher did not delegate to (`trust.origin`), whatever its manifest."""
 
     status: TrustStatus
     reason: str | None = None
@@ -53,7 +55,7 @@ class TrustFinding(WireModel):
     def of(cls, found: Mapping[str, str]) -> TrustFinding | None:
         """The finding kept among an entry's filter values; None for an entry stored before trust checks existed."""
         status = found.get(TRUST_STATUS)
-        if status not in ("verified", "unverified", "self-asserted", "invalid"):
+        if status not in TRUST_STATUSES:
             return None
         return cls.model_validate({"status": status, "reason": found.get(TRUST_REASON), "checkedAt": found.get(TRUST_CHECKED)})
 

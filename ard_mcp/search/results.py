@@ -116,6 +116,8 @@ class SearchPage:
         assert candidate.explain is not None and candidate.score is not None, "only a ranked candidate has evidence"
         ranked = candidate.explain()
         agent = candidate.agent
+        trust = TrustFinding.of(candidate.trust)
+        claim = [f"third-party claim: {trust.reason}"] if trust is not None and trust.status == "third-party" else []
         evidence = Evidence(
             matchedExamples=ranked.matched_examples,
             matchedTags=ranked.matched_tags,
@@ -123,7 +125,7 @@ class SearchPage:
             scoreComponents=ScoreComponents(**ranked.components),
             freshness=Freshness(metadataUpdatedAt=agent.entry.get("updatedAt"), indexedAt=agent.indexed_at),
             confidence="high" if self.confident else "low",
-            trust=TrustFinding.of(candidate.trust),
-            warnings=ranked.warnings,
+            trust=trust,
+            warnings=[*claim, *(ranked.warnings or [])] or None,
         )
         return SearchResult.model_validate({**agent.entry, "score": candidate.score, "source": self.source, "evidence": evidence})

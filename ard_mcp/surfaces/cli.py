@@ -23,7 +23,7 @@ from ard_mcp.formats.limits import EntryLimits
 from ard_mcp.surfaces.arguments import build_parser, csv_list
 from ard_mcp.surfaces.rest.ratelimit import RateLimits
 from ard_mcp.surfaces.rest.settings import is_loopback
-from ard_mcp.trust.policy import DEMOTED
+from ard_mcp.trust.policy import demoted_by
 from ard_mcp.web.settings import CrawlSettings
 from ard_mcp.web.sources import Schedule
 
@@ -62,7 +62,7 @@ def _config(args: argparse.Namespace) -> Config:
         chroma_url=args.chroma_url,
         store_url=args.store_url,
         limits=EntryLimits(max_entry_bytes=args.max_entry_bytes),
-        demote_trust=DEMOTED if getattr(args, "trust_policy", "show") == "demote" else (),
+        demote_trust=demoted_by(getattr(args, "trust_policy", "show")),
     )
 
 

@@ -56,7 +56,7 @@ class Services:
         policy says so."""
         if entry.get("trustManifest") is None:
             return None
-        return await self.trust().findings(entry, refuse_invalid=self.trust_policy == "refuse-invalid")
+        return await self.trust().findings(entry, self.trust_policy)
 
     async def aclose(self) -> None:
         if self._federation is not None:

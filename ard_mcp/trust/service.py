@@ -16,8 +16,10 @@ import anyio
 
 from ard_mcp.errors import PermissionDenied
 from ard_mcp.formats.entry_facts import trust_values
-from ard_mcp.formats.identifiers import normalize_identifier
+from ard_mcp.formats.identifiers import normalize_identifier, publisher_of
 from ard_mcp.trust.keys import KeyStore, OriginFor
+from ard_mcp.trust.origin import third_party
+from ard_mcp.trust.policy import TrustPolicy, refused_by
 from ard_mcp.trust.status import TrustResult
 from ard_mcp.trust.verifier import Verifier
 from ard_mcp.web.fetcher import Fetcher
@@ -49,19 +51,25 @@ class TrustChecks:
             return TrustResult("self-asserted", SELF_ASSERTED)
         return await self._made().verify(entry)
 
-    async def findings(self, entry: Mapping[str, Any], refuse_invalid: bool = False) -> set[tuple[str, str]]:
-        """The filter values recording `entry`'s check; with `refuse_invalid`, an invalid one is refused
-        (`PermissionDenied`, saying why), as `--trust-policy refuse-invalid` asks."""
+    async def findings(self, entry: Mapping[str, Any], policy: TrustPolicy = "show", served_by: str | None = None) -> set[tuple[str, str]]:
+        """The filter values recording `entry`'s check; `served_by` names the host of a third-party claim
+        (`origin`). An entry whose status the policy refuses is refused (`PermissionDenied`, saying why)."""
         result = await self.check(entry)
-        if refuse_invalid and result.status == "invalid":
+        if served_by is not None:
+            result = third_party(result, publisher_of(normalize_identifier(str(entry["identifier"]))), served_by)
+        if result.status in refused_by(policy):
+            what = "its trust manifest is invalid" if result.status == "invalid" else "it is a third-party claim"
             raise PermissionDenied(
-                f"{entry.get('identifier')}: its trust manifest is invalid ({result.reason}); this registry refuses such entries"
+                f"{entry.get('identifier')}: {what} ({result.reason}); this registry refuses such entries (--trust-policy {policy})"
             )
         return trust_values(result.status, result.reason, result.checked_at)
 
-    async def batch(self, items: list[tuple[str, Any]], refuse_invalid: bool = False) -> tuple[dict[str, set[tuple[str, str]]], list[str]]:
+    async def batch(
+        self, items: list[tuple[str, Any]], policy: TrustPolicy = "show", served_by: Mapping[str, str] | None = None
+    ) -> tuple[dict[str, set[tuple[str, str]]], list[str]]:
         """Check the entries of a crawled document, a few at a time: their findings by identifier, and why
-        each refused one was (`refuse_invalid`); refused entries are taken out of `items`."""
+        each refused one was (`policy`); refused entries are taken out of `items`. `served_by` maps the
+        identifiers of third-party claims to the host that served them."""
         found: dict[str, set[tuple[str, str]]] = {}
         refused: dict[int, str] = {}
         limiter = anyio.CapacityLimiter(BATCH_CONCURRENCY)
@@ -69,7 +77,8 @@ class TrustChecks:
         async def check(raw: dict[str, Any]) -> None:
             async with limiter:
                 try:
-                    found[normalize_identifier(raw["identifier"])] = await self.findings(raw, refuse_invalid)
+                    identifier = normalize_identifier(raw["identifier"])
+                    found[identifier] = await self.findings(raw, policy, (served_by or {}).get(identifier))
                 except PermissionDenied as exc:
                     refused[id(raw)] = exc.message
 

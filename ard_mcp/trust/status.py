@@ -25,9 +25,9 @@ from datetime import UTC, datetime
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
+from ard_mcp.formats.messages import TrustStatus
 from ard_mcp.formats.timestamps import utc_text
 
-TrustStatus = Literal["verified", "unverified", "self-asserted", "invalid"]
 IdentityKind = Literal["spiffe", "did", "https"]
 
 _LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"

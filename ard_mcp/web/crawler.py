@@ -30,16 +30,18 @@ import anyio.to_thread
 
 from ard_mcp.errors import ArdError, InvalidArgument, NotFound
 from ard_mcp.formats import entry_facts
-from ard_mcp.formats.identifiers import normalize_identifier
+from ard_mcp.formats.identifiers import is_identifier, normalize_identifier, publisher_of
 from ard_mcp.formats.leniency import Notice
 from ard_mcp.formats.media_types import AI_REGISTRY
 from ard_mcp.index.indexer import Progress
 from ard_mcp.registry import Registry
+from ard_mcp.trust.origin import bound, host_of
 from ard_mcp.trust.policy import TrustPolicy
 from ard_mcp.trust.service import TrustChecks
 from ard_mcp.web.dns_discovery import REGISTRY_LABEL, DnsDiscovery, Found
 from ard_mcp.web.documents import Document, parse_json, read_document
 from ard_mcp.web.fetcher import HTML, JSON, Fetched, Fetcher, FetchError
+from ard_mcp.web.holdings import Holdings
 from ard_mcp.web.html_links import catalog_links
 from ard_mcp.web.netsafety import NetworkPolicy, SystemResolver
 from ard_mcp.web.report import CrawlReport, SourceOutcome, Status
@@ -101,6 +103,7 @@ class Crawler:
         self._refresh_all = False
         self._fetched = 0
         self._lock = anyio.Lock()
+        self.holdings = Holdings(registry.store, self.say)
 
     # -- entry points -------------------------------------------------------------------------------
     async def crawl(self, targets: Sequence[str]) -> CrawlReport:
@@ -208,7 +211,7 @@ class Crawler:
         if self._fetched >= self.limits.max_documents and not candidate.quiet:
             self._outcome(candidate, "failed", error=f"not fetched: the crawl's limit of {self.limits.max_documents} documents")
             return []
-        known = self._remembered(candidate.url)
+        known = self.holdings.remembered(candidate.url)
         source = known or Source(candidate.url, candidate.via, found_from=candidate.found_from)
         source.depth = candidate.depth
         validators = (source.etag, source.last_modified) if known is not None else (None, None)
@@ -239,12 +242,8 @@ class Crawler:
     def _due_children(self, source: Source, depth: int) -> list[_Candidate]:
         """The remembered nested catalogs of an unchanged document that are due themselves."""
         now = utcnow()
-        children = [c for c in map(self._remembered, source.children) if c is not None]
+        children = [c for c in map(self.holdings.remembered, source.children) if c is not None]
         return [_Candidate(c.url, c.via, source.url, depth) for c in children if self._refresh_all or c.due(now)]
-
-    def _remembered(self, url: str) -> Source | None:
-        state = self.registry.store.crawl_source(url)
-        return None if state is None else Source.from_dict(state)
 
     async def _fetch(self, candidate: _Candidate, etag: str | None, last_modified: str | None) -> Fetched:
         self._fetched += 0 if candidate.quiet else 1
@@ -286,22 +285,36 @@ class Crawler:
         everything its source holds, so what vanished from it is removed; an incremental one (an MCP
         registry's changes since the last run) adds to what the source holds."""
         provenance = _provenance(source, fetched)
+        host = host_of(fetched.url if fetched is not None else source.url) or source.url
+        authorities = self.holdings.authorities(source, host)
         items: list[tuple[str, Any]] = []
         identifiers: list[str] = []
+        claims: dict[str, str] = {}  # third-party claims (`trust.origin`): identifier → the host that served it
         for where, raw in document.entries:
             if isinstance(raw, dict) and not isinstance(raw, Notice):
-                held = self._held_elsewhere(raw, source.url)
+                named = raw.get("identifier")
+                identifier = normalize_identifier(named) if isinstance(named, str) and is_identifier(named) else None
+                claimed = identifier is not None and authorities is not None and not bound(publisher_of(identifier), authorities)
+                if claimed and identifier is not None:
+                    claims[identifier] = host
+                held = self.holdings.held_elsewhere(raw, source.url, replaces_claims=not claimed)
                 if held:
                     self.report.rejected.append(f"{where}: {held}")
                     continue
-                if isinstance(raw.get("identifier"), str):
-                    identifiers.append(normalize_identifier(raw["identifier"]))
+                if identifier is not None:
+                    identifiers.append(identifier)
                 items.append((where, {**raw, "metadata": {**(raw.get("metadata") or {}), **provenance}}))
             else:
                 items.append((where, raw))
+        if claims:
+            publishers = sorted({publisher_of(i) for i in claims})
+            self.report.warnings.append(
+                f"{source.url}: claims {len(claims)} identifier(s) of other publishers ({', '.join(publishers)}), which did not "
+                f"delegate to {host}; kept as third-party claims (trust.status third-party)"
+            )
         owned: dict[str, set[tuple[str, str]]] = {}
         if self.trust is not None:
-            owned, refused = await self.trust.batch(items, refuse_invalid=self.trust_policy == "refuse-invalid")
+            owned, refused = await self.trust.batch(items, self.trust_policy, claims)
             self.report.rejected += refused
         async with self._lock:  # one ingest at a time: the indexer serialises writes anyway, this keeps reports in order
             report = await anyio.to_thread.run_sync(self.registry.indexer.register_many, items, self.progress, owned)
@@ -314,7 +327,7 @@ class Crawler:
             else:
                 identifiers = list(dict.fromkeys([*source.identifiers, *identifiers]))
             gone_children = [c for c in source.children if c not in document.nested]
-            source.identifiers = [i for i in identifiers if self._holds(i, source.url)]
+            source.identifiers = [i for i in identifiers if self.holdings.holds(i, source.url)]
             source.children = list(document.nested)
             source.last_error = None
             source.schedule(utcnow(), self.schedule, failed=False)
@@ -323,27 +336,10 @@ class Crawler:
             await self._forget_url(child)
         return len(source.identifiers)
 
-    def _held_elsewhere(self, raw: dict[str, Any], url: str) -> str | None:
-        identifier = raw.get("identifier")
-        if not isinstance(identifier, str):
-            return None
-        stored = self.registry.store.get(normalize_identifier(identifier))
-        if stored is None:
-            return None
-        holder = (stored.entry.get("metadata") or {}).get(entry_facts.CRAWL_SOURCE_KEY)
-        if holder == url:
-            return None
-        where = f"the document {holder}" if holder else "a registration (API or file ingest)"
-        return f"{identifier} is held by {where}; a crawl does not replace an entry another source holds"
-
-    def _holds(self, identifier: str, url: str) -> bool:
-        stored = self.registry.store.get(identifier)
-        return stored is not None and (stored.entry.get("metadata") or {}).get(entry_facts.CRAWL_SOURCE_KEY) == url
-
     async def remove(self, identifiers: Iterable[str], url: str) -> list[str]:
         removed = []
         for identifier in identifiers:
-            if self._holds(identifier, url):
+            if self.holdings.holds(identifier, url):
                 try:
                     await anyio.to_thread.run_sync(self.registry.indexer.deregister, identifier)
                     removed.append(identifier)
@@ -359,7 +355,7 @@ class Crawler:
             await self._forget_url(child)
 
     async def _forget_url(self, url: str) -> None:
-        known = self._remembered(url)
+        known = self.holdings.remembered(url)
         if known is not None:
             await self._forget(known)
 
