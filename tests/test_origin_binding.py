@@ -6,6 +6,7 @@ on loopback named alpha.test and evil.test by a real DNS server, real ES256 sign
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
+from ard_mcp.trust.canonical import canonical_json
 from ard_mcp.trust.origin import bound, host_of, serves
 from ard_mcp.trust.service import TrustChecks
 from ard_mcp.trust.signatures import sign_manifest
@@ -165,3 +167,42 @@ def test_a_host_the_publisher_delegates_to_serves_its_entries(
     report = crawl(registry, settings, alpha, f"http://alpha.test:{alpha.port}")
     assert not any("third-party" in w for w in report.warnings), report.warnings
     assert trust_of(registry, PRO)["status"] == "self-asserted"
+
+
+def _published_from(source: str, digest: str | None = None) -> dict[str, Any]:
+    provenance = {"relation": "publishedFrom", "sourceId": source, **({"sourceDigest": digest} if digest else {})}
+    manifest = {**MANIFEST, "provenance": [provenance]}
+    return {**manifest, "signature": sign_manifest(manifest, KEY, "k1", "ES256")}
+
+
+@pytest.mark.slow
+def test_a_manifest_that_names_its_entry_is_checked_against_it(sites: Sites) -> None:
+    alpha, _, _ = sites
+    card = {"name": "Weather", "skills": [{"id": "forecast", "name": "forecast", "description": "Forecasts."}]}
+    digest = "sha256:" + hashlib.sha256(canonical_json(card)).hexdigest()
+    own = {**weather(WEATHER, "alpha.test", "Forecasts."), "trustManifest": _published_from("https://alpha.test/agents/weather.json")}
+    inline = {k: v for k, v in own.items() if k != "url"} | {"data": card, "trustManifest": _published_from(WEATHER, digest)}
+    cases = {
+        "own": own,
+        "copied": {**own, "identifier": PRO, "url": "https://evil.test/agents/weather.json"},
+        "inline": inline,
+        "tampered": {**inline, "data": {**card, "name": "Evil Weather"}},
+        "unsigned data": {**own, "trustManifest": SIGNED},
+    }
+    checks = TrustChecks(allow_private_networks=True, origin_for=lambda authority: alpha.origin)
+
+    async def check_all() -> dict[str, tuple[str, str]]:
+        try:
+            return {name: ((r := await checks.check(e)).status, r.reason) for name, e in cases.items()}
+        finally:
+            await checks.aclose()
+
+    found = anyio.run(check_all)
+    assert found["own"][0] == "verified" and "names this entry (https://alpha.test/agents/weather.json), not its text" in found["own"][1]
+    assert found["copied"][0] == "invalid"
+    assert found["copied"][1].startswith(
+        "the signed manifest was published from 'https://alpha.test/agents/weather.json', which is neither"
+    )
+    assert found["inline"][0] == "verified" and "and the digest of its data" in found["inline"][1]
+    assert found["tampered"][0] == "invalid" and "is not the digest of this entry's data" in found["tampered"][1]
+    assert found["unsigned data"][0] == "verified" and "covers the trust manifest only (ARD §5.1)" in found["unsigned data"][1]

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ard_mcp.config import THIRD_PARTY_DEMOTED
+
 SIGNALS = ("example", "secondExample", "context", "allExamples", "lexical", "tag")
 
 
@@ -62,10 +64,11 @@ class Tuning:
     # top 10 of 4 / 28 of 60 unrelated dev queries undemoted (17 / 37 before the lexical budgets), 0 / 0 at 0.09. (Under an
     # earlier, steeper calibration: 1 / 18 at 0.84, 0 / 3 at 0.5, 0 / 0 at 0.25 and below.) Real entries flagged: none of 6,263.
     untrusted_demotion: float = 0.09
-    # `--trust-policy demote`: entries whose trust status is one of these have their relevance multiplied by
-    # `trust_demotion`, so among comparable matches a checked publisher comes first. An operator's policy, not a
-    # fitted value: 0.5 keeps a self-asserted entry that fits the task well above one that fits it poorly.
-    demoted_trust: tuple[str, ...] = ()
+    # Entries whose trust status is one of these have their relevance multiplied by `trust_demotion`, so among comparable
+    # matches the publisher's own comes first: third-party claims always (`trust.origin`), and under `--trust-policy demote`
+    # invalid and self-asserted entries too. An operator's policy, not a fitted value: 0.5 keeps a self-asserted entry that
+    # fits the task well above one that fits it poorly.
+    demoted_trust: tuple[str, ...] = THIRD_PARTY_DEMOTED
     trust_demotion: float = 0.5
 
 

@@ -19,7 +19,11 @@ by a key that domain serves. The steps, each ending in a `TrustResult` whose `re
 6. the detached JWS over the manifest's JCS form (`signatures.verify_detached`): a good signature →
    `verified`; a key the set does not have → the set is fetched again once (key rotation) and a key
    still missing → `invalid`; a bad signature, a forbidden algorithm, a non-detached JWS → `invalid`; a
-   matching key that is unusable (the publisher's key set is broken) → `unverified`.
+   matching key that is unusable (the publisher's key set is broken) → `unverified`;
+7. what the signature covers (`coverage`): a manifest whose `publishedFrom` provenance names another
+   entry, or whose digest does not match the entry's data → `invalid`; the reason of a `verified` one says
+   what it covers (the manifest alone, unless it names the entry). Whether the entry came from its
+   publisher at all is `origin`'s question, answered where the entry was fetched.
 
 Nothing here raises for bad input: every entry gets a result. Network failures are `unverified`, never
 `invalid`: a publisher being down is not evidence of forgery.
@@ -34,6 +38,7 @@ from urllib.parse import urlsplit
 
 from ard_mcp.formats.identifiers import check_identifier, publisher_of
 from ard_mcp.trust.canonical import signed_payload
+from ard_mcp.trust.coverage import coverage
 from ard_mcp.trust.keys import KeyStore
 from ard_mcp.trust.signatures import SignatureError, jws_header, verify_detached
 from ard_mcp.trust.status import TrustResult, aligned, identity_domain, identity_kind
@@ -124,7 +129,13 @@ class Verifier:
             return _invalid(f"the trust manifest cannot be canonicalised for its signature (RFC 8785): {exc}")
         except SignatureError as exc:
             return _invalid(f"signature: {exc.reason}")
-        return await self._check(signature, payload, self._key_source(manifest, identity, publisher))
+        result = await self._check(signature, payload, self._key_source(manifest, identity, publisher))
+        if result.status != "verified":
+            return result
+        mismatch, covers = coverage(entry, manifest)
+        if mismatch is not None:
+            return _invalid(mismatch)
+        return TrustResult("verified", f"{result.reason}; {covers}", key_id=result.key_id)
 
     @staticmethod
     def _identity_problem(identity: str, identity_type: str | None, publisher: str) -> TrustResult | None:
