@@ -85,8 +85,9 @@ def crawl_options(parser: argparse.ArgumentParser) -> None:
         "--trust-policy",
         choices=TRUST_POLICIES,
         default=env("TRUST_POLICY", "show"),
-        help="show: serve every entry with its trust status (filter trust.status); demote: rank invalid and self-asserted entries "
-        "lower; refuse-invalid: refuse entries whose trust manifest fails its check (ARD_MCP_TRUST_POLICY; default %(default)s)",
+        help="show: serve every entry with its trust status (filter trust.status), third-party claims ranked lower; demote: rank "
+        "invalid and self-asserted entries lower too; refuse-invalid: refuse entries whose trust manifest fails its check; "
+        "publisher-only: refuse third-party claims as well (ARD_MCP_TRUST_POLICY; default %(default)s)",
     )
     parser.add_argument(
         "--allow-private-networks",
