@@ -1,4 +1,4 @@
-"""The crawler's HTTP layer (`ard_mcp.web.fetcher` over `ard_mcp.web.netsafety`) against real loopback servers.
+"""The crawler's HTTP layer (`ard_mcp.net.fetcher` over `ard_mcp.net.guard`) against real loopback servers.
 
 Covered, each through a real socket (`tests.web_publisher.Publisher`) and, for host names, a real DNS server
 (`tests.dns_responder.DnsResponder` behind `DnsDiscovery` as the fetcher's resolver):
@@ -33,10 +33,10 @@ from collections.abc import Iterable, Iterator
 import anyio
 import pytest
 
+from ard_mcp.net.fetcher import HTML, JSON, TEXT, USER_AGENT, Expect, Fetched, Fetcher, FetchError
+from ard_mcp.net.guard import BlockedAddress, NetworkPolicy, Resolver, why_blocked
+from ard_mcp.net.limits import FetchLimits
 from ard_mcp.web.dns_discovery import DnsDiscovery
-from ard_mcp.web.fetcher import HTML, JSON, TEXT, USER_AGENT, Expect, Fetched, Fetcher, FetchError
-from ard_mcp.web.netsafety import BlockedAddress, NetworkPolicy, Resolver, why_blocked
-from ard_mcp.web.settings import FetchLimits
 from tests.dns_responder import DnsResponder
 from tests.web_publisher import Publisher
 

@@ -2,7 +2,7 @@
 
 Upstreams the operator configured may be anywhere (a private network is often the point); upstreams that an
 `ai-registry` entry named are third-party input, so their connections go through the crawler's network
-rules (`ard_mcp.web.netsafety`). Whatever comes back is validated as an ARD search response before any of
+rules (`ard_mcp.net.guard`). Whatever comes back is validated as an ARD search response before any of
 it is merged: a registry that answers something else fails like one that does not answer.
 """
 
@@ -16,8 +16,8 @@ from pydantic import ValidationError
 from ard_mcp.federation.hops import Path
 from ard_mcp.federation.settings import FederationSettings, Upstream
 from ard_mcp.formats.messages import ArdSearchResponse, SearchResult
-from ard_mcp.web.fetcher import USER_AGENT
-from ard_mcp.web.netsafety import BlockedAddress, GuardedTransport, NetworkPolicy, SystemResolver
+from ard_mcp.net.fetcher import USER_AGENT
+from ard_mcp.net.guard import BlockedAddress, GuardedTransport, NetworkPolicy, SystemResolver
 
 MAX_RESPONSE_BYTES = 5 * 1024 * 1024
 

@@ -34,14 +34,14 @@ from ard_mcp.formats.identifiers import normalize_identifier
 from ard_mcp.formats.leniency import Notice
 from ard_mcp.formats.media_types import AI_REGISTRY
 from ard_mcp.index.indexer import Progress
+from ard_mcp.net.fetcher import HTML, JSON, Fetched, Fetcher, FetchError
+from ard_mcp.net.guard import NetworkPolicy, SystemResolver
 from ard_mcp.registry import Registry
 from ard_mcp.trust.policy import TrustPolicy
 from ard_mcp.trust.service import TrustChecks
 from ard_mcp.web.dns_discovery import REGISTRY_LABEL, DnsDiscovery, Found
 from ard_mcp.web.documents import Document, parse_json, read_document
-from ard_mcp.web.fetcher import HTML, JSON, Fetched, Fetcher, FetchError
 from ard_mcp.web.html_links import catalog_links
-from ard_mcp.web.netsafety import NetworkPolicy, SystemResolver
 from ard_mcp.web.report import CrawlReport, SourceOutcome, Status
 from ard_mcp.web.settings import CrawlLimits, CrawlSettings
 from ard_mcp.web.sources import Schedule, Source, utcnow

@@ -1,9 +1,9 @@
-"""One polite, bounded, safe HTTP GET: what every fetch of the crawler goes through.
+"""One polite, bounded, safe HTTP GET: what every fetch the registry makes goes through (the crawl's, the trust checks').
 
 Bounded: connect and read timeouts and an overall deadline, a size cap read as the body streams in (a
 server can lie in Content-Length or send none), at most `max_redirects` redirects, each checked like the
 first URL. Safe: http(s) only, connections only to addresses `NetworkPolicy` allows (checked where the
-socket opens, see `netsafety`). Polite: robots.txt is honoured, at most `per_host` requests to a host at
+socket opens, see `guard`). Polite: robots.txt is honoured, at most `per_host` requests to a host at
 once and `delay` seconds between the starts of two requests to it, and a User-Agent that says who we are.
 Conditional: the caller's ETag / Last-Modified go out as If-None-Match / If-Modified-Since, so a refresh
 of an unchanged catalog costs one 304 and no body.
@@ -21,9 +21,9 @@ import anyio
 import httpx
 
 from ard_mcp import __version__
-from ard_mcp.web.netsafety import BlockedAddress, NetworkPolicy, Resolver, SystemResolver
-from ard_mcp.web.robots import Robots, parse_robots, robots_for_status
-from ard_mcp.web.settings import FetchLimits
+from ard_mcp.net.guard import BlockedAddress, NetworkPolicy, Resolver, SystemResolver
+from ard_mcp.net.limits import FetchLimits
+from ard_mcp.net.robots import Robots, parse_robots, robots_for_status
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class Fetcher:
         user_agent: str = USER_AGENT,
         respect_robots: bool = True,
     ) -> None:
-        from ard_mcp.web.netsafety import GuardedTransport
+        from ard_mcp.net.guard import GuardedTransport
 
         self.policy = policy or NetworkPolicy()
         self.limits = limits or FetchLimits()
