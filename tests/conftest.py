@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpcore
 import pytest
 
 from ard_mcp.config import Config
@@ -188,6 +189,20 @@ def offline_dns() -> Iterator[str]:
                 os.environ.pop("ARD_MCP_DNS_SERVER", None)
             else:
                 os.environ["ARD_MCP_DNS_SERVER"] = before
+
+
+@pytest.fixture
+def no_connection(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Fails any TCP connection httpx would open (the guard's and a plain client's both go through
+    httpcore's anyio backend); the list holds the hosts it was asked for, so a test can say it stayed empty."""
+    asked: list[str] = []
+
+    async def connect_tcp(self: object, host: str, port: int, *args: object, **kwargs: object) -> None:
+        asked.append(host)
+        raise AssertionError(f"a connection to {host}:{port} was opened")
+
+    monkeypatch.setattr(httpcore.AnyIOBackend, "connect_tcp", connect_tcp)
+    return asked
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from ard_mcp.web.settings import CrawlLimits, CrawlSettings
 from ard_mcp.web.sources import Schedule
 from tests.conftest import INVOICES, PDF, TRANSLATE, WEATHER, entry, results
 from tests.dns_responder import DnsResponder
+from tests.url_spellings import SPELLINGS, points_to
 from tests.web_publisher import Publisher
 
 pytestmark = pytest.mark.slow
@@ -255,6 +256,18 @@ def test_unsafe_links_in_a_catalog_are_refused(registry: Registry, site: Publish
     site.put("/catalog.json", manifest(WEATHER, *evil))
     report = crawl(registry, site.url("/catalog.json"))
     assert report.added == 1 and len([w for w in report.warnings if "scheme" in w]) == 3
+
+
+def test_entries_pointing_at_cloud_metadata_in_any_spelling_are_rejected_by_name(registry: Registry, site: Publisher) -> None:
+    evil = [entry(PDF, identifier=f"urn:air:example.com:x:metadata{i}", url=url, data=None) for i, (url, _) in enumerate(SPELLINGS)]
+    site.put("/catalog.json", manifest(WEATHER, *evil))
+    report = crawl(registry, site.url("/catalog.json"))
+
+    assert report.added == 1 and registry.store.count() == 1
+    for i, (url, address) in enumerate(SPELLINGS, start=1):  # the scheme lower-cased: relative links are resolved with urljoin
+        expected = f"{site.url('/catalog.json')}.entries[{i}].url: {points_to(url, address)}".lower()
+        assert any(r.lower().startswith(expected) for r in report.rejected), url
+    assert len(report.rejected) == len(SPELLINGS)
 
 
 def test_private_targets_are_refused_by_default(registry: Registry, site: Publisher) -> None:
