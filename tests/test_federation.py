@@ -183,7 +183,7 @@ async def test_mcp_search_agents_federates(trio: tuple[str, str, str], data_dir:
 @pytest.mark.anyio
 @pytest.mark.parametrize(("url", "address"), SPELLINGS, ids=IDS)
 @pytest.mark.parametrize("configured", [True, False])
-async def test_no_upstream_is_asked_at_cloud_metadata(url: str, address: str, configured: bool, no_connection: list[str]) -> None:
+async def test_no_upstream_is_asked_at_cloud_metadata(url: str, address: str, configured: bool, loopback_only: list[str]) -> None:
     """Configured upstreams may be on a private network, named ones too where that is allowed: neither may
     point at cloud metadata, and the refusal names where the URL really points."""
     client = UpstreamClient(FederationSettings(allow_private_networks=True))
@@ -192,7 +192,7 @@ async def test_no_upstream_is_asked_at_cloud_metadata(url: str, address: str, co
             await client.search(Upstream(url, configured=configured), {"query": {"text": "x"}}, RequestPath.of({}), "https://a.example")
     finally:
         await client.aclose()
-    assert no_connection == []
+    assert loopback_only == []
 
 
 def test_an_upstream_flag_pointing_at_cloud_metadata_is_refused_at_start() -> None:

@@ -232,7 +232,7 @@ async def test_localhost_by_name_is_refused_and_allow_private_fetches_it(site: P
 
 
 @pytest.mark.parametrize(("url", "address"), SPELLINGS, ids=IDS)
-async def test_every_spelling_of_cloud_metadata_is_refused_before_any_connection(url: str, address: str, no_connection: list[str]) -> None:
+async def test_every_spelling_of_cloud_metadata_is_refused_before_any_connection(url: str, address: str, loopback_only: list[str]) -> None:
     """Even where private networks are allowed, and before robots.txt is asked for."""
     async with make_fetcher(robots=True) as fetcher:
         error = await refused(fetcher, url)
@@ -240,17 +240,20 @@ async def test_every_spelling_of_cloud_metadata_is_refused_before_any_connection
             await fetcher.robots(url)
     assert error.blocked and robots.value.blocked
     assert error.reason.startswith(f"points to {address}") and error.reason.endswith("which the registry refuses")
-    assert no_connection == []
+    assert loopback_only == []
 
 
 @pytest.mark.parametrize(("url", "address"), SPELLINGS, ids=IDS)
-async def test_a_redirect_to_any_spelling_of_cloud_metadata_is_refused(site: Publisher, url: str, address: str) -> None:
+async def test_a_redirect_to_any_spelling_of_cloud_metadata_is_refused(
+    site: Publisher, url: str, address: str, loopback_only: list[str]
+) -> None:
     site.redirect("/go", url)
     async with make_fetcher(robots=True) as fetcher:
         error = await refused(fetcher, site.url("/go"))
     assert (error.url.lower(), error.blocked) == (url.lower(), True)  # urljoin lower-cases the scheme
     assert f"points to {address}" in error.reason
     assert [r.path for r in site.requests] == ["/robots.txt", "/go"]
+    assert loopback_only == []
 
 
 class NoDns:
@@ -274,11 +277,11 @@ class NoDns:
         ("fe80::1%eth0", "fe80::1"),
     ],
 )
-async def test_the_guard_reads_numeric_hosts_as_addresses_and_refuses_them(host: str, address: str, no_connection: list[str]) -> None:
+async def test_the_guard_reads_numeric_hosts_as_addresses_and_refuses_them(host: str, address: str, loopback_only: list[str]) -> None:
     """Where the connection opens (a redirect's Location reaches it as httpx read it): no DNS, no socket."""
     with pytest.raises(BlockedAddress, match=re.escape(f"{host} resolves to {address}, ")):
         await GuardedBackend(PRIVATE, NoDns()).connect_tcp(host, 80)
-    assert no_connection == []
+    assert loopback_only == []
 
 
 # --- 2. host names through DNS ---------------------------------------------------------------------------------------
