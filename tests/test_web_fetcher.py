@@ -14,8 +14,8 @@ Covered, each through a real socket (`tests.web_publisher.Publisher`) and, for h
 - size cap, with Content-Length, chunked and gzip-encoded bodies; read timeout, overall deadline (redirects included);
 - content types per expectation, HTTP errors, conditional GETs (If-None-Match / If-Modified-Since → 304) and
   Cache-Control → `max_age`;
-- robots.txt: groups for `*` and for our token, 404 allows, 5xx forbids, checked on each redirect hop, fetched once per
-  origin, `Agentmap:` lines;
+- robots.txt: groups for `*` and for our token, 404 allows, 5xx forbids (and the refusal says robots.txt failed),
+  checked on each redirect hop, fetched once per origin, `Agentmap:` lines;
 - politeness: the delay between request starts to one host, the per-host concurrency limit, hosts not delaying each
   other, and the User-Agent.
 
@@ -665,15 +665,28 @@ async def test_a_missing_robots_txt_allows_everything(site: Publisher) -> None:
 
 
 @pytest.mark.parametrize("status", [500, 503])
-async def test_a_failing_robots_txt_disallows_everything(site: Publisher, status: int) -> None:
+async def test_a_failing_robots_txt_disallows_everything_and_says_it_failed(site: Publisher, status: int) -> None:
+    """RFC 9309 §2.3.1.4: a 5xx robots.txt means complete disallow for now. The refusal says robots.txt
+    answered a 5xx, and carries that status (a server error), not that its rules disallow the URL."""
     put_robots(site, "oops\n", status=status)
     site.put("/public.json", DOC)
     async with make_fetcher(robots=True) as fetcher:
         first = await refused(fetcher, site.url("/public.json"))
         second = await refused(fetcher, site.url("/public.json"))
-    assert first.reason == second.reason == "robots.txt disallows fetching it"
+    assert first.reason == second.reason
+    assert first.reason.startswith(f"not fetched: robots.txt answered HTTP {status} (unreachable)")
+    assert "disallows" not in first.reason
+    assert (first.status, first.server_error, first.blocked) == (status, True, False)
     assert site.count("/public.json") == 0
     assert site.count("/robots.txt") == 1  # the failure is remembered for the crawl too
+
+
+async def test_an_unreachable_robots_txt_says_why(dns: DnsResponder) -> None:
+    """No answer at all (here: a name with no address) disallows everything too, and the refusal says why."""
+    async with make_fetcher(resolver=dns_resolver(dns), robots=True) as fetcher:
+        error = await refused(fetcher, "http://nowhere.test/doc.json")
+    assert error.reason.startswith("not fetched: robots.txt is unreachable (") and "nowhere.test" in error.reason
+    assert (error.status, error.server_error, error.blocked) == (None, False, False)
 
 
 async def test_agentmap_lines_are_returned_and_robots_cached_per_origin(site: Publisher) -> None:

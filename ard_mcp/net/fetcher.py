@@ -25,7 +25,7 @@ import httpx
 from ard_mcp import __version__
 from ard_mcp.net.guard import BlockedAddress, NetworkPolicy, Resolver, SystemResolver
 from ard_mcp.net.limits import FetchLimits
-from ard_mcp.net.robots import Robots, parse_robots, robots_for_status
+from ard_mcp.net.robots import Robots, parse_robots, robots_for_failure
 from ard_mcp.net.urls import RefusedUrl, check_url
 
 log = logging.getLogger(__name__)
@@ -60,8 +60,13 @@ class FetchError(Exception):
         super().__init__(f"{url}: {reason}")
         self.url = url
         self.reason = reason
-        self.status = status
+        self.status = status  # the HTTP status that decided it: the URL's, or its robots.txt's 5xx when that kept it unfetched
         self.blocked = blocked  # refused by the network policy, not a failure of the publisher
+
+    @property
+    def server_error(self) -> bool:
+        """The publisher's server failed (a 5xx): what is there may be fine, and is asked for again later."""
+        return self.status is not None and self.status >= 500
 
 
 @dataclass(frozen=True)
@@ -172,8 +177,8 @@ class Fetcher:
                     log.info("%s: robots.txt unusable (%s): read as no rules", origin, exc.reason)
                     self._robots[origin] = Robots(None)
                     return self._robots[origin]
-                self._robots[origin] = robots_for_status(exc.status or 503)
-                if exc.status is None or exc.status >= 500:
+                self._robots[origin] = robots_for_failure(exc.reason, exc.status)
+                if self._robots[origin].unreachable is not None:
                     log.info("%s: robots.txt unreachable (%s): nothing is fetched from this origin for now", origin, exc.reason)
         return self._robots[origin]
 
@@ -193,8 +198,9 @@ class Fetcher:
         current = url
         for _ in range(self.limits.max_redirects + 1):
             checked(current)
-            if check_robots and not (await self.robots(current)).allows(ROBOTS_TOKEN, current):
-                raise FetchError(current, "robots.txt disallows fetching it")
+            robots = await self.robots(current) if check_robots else None
+            if robots is not None and not robots.allows(ROBOTS_TOKEN, current):
+                raise FetchError(current, robots.refusal(), robots.status)  # a 5xx of robots.txt is the origin's server error
             headers = {"Accept": accept.accept}
             if etag:
                 headers["If-None-Match"] = etag
