@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import ipaddress
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpcore
 import pytest
 
 from ard_mcp.config import Config
@@ -188,6 +190,37 @@ def offline_dns() -> Iterator[str]:
                 os.environ.pop("ARD_MCP_DNS_SERVER", None)
             else:
                 os.environ["ARD_MCP_DNS_SERVER"] = before
+
+
+def keep_connections_on_loopback(patch: pytest.MonkeyPatch) -> list[str]:
+    """Lets httpx connect to loopback only (the tests' own servers; the guard's connections and a plain
+    client's both go through httpcore's anyio backend): any other connection fails as a refused one would,
+    instead of leaving the machine. The list holds the other hosts asked for, so a test can say it stayed
+    empty: a test of refused addresses that regresses, or a fuzzed crawl target that spells a public address
+    as a number (`16843009`), reaches nothing."""
+    refused: list[str] = []
+    connect = httpcore.AnyIOBackend.connect_tcp
+
+    async def connect_tcp(self: httpcore.AnyIOBackend, host: str, port: int, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
+        if host == "localhost" or _is_loopback(host):
+            return await connect(self, host, port, *args, **kwargs)
+        refused.append(host)
+        raise httpcore.ConnectError(f"{host}:{port}: the tests connect to loopback only")
+
+    patch.setattr(httpcore.AnyIOBackend, "connect_tcp", connect_tcp)
+    return refused
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture
+def loopback_only(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    return keep_connections_on_loopback(monkeypatch)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 
 from ard_mcp.formats.messages import FacetRequest
 from ard_mcp.registry import Registry
-from ard_mcp.web.crawler import open_crawler
+from ard_mcp.web.crawler import WELL_KNOWN, open_crawler
 from ard_mcp.web.mcp_registry import import_registry
 from ard_mcp.web.refresh import refresh_forever
 from ard_mcp.web.report import CrawlReport
@@ -24,6 +24,7 @@ from ard_mcp.web.settings import CrawlLimits, CrawlSettings
 from ard_mcp.web.sources import Schedule
 from tests.conftest import INVOICES, PDF, TRANSLATE, WEATHER, entry, results
 from tests.dns_responder import DnsResponder
+from tests.url_spellings import METADATA, SPELLINGS, points_to
 from tests.web_publisher import Publisher
 
 pytestmark = pytest.mark.slow
@@ -257,6 +258,18 @@ def test_unsafe_links_in_a_catalog_are_refused(registry: Registry, site: Publish
     assert report.added == 1 and len([w for w in report.warnings if "scheme" in w]) == 3
 
 
+def test_entries_pointing_at_cloud_metadata_in_any_spelling_are_rejected_by_name(registry: Registry, site: Publisher) -> None:
+    evil = [entry(PDF, identifier=f"urn:air:example.com:x:metadata{i}", url=url, data=None) for i, (url, _) in enumerate(SPELLINGS)]
+    site.put("/catalog.json", manifest(WEATHER, *evil))
+    report = crawl(registry, site.url("/catalog.json"))
+
+    assert report.added == 1 and registry.store.count() == 1
+    for i, (url, address) in enumerate(SPELLINGS, start=1):  # the scheme lower-cased: relative links are resolved with urljoin
+        expected = f"{site.url('/catalog.json')}.entries[{i}].url: {points_to(url, address)}".lower()
+        assert any(r.lower().startswith(expected) for r in report.rejected), url
+    assert len(report.rejected) == len(SPELLINGS)
+
+
 def test_private_targets_are_refused_by_default(registry: Registry, site: Publisher) -> None:
     site.put("/.well-known/ai-catalog.json", manifest(WEATHER))
     report = crawl(registry, site.origin, site.url("/.well-known/ai-catalog.json"), settings=CrawlSettings())
@@ -264,6 +277,62 @@ def test_private_targets_are_refused_by_default(registry: Registry, site: Publis
     assert "loopback" in report.errors[0] and "--allow-private-networks" in report.errors[0]
     assert any(s.status == "failed" and "loopback" in (s.error or "") for s in report.sources)
     assert site.requests == [] and registry.store.count() == 0
+
+
+@pytest.mark.parametrize("settings", [CrawlSettings(), LOCAL], ids=["default", "private-networks-allowed"])
+def test_targets_in_any_spelling_of_cloud_metadata_are_refused_naming_the_address(
+    registry: Registry, settings: CrawlSettings, loopback_only: list[str]
+) -> None:
+    """Origins and document URLs alike; a refusal once said "robots.txt disallows fetching it" when the
+    robots.txt fetch of a refused host failed in another way (an octal host httpx cannot parse)."""
+    targets = [url for url, _ in SPELLINGS] + ["2852039166", "0xa9fea9fe"]  # the last two: domains, as the CLI takes them
+    report = crawl(registry, *targets, settings=settings)
+    messages = report.errors + [s.error or "" for s in report.sources]
+    assert len(messages) == len(targets)
+    for url, address in [*SPELLINGS, ("2852039166", METADATA), ("0xa9fea9fe", METADATA)]:
+        assert any(url.lower() in m.lower() and f"points to {address}" in m for m in messages), url
+    assert not any("robots" in m for m in messages)
+    assert report.failed and registry.store.count() == 0 and loopback_only == []
+
+
+def test_a_loopback_target_spelled_as_a_number_is_refused_as_loopback(registry: Registry, site: Publisher) -> None:
+    """Through a DNS server (`--dns-server`), which has no answer for `0x7f000001`: the host is read as the
+    address it spells, never asked of DNS, and the refusal names loopback instead of a failed robots.txt."""
+    with DnsResponder() as dns:
+        settings = CrawlSettings(dns_server=f"127.0.0.1:{dns.port}")
+        report = crawl(registry, f"http://0x7f000001:{site.port}/", f"http://2130706433:{site.port}/catalog.json", settings=settings)
+    messages = report.errors + [s.error or "" for s in report.sources]
+    assert len(messages) == 2 and all("resolves to 127.0.0.1, a loopback address" in m for m in messages), messages
+    assert site.requests == []
+
+
+def test_a_failing_robots_txt_is_reported_as_the_servers_error_not_as_a_disallow(registry: Registry, site: Publisher) -> None:
+    site.put("/robots.txt", "oops", content_type="text/plain", status=500, etag=False)
+    site.put("/.well-known/ai-catalog.json", manifest(WEATHER))
+    report = crawl(registry, site.origin)
+
+    probes = [s for s in report.sources if s.via == "well-known"]
+    assert len(probes) == len(WELL_KNOWN) and {s.status for s in probes} == {"server-error"}
+    for probe in probes:  # never asked for: the report says why, and that it is not robots.txt's rules
+        assert "not fetched: robots.txt answered HTTP 500 (unreachable)" in (probe.error or "") and "disallows" not in (probe.error or "")
+    assert [r.path for r in site.requests] == ["/robots.txt"]
+    assert report.failed and registry.store.count() == 0
+
+
+def test_a_server_error_on_a_well_known_uri_is_not_reported_as_not_found(registry: Registry, site: Publisher) -> None:
+    site.put("/.well-known/ai-catalog.json", manifest(WEATHER))
+    site.put("/.well-known/ard.json", "boom", content_type="text/plain", status=500)
+    report = crawl(registry, site.origin)
+    outcome = {s.url.rsplit("/", 1)[-1]: s for s in report.sources}
+    assert outcome["ai-catalog.json"].status == "ingested" and outcome["agent.json"].status == "not-found"
+    assert outcome["ard.json"].status == "server-error" and "HTTP 500" in (outcome["ard.json"].error or "")
+    assert not report.failed
+
+    with Publisher() as broken:  # nothing but a server error: the crawl failed, without claiming nothing is there
+        broken.put("/.well-known/ard.json", "boom", content_type="text/plain", status=503)
+        report = crawl(registry, broken.origin)
+    assert [s.status for s in report.sources if s.status != "not-found"] == ["server-error"]
+    assert report.failed and report.errors == []
 
 
 def test_depth_and_document_limits(registry: Registry, site: Publisher) -> None:

@@ -1,8 +1,10 @@
 """Federation (ARD §8) between real `ard-mcp serve` processes on loopback: none / referrals / auto, an upstream
-that is down, one that is slow, a three-registry cycle, de-duplication by identifier, and the same on MCP."""
+that is down, one that is slow, a three-registry cycle, de-duplication by identifier, and the same on MCP;
+no upstream URL, configured or named by an entry, reaches cloud metadata in any spelling."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,13 +18,15 @@ from mcp import Client
 
 from ard_mcp.config import Config
 from ard_mcp.federation.breaker import Breakers
+from ard_mcp.federation.client import UpstreamClient, UpstreamError
 from ard_mcp.federation.hops import HOPS_HEADER, VIA_HEADER, WARNING_HEADER
 from ard_mcp.federation.hops import Path as RequestPath
-from ard_mcp.federation.settings import FederationSettings, Upstream
+from ard_mcp.federation.settings import FederationSettings, Upstream, load_upstreams
 from ard_mcp.surfaces.mcp_server import build_server
 from tests.conftest import INVOICES, PDF, WEATHER, entry
 from tests.processes import free_port
 from tests.reliability_support import ard_mcp, kill9
+from tests.url_spellings import IDS, SPELLINGS
 from tests.web_publisher import Publisher
 
 pytestmark = pytest.mark.slow
@@ -174,6 +178,28 @@ async def test_mcp_search_agents_federates(trio: tuple[str, str, str], data_dir:
     assert auto.structured_content is not None and auto.structured_content["results"][0]["identifier"] == BOOKING["identifier"]
     assert referrals.structured_content is not None and referrals.structured_content["referrals"][0]["url"] == f"{b}/search"
     assert none.structured_content is not None and none.structured_content["results"] == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("url", "address"), SPELLINGS, ids=IDS)
+@pytest.mark.parametrize("configured", [True, False])
+async def test_no_upstream_is_asked_at_cloud_metadata(url: str, address: str, configured: bool, loopback_only: list[str]) -> None:
+    """Configured upstreams may be on a private network, named ones too where that is allowed: neither may
+    point at cloud metadata, and the refusal names where the URL really points."""
+    client = UpstreamClient(FederationSettings(allow_private_networks=True))
+    try:
+        with pytest.raises(UpstreamError, match=re.escape(f"points to {address}")):
+            await client.search(Upstream(url, configured=configured), {"query": {"text": "x"}}, RequestPath.of({}), "https://a.example")
+    finally:
+        await client.aclose()
+    assert loopback_only == []
+
+
+def test_an_upstream_flag_pointing_at_cloud_metadata_is_refused_at_start() -> None:
+    with pytest.raises(ValueError, match=re.escape("--upstream 'http://2852039166/': http://2852039166/ points to 169.254.169.254")):
+        load_upstreams(["http://127.0.0.1:8000", "http://2852039166/"], None)
+    with pytest.raises(ValueError, match=re.escape("--upstream 'ftp://a.example': must be an http or https URL (got ftp)")):
+        load_upstreams(["ftp://a.example"], None)
 
 
 def test_loop_headers_and_breaker() -> None:

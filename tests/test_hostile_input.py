@@ -1,5 +1,6 @@
 """Hostile input answered with a clear error naming what is wrong, never a server error (issue #15): forged
-page tokens, and the limits on what one entry or one request may ask of the registry."""
+page tokens, the limits on what one entry or one request may ask of the registry, and URLs that point at
+cloud metadata in a spelling other than the dotted one (issue #30)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ard_mcp.search.criteria import Criteria
 from ard_mcp.search.filters import parse_filter
 from ard_mcp.search.paging import decode_token, encode_token
 from tests.conftest import WEATHER, entry
+from tests.url_spellings import IDS, SPELLINGS, points_to
 
 
 def _forged(data: object) -> str:
@@ -72,13 +74,35 @@ def _nested(depth: int) -> dict[str, Any]:
         ({"data": None, "url": "javascript:alert(1)"}, "entry.url: must be an http or https URL (got javascript)"),
         ({"data": None, "url": "data:text/html,<script>x</script>"}, "entry.url: must be an http or https URL (got data)"),
         ({"data": None, "url": "gopher://example.com/"}, "entry.url: must be an http or https URL (got gopher)"),
-        ({"data": None, "url": "http://169.254.169.254/latest/meta-data/"}, "entry.url: must not point at a link-local address"),
-        ({"data": None, "url": "http://[fe80::1]/agent"}, "entry.url: must not point at a link-local address"),
     ],
 )
 def test_entries_over_a_limit_are_refused_naming_it(changes: dict[str, Any], expected: str) -> None:
     with pytest.raises(InvalidArgument, match=re.escape(expected)):
         read_entry(entry(WEATHER, **changes))
+
+
+@pytest.mark.parametrize(("url", "address"), SPELLINGS, ids=IDS)
+def test_an_entry_url_pointing_at_cloud_metadata_is_refused_in_every_spelling(url: str, address: str) -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        read_entry(entry(WEATHER, data=None, url=url))
+    assert caught.value.message.startswith(f"entry.url: {points_to(url, address)}")
+    assert caught.value.message.endswith("which the registry refuses")
+
+
+@pytest.mark.parametrize(("url", "address"), SPELLINGS, ids=IDS)
+def test_endpoints_of_every_format_pointing_at_cloud_metadata_are_refused(url: str, address: str) -> None:
+    """Xu bindings, an AIDIP endpoint and an A2A card's interfaces are served as the entry's bindings and
+    called by clients: registration refuses them as it refuses `url`, naming the field that holds them."""
+    socket = "ws" + url[url.index(":") :]  # an A2A interface may be a WebSocket: its host is judged the same
+    documents = [
+        (url, {"id": "https://example.net/agents/x", "name": "X", "description": "d", "bindings": [{"protocol": "a2a", "endpoint": url}]}),
+        (url, {"name": "X", "endpoint": url, "operations": [{"name": "run"}]}),
+        (url, {"name": "X", "description": "d", "url": url, "version": "1", "skills": [{"id": "s", "name": "S"}]}),
+        (socket, {"name": "X", "description": "d", "supportedInterfaces": [{"url": socket, "protocolBinding": "JSONRPC"}]}),
+    ]
+    for endpoint, document in documents:
+        with pytest.raises(InvalidArgument, match=re.escape(f"entry.data: {points_to(endpoint, address)}")):
+            read_entry(registration.to_entry(document, default_id="urn:air:example.net:agents:x"))
 
 
 def test_limits_leave_real_entries_alone_and_the_entry_size_is_configurable() -> None:

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from ard_mcp.surfaces.rest.operations import OPERATIONS, Operation
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.web.settings import CrawlSettings
-from tests.conftest import SAMPLE, WEATHER, entry
+from tests.conftest import SAMPLE, WEATHER, entry, keep_connections_on_loopback
 from tests.http_support import AIDIP_TRANSLATOR, BASE_URL, XU_HR, assert_ours, running
 
 pytestmark = pytest.mark.slow  # the model, Chroma or a server
@@ -108,7 +108,12 @@ def api(tmp_path_factory: pytest.TempPathFactory, offline_dns: str) -> Iterator[
     offline = HttpSettings(  # fuzzed crawl targets never reach the system's resolvers
         cors_origins=(CONFIGURED,), crawl=CrawlSettings(dns_server=offline_dns)
     )
-    with start_blocking_portal() as portal, portal.wrap_async_context_manager(running(data_dir, offline)) as client:
+    with (
+        pytest.MonkeyPatch.context() as patch,
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(running(data_dir, offline)) as client,
+    ):
+        keep_connections_on_loopback(patch)  # ... nor any address but loopback (a number is read as one)
         for item in [*SAMPLE, XU_HR, AIDIP_TRANSLATOR]:
             assert portal.call(partial(client.post, "/agents", json=item)).status_code == 201
         yield portal, client, portal.call(client.get, "/openapi.json").json()

@@ -1,5 +1,7 @@
-"""The package's architecture, checked from its source: formats → index → search → registry → surfaces,
-no module importing from a layer above its own, no import cycles, no module a newcomer cannot hold."""
+"""The package's architecture, checked from its source: net → formats → index → search → registry → the
+rooms that use the registry (web, trust, federation, evaluation) → surfaces, no module importing from a
+layer above its own, rooms on one layer importing only the rooms they name, no import cycles, no module a
+newcomer cannot hold."""
 
 from __future__ import annotations
 
@@ -13,17 +15,27 @@ MAX_LINES = 410
 LAYERS = {  # a module may import from its own layer and those below
     "ard_mcp": 0,
     "ard_mcp.errors": 0,
-    "ard_mcp.formats": 1,
-    "ard_mcp.config": 1,  # names the registry with an identifier, so it reads them through formats
-    "ard_mcp.index": 2,
-    "ard_mcp.search": 3,
-    "ard_mcp.registry": 4,
-    "ard_mcp.evaluation": 5,
-    "ard_mcp.web": 5,
-    "ard_mcp.trust": 5,
-    "ard_mcp.federation": 5,
-    "ard_mcp.surfaces": 6,
-    "ard_mcp.__main__": 7,
+    "ard_mcp.net": 1,  # reaching other hosts: needs nothing of the registry, and every room that fetches stands on it
+    "ard_mcp.formats": 2,
+    "ard_mcp.config": 2,  # names the registry with an identifier, so it reads them through formats
+    "ard_mcp.index": 3,
+    "ard_mcp.search": 4,
+    "ard_mcp.registry": 5,
+    "ard_mcp.evaluation": 6,
+    "ard_mcp.web": 6,
+    "ard_mcp.trust": 6,
+    "ard_mcp.federation": 6,
+    "ard_mcp.surfaces": 7,
+    "ard_mcp.__main__": 8,
+}
+# Rooms of one layer and the others each may import. The crawler checks trust manifests as entries arrive;
+# trust and federation fetch through `ard_mcp.net`, never through the crawler, so no two rooms depend on
+# each other and a fetch is made one way wherever it is made.
+ROOMS: dict[str, set[str]] = {
+    "ard_mcp.web": {"ard_mcp.trust"},
+    "ard_mcp.trust": set(),
+    "ard_mcp.federation": set(),
+    "ard_mcp.evaluation": set(),
 }
 # What only the index and search layers may use: surfaces reach storage and ranking through the registry.
 INTERNALS = (
@@ -58,14 +70,17 @@ def _imports(module: str) -> set[str]:
     return found
 
 
+def _placed(module: str) -> str:
+    """The longest prefix naming a layer (`ard_mcp` alone is the root)."""
+    return max((p for p in LAYERS if module == p or module.startswith(p + ".")), key=len)
+
+
 def _layer_of(module: str) -> int:
-    """The rank of the longest prefix naming a layer (`ard_mcp` alone is the root, layer 0)."""
-    best = max((p for p in LAYERS if module == p or module.startswith(p + ".")), key=len)
-    return LAYERS[best]
+    return LAYERS[_placed(module)]
 
 
 def test_every_module_belongs_to_a_layer() -> None:
-    unplaced = [m for m in MODULES if m != "ard_mcp" and max((p for p in LAYERS if m == p or m.startswith(p + ".")), key=len) == "ard_mcp"]
+    unplaced = [m for m in MODULES if m != "ard_mcp" and _placed(m) == "ard_mcp"]
     assert unplaced == [], "place these in a layer (LAYERS) or move them into one"
 
 
@@ -73,6 +88,13 @@ def test_every_module_belongs_to_a_layer() -> None:
 def test_no_module_imports_from_a_layer_above_its_own(module: str) -> None:
     upward = sorted(i for i in _imports(module) if _layer_of(i) > _layer_of(module))
     assert upward == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _placed(m) in ROOMS))
+def test_rooms_import_only_the_rooms_they_name(module: str) -> None:
+    room = _placed(module)
+    others = {_placed(i) for i in _imports(module)} & ROOMS.keys()
+    assert sorted(others - {room} - ROOMS[room]) == []
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("ard_mcp.surfaces")))
@@ -107,4 +129,5 @@ def test_the_checks_see_what_they_check() -> None:
     assert "ard_mcp.index.store" in _imports("ard_mcp.registry")
     assert "ard_mcp.index.store.base" in _imports("ard_mcp.index.store.sqlite")
     assert "ard_mcp.registry" in _imports("ard_mcp.surfaces.cli")
-    assert _layer_of("ard_mcp.surfaces.rest.app") == 6 and _layer_of("ard_mcp.index.store.sqlite") == 2
+    assert _layer_of("ard_mcp.surfaces.rest.app") == 7 and _layer_of("ard_mcp.index.store.sqlite") == 3
+    assert "ard_mcp.net.fetcher" in _imports("ard_mcp.trust.keys") and "ard_mcp.trust.service" in _imports("ard_mcp.web.crawler")

@@ -21,6 +21,7 @@ from ard_mcp.formats.media_types import MCP_SERVER_CARD
 from ard_mcp.index.example_texts import extract_examples
 from tests.conftest import INVOICES, REPO, SPECS, WEATHER
 from tests.http_support import assert_ard
+from tests.url_spellings import SPELLINGS
 
 SERVER_SCHEMA = SPECS / "mcp-registry" / "server.schema.json"
 
@@ -156,7 +157,10 @@ def test_keywords_become_tags() -> None:
         [{"type": "sse", "url": "https://{tenant}.example.com/sse"}],  # a template, not a URL
         [{"type": "sse", "url": "ftp://files.example.com/"}],
         [{"type": "sse", "url": "http://169.254.169.254/latest"}],  # cloud metadata
+        *([{"type": "sse", "url": url}] for url, _ in SPELLINGS),  # ... in every spelling
         [{"type": "sse", "url": "http://127.0.0.1:8000/sse"}],  # how to run it, not where it runs
+        [{"type": "sse", "url": "http://0x7f000001:8000/sse"}],
+        [{"type": "sse", "url": "http://[::ffff:127.0.0.1]:8000/sse"}],
     ],
 )
 def test_only_a_reachable_http_remote_is_recorded(remotes: list[dict[str, str]]) -> None:

@@ -62,7 +62,7 @@ from ard_mcp.search.query import SearchQuery
 from ard_mcp.surfaces.mcp_server import build_server
 from ard_mcp.surfaces.rest.operations import OPERATIONS, Operation
 from ard_mcp.web.settings import CrawlSettings
-from tests.conftest import SAMPLE
+from tests.conftest import SAMPLE, keep_connections_on_loopback
 from tests.http_support import AIDIP_TRANSLATOR, XU_HR
 from tests.reliability_support import (
     Server,
@@ -731,7 +731,12 @@ def mcp_fuzz(tmp_path_factory: pytest.TempPathFactory, offline_dns: str) -> Iter
     unexpected = _Unexpected()
     logging.getLogger().addHandler(unexpected)
     try:
-        with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(server)) as client:
+        with (
+            pytest.MonkeyPatch.context() as patch,
+            start_blocking_portal() as portal,
+            portal.wrap_async_context_manager(Client(server)) as client,
+        ):
+            keep_connections_on_loopback(patch)  # fuzzed crawl targets reach no address but loopback (a number is read as one)
             tools = {t.name: t for t in portal.call(client.list_tools).tools}
             assert set(tools) == set(MCP_TOOLS), "a tool was added or removed: fuzz it here"
             for item in SAMPLE:

@@ -30,14 +30,14 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 from jwt.api_jws import PyJWS
 
+from ard_mcp.net.fetcher import Fetcher
+from ard_mcp.net.guard import NetworkPolicy
+from ard_mcp.net.limits import FetchLimits
 from ard_mcp.trust.canonical import canonical_json, signed_payload
 from ard_mcp.trust.keys import KeyStore
 from ard_mcp.trust.signatures import SignatureError, b64url, sign_manifest, verify_detached
 from ard_mcp.trust.status import TrustResult, aligned, identity_domain
 from ard_mcp.trust.verifier import Verifier
-from ard_mcp.web.fetcher import Fetcher
-from ard_mcp.web.netsafety import NetworkPolicy
-from ard_mcp.web.settings import FetchLimits
 from tests.web_publisher import Publisher
 
 pytestmark = pytest.mark.anyio

@@ -1,10 +1,12 @@
-"""The crawler's HTTP layer (`ard_mcp.web.fetcher` over `ard_mcp.web.netsafety`) against real loopback servers.
+"""The crawler's HTTP layer (`ard_mcp.net.fetcher` over `ard_mcp.net.guard`) against real loopback servers.
 
 Covered, each through a real socket (`tests.web_publisher.Publisher`) and, for host names, a real DNS server
 (`tests.dns_responder.DnsResponder` behind `DnsDiscovery` as the fetcher's resolver):
 
 - safety by default: loopback in every spelling is refused before a byte is sent (`FetchError.blocked`, a message that
   names the reason and `--allow-private-networks`); `why_blocked` / `NetworkPolicy.check` on their own, no network;
+- cloud metadata in every spelling (`tests.url_spellings`) refused even where private networks are allowed: the URL
+  before any connection or robots.txt, a redirect's Location as it arrives, a numeric host where the socket would open;
 - the check happens after DNS resolution: a name that resolves to loopback, or to one public and one private address,
   is refused; `allow_private` lifts the rule;
 - redirects: every status code followed up to `max_redirects` and no further; other schemes refused; a redirect from
@@ -12,8 +14,8 @@ Covered, each through a real socket (`tests.web_publisher.Publisher`) and, for h
 - size cap, with Content-Length, chunked and gzip-encoded bodies; read timeout, overall deadline (redirects included);
 - content types per expectation, HTTP errors, conditional GETs (If-None-Match / If-Modified-Since → 304) and
   Cache-Control → `max_age`;
-- robots.txt: groups for `*` and for our token, 404 allows, 5xx forbids, checked on each redirect hop, fetched once per
-  origin, `Agentmap:` lines;
+- robots.txt: groups for `*` and for our token, 404 allows, 5xx forbids (and the refusal says robots.txt failed),
+  checked on each redirect hop, fetched once per origin, `Agentmap:` lines;
 - politeness: the delay between request starts to one host, the per-host concurrency limit, hosts not delaying each
   other, and the User-Agent.
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import gzip
 import ipaddress
+import re
 import socket
 import threading
 import time
@@ -33,11 +36,12 @@ from collections.abc import Iterable, Iterator
 import anyio
 import pytest
 
+from ard_mcp.net.fetcher import HTML, JSON, TEXT, USER_AGENT, Expect, Fetched, Fetcher, FetchError
+from ard_mcp.net.guard import BlockedAddress, GuardedBackend, NetworkPolicy, Resolver, why_blocked
+from ard_mcp.net.limits import FetchLimits
 from ard_mcp.web.dns_discovery import DnsDiscovery
-from ard_mcp.web.fetcher import HTML, JSON, TEXT, USER_AGENT, Expect, Fetched, Fetcher, FetchError
-from ard_mcp.web.netsafety import BlockedAddress, NetworkPolicy, Resolver, why_blocked
-from ard_mcp.web.settings import FetchLimits
 from tests.dns_responder import DnsResponder
+from tests.url_spellings import IDS, SPELLINGS
 from tests.web_publisher import Publisher
 
 pytestmark = pytest.mark.anyio
@@ -181,9 +185,15 @@ def test_policy_check_refuses_any_private_answer_and_no_answer() -> None:
         policy.check("mixed.test", ["93.184.216.34", "10.0.0.5"])
     with pytest.raises(BlockedAddress, match="has no address"):
         policy.check("empty.test", [])
-    assert PRIVATE.check("lan.test", ["10.0.0.5", "fe80::1%eth0"]) == ["10.0.0.5", "fe80::1"]  # scope id dropped
+    assert PRIVATE.check("lan.test", ["10.0.0.5", "fd00::5%eth0"]) == ["10.0.0.5", "fd00::5"]  # scope id dropped
     with pytest.raises(BlockedAddress, match="has no address"):
         PRIVATE.check("empty.test", [])
+
+
+@pytest.mark.parametrize("address", ["169.254.169.254", "169.254.170.2", "fe80::1%eth0", "::ffff:a9fe:a9fe", "fd00:ec2::254"])
+def test_link_local_and_cloud_metadata_are_refused_even_where_private_networks_are_allowed(address: str) -> None:
+    with pytest.raises(BlockedAddress, match=r"meta\.test resolves to .*, which the registry refuses"):
+        PRIVATE.check("meta.test", ["10.0.0.5", address])
 
 
 @pytest.mark.parametrize(
@@ -219,6 +229,59 @@ async def test_localhost_by_name_is_refused_and_allow_private_fetches_it(site: P
     async with make_fetcher(robots=True) as fetcher:  # the same URL with the flag: the refusal was the policy's
         got = await fetcher.get(site.url("/doc.json"), JSON)
     assert (got.status, got.body) == (200, b'{"entries": []}')
+
+
+@pytest.mark.parametrize(("url", "address"), SPELLINGS, ids=IDS)
+async def test_every_spelling_of_cloud_metadata_is_refused_before_any_connection(url: str, address: str, loopback_only: list[str]) -> None:
+    """Even where private networks are allowed, and before robots.txt is asked for."""
+    async with make_fetcher(robots=True) as fetcher:
+        error = await refused(fetcher, url)
+        with pytest.raises(FetchError) as robots:
+            await fetcher.robots(url)
+    assert error.blocked and robots.value.blocked
+    assert error.reason.startswith(f"points to {address}") and error.reason.endswith("which the registry refuses")
+    assert loopback_only == []
+
+
+@pytest.mark.parametrize(("url", "address"), SPELLINGS, ids=IDS)
+async def test_a_redirect_to_any_spelling_of_cloud_metadata_is_refused(
+    site: Publisher, url: str, address: str, loopback_only: list[str]
+) -> None:
+    site.redirect("/go", url)
+    async with make_fetcher(robots=True) as fetcher:
+        error = await refused(fetcher, site.url("/go"))
+    assert (error.url.lower(), error.blocked) == (url.lower(), True)  # urljoin lower-cases the scheme
+    assert f"points to {address}" in error.reason
+    assert [r.path for r in site.requests] == ["/robots.txt", "/go"]
+    assert loopback_only == []
+
+
+class NoDns:
+    """A resolver that fails the test: hosts that are addresses must be judged without asking DNS."""
+
+    async def addresses(self, host: str) -> list[str]:
+        raise AssertionError(f"DNS was asked for {host}")
+
+
+@pytest.mark.parametrize(
+    ("host", "address"),
+    [
+        ("2852039166", "169.254.169.254"),
+        ("0xa9fea9fe", "169.254.169.254"),
+        ("0251.0376.0251.0376", "169.254.169.254"),
+        ("169.254.43518", "169.254.169.254"),
+        ("169.254.169.254.", "169.254.169.254"),
+        ("%31%36%39.254.169.254", "169.254.169.254"),
+        ("::ffff:a9fe:a9fe", "::ffff:a9fe:a9fe"),
+        ("fd00:ec2::254", "fd00:ec2::254"),
+        ("fe80::1%eth0", "fe80::1"),
+    ],
+)
+async def test_the_guard_reads_numeric_hosts_as_addresses_and_refuses_them(host: str, address: str, loopback_only: list[str]) -> None:
+    """Where the connection opens (a redirect's Location reaches it as httpx read it): no DNS, no socket."""
+    with pytest.raises(BlockedAddress, match=re.escape(f"{host} resolves to {address}, ")):
+        await GuardedBackend(PRIVATE, NoDns()).connect_tcp(host, 80)
+    assert loopback_only == []
 
 
 # --- 2. host names through DNS ---------------------------------------------------------------------------------------
@@ -297,7 +360,7 @@ async def test_a_redirect_to_another_scheme_is_refused(site: Publisher, target: 
     scheme = target.split(":", 1)[0].lower()
     assert error.url == target
     assert not error.blocked
-    assert f"the {scheme} scheme is not fetched (http and https only)" in str(error)
+    assert f"must be an http or https URL (got {scheme})" in str(error)
 
 
 @pytest.mark.parametrize("target", ["javascript:alert(1)", "mailto:someone@example.com", "data:application/json,{}"])
@@ -316,8 +379,8 @@ async def test_a_malformed_url_is_a_fetch_error() -> None:
 
 async def test_a_url_of_another_scheme_is_refused_before_anything_is_sent(site: Publisher) -> None:
     async with make_fetcher(robots=True) as fetcher:
-        assert "the file scheme is not fetched" in str(await refused(fetcher, "file:///etc/passwd"))
-        assert "the missing scheme is not fetched" in str(await refused(fetcher, "/relative.json"))
+        assert "must be an http or https URL (got file)" in str(await refused(fetcher, "file:///etc/passwd"))
+        assert "must be an http or https URL (got no scheme)" in str(await refused(fetcher, "/relative.json"))
     assert site.requests == []
 
 
@@ -602,15 +665,28 @@ async def test_a_missing_robots_txt_allows_everything(site: Publisher) -> None:
 
 
 @pytest.mark.parametrize("status", [500, 503])
-async def test_a_failing_robots_txt_disallows_everything(site: Publisher, status: int) -> None:
+async def test_a_failing_robots_txt_disallows_everything_and_says_it_failed(site: Publisher, status: int) -> None:
+    """RFC 9309 §2.3.1.4: a 5xx robots.txt means complete disallow for now. The refusal says robots.txt
+    answered a 5xx, and carries that status (a server error), not that its rules disallow the URL."""
     put_robots(site, "oops\n", status=status)
     site.put("/public.json", DOC)
     async with make_fetcher(robots=True) as fetcher:
         first = await refused(fetcher, site.url("/public.json"))
         second = await refused(fetcher, site.url("/public.json"))
-    assert first.reason == second.reason == "robots.txt disallows fetching it"
+    assert first.reason == second.reason
+    assert first.reason.startswith(f"not fetched: robots.txt answered HTTP {status} (unreachable)")
+    assert "disallows" not in first.reason
+    assert (first.status, first.server_error, first.blocked) == (status, True, False)
     assert site.count("/public.json") == 0
     assert site.count("/robots.txt") == 1  # the failure is remembered for the crawl too
+
+
+async def test_an_unreachable_robots_txt_says_why(dns: DnsResponder) -> None:
+    """No answer at all (here: a name with no address) disallows everything too, and the refusal says why."""
+    async with make_fetcher(resolver=dns_resolver(dns), robots=True) as fetcher:
+        error = await refused(fetcher, "http://nowhere.test/doc.json")
+    assert error.reason.startswith("not fetched: robots.txt is unreachable (") and "nowhere.test" in error.reason
+    assert (error.status, error.server_error, error.blocked) == (None, False, False)
 
 
 async def test_agentmap_lines_are_returned_and_robots_cached_per_origin(site: Publisher) -> None:

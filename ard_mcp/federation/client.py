@@ -2,7 +2,8 @@
 
 Upstreams the operator configured may be anywhere (a private network is often the point); upstreams that an
 `ai-registry` entry named are third-party input, so their connections go through the crawler's network
-rules (`ard_mcp.web.netsafety`). Whatever comes back is validated as an ARD search response before any of
+rules (`ard_mcp.net.guard`). Every upstream URL, either kind, passes `ard_mcp.net.urls.check_url` first:
+cloud metadata is never asked, in any spelling. Whatever comes back is validated as an ARD search response before any of
 it is merged: a registry that answers something else fails like one that does not answer.
 """
 
@@ -16,8 +17,9 @@ from pydantic import ValidationError
 from ard_mcp.federation.hops import Path
 from ard_mcp.federation.settings import FederationSettings, Upstream
 from ard_mcp.formats.messages import ArdSearchResponse, SearchResult
-from ard_mcp.web.fetcher import USER_AGENT
-from ard_mcp.web.netsafety import BlockedAddress, GuardedTransport, NetworkPolicy, SystemResolver
+from ard_mcp.net.fetcher import USER_AGENT
+from ard_mcp.net.guard import BlockedAddress, GuardedTransport, NetworkPolicy, SystemResolver
+from ard_mcp.net.urls import RefusedUrl, check_url
 
 MAX_RESPONSE_BYTES = 5 * 1024 * 1024
 
@@ -64,14 +66,18 @@ class UpstreamClient:
             headers["Authorization"] = f"Bearer {upstream.token}"
         configured, named = self._clients()
         client = configured if upstream.configured else named
+        endpoint = search_endpoint(upstream.url)
         try:
-            async with client.stream("POST", search_endpoint(upstream.url), json=body, headers=headers) as response:
+            check_url(endpoint)  # never cloud metadata, whoever named the upstream, however it is spelled
+            async with client.stream("POST", endpoint, json=body, headers=headers) as response:
                 data = bytearray()
                 async for chunk in response.aiter_bytes():
                     data += chunk
                     if len(data) > MAX_RESPONSE_BYTES:
                         raise UpstreamError(upstream, f"answer larger than {MAX_RESPONSE_BYTES} bytes")
                 status = response.status_code
+        except RefusedUrl as exc:
+            raise UpstreamError(upstream, exc.reason) from None
         except BlockedAddress as exc:
             raise UpstreamError(upstream, str(exc)) from None
         except httpx.TimeoutException:

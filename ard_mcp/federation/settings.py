@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ard_mcp.net.urls import check_url
+
 
 @dataclass(frozen=True)
 class Upstream:
@@ -46,6 +48,5 @@ def load_upstreams(urls: list[str], token_file: Path | None) -> tuple[Upstream, 
                 raise ValueError(f"{token_file}:{number}: expected 'URL TOKEN'")
             tokens[parts[0].rstrip("/")] = parts[1]
     for url in urls:
-        if not url.startswith(("http://", "https://")):
-            raise ValueError(f"--upstream {url!r}: must be an http(s) URL")
+        check_url(url, f"--upstream {url!r}")  # a RefusedUrl is a ValueError, reported as the other settings errors are
     return tuple(Upstream(url.rstrip("/"), tokens.get(url.rstrip("/"))) for url in dict.fromkeys(urls))

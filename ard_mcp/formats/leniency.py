@@ -31,7 +31,7 @@ from ard_mcp.formats.catalog import (
 )
 from ard_mcp.formats.identifiers import is_identifier, normalize_identifier, publisher_of
 from ard_mcp.formats.invisible import strip_entry
-from ard_mcp.formats.limits import DEFAULT_LIMITS, EntryLimits, check_entry
+from ard_mcp.formats.limits import DEFAULT_LIMITS, EntryLimits, check_endpoints, check_entry
 from ard_mcp.formats.reserved_metadata import VISIBLE_TO_KEY, joined_names
 from ard_mcp.formats.timestamps import parse_timestamp, utc_text
 
@@ -168,7 +168,9 @@ def read_entry(raw: Any, where: str = "entry", limits: EntryLimits = DEFAULT_LIM
     stripped = strip_entry(entry)
     warnings = [f"{where}: {stripped}"] if stripped else []
     warnings += [f"{where}.{note}" for rule in ENTRY_RULES for note in rule(entry)]
-    return parse_entry(entry, where), warnings
+    parsed = parse_entry(entry, where)
+    check_endpoints(entry, where)
+    return parsed, warnings
 
 
 def read_manifest(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:

@@ -4,22 +4,23 @@ Each limit answers a failure an adversarial test produced: `data` nested 252 lev
 then broke every search that matched it (serialising it overflowed), deeper nesting was a bare 500; an
 entry with 100,000 tags made facet requests take 140 s; a 1 MB entry made each matching search return
 2.3 MB; NUL and bidi-override characters were accepted in names (text that renders as something else in
-a host's UI); `url` took `file:`, `javascript:` and link-local addresses. The limits sit far above what
+a host's UI); `url` took `file:`, `javascript:` and link-local addresses (and still took cloud metadata
+spelled `http://2852039166/` once the dotted spelling was refused). The limits sit far above what
 real catalogs hold (the largest entry of the shared benchmark catalogs is 42 KB, 15 levels deep, with 35
 capabilities).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from ard_mcp.errors import InvalidArgument
+from ard_mcp.formats import entry_facts
+from ard_mcp.net import urls
 
 MAX_DEPTH = 32  # nesting of objects and arrays, the entry itself being level 1
 DEFAULT_MAX_ENTRY_BYTES = 256 * 1024
@@ -79,22 +80,27 @@ def _texts(value: Any, where: str, limit: int) -> None:
         _text(item, f"{where}[{i}]", limit)
 
 
-def _link_local(host: str) -> bool:
+def check_url(value: str, where: str) -> None:
+    """A URL an entry hands to every client that searches (its `url`, an endpoint it names): only http(s),
+    and never where `ard_mcp.net.urls` refuses to go, in any spelling (`http://2852039166/` is
+    169.254.169.254, cloud metadata). `file:`, `javascript:`, `data:` and the like were accepted before."""
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_link_local
-    except ValueError:
-        return host.lower().rstrip(".") == "metadata.google.internal"
+        urls.check_url(value, where)
+    except urls.RefusedUrl as exc:
+        raise InvalidArgument(str(exc)) from None
 
 
-def _check_url(value: str, where: str) -> None:
-    """An entry's `url` is where a client fetches the artifact: only http(s), and never a link-local address
-    (169.254.0.0/16, fe80::/10, where cloud instance metadata and its credentials live). `file:`,
-    `javascript:`, `data:` and the like were accepted before and handed to every client that searched."""
-    parts = urlsplit(value)
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise InvalidArgument(f"{where}: must be an http or https URL (got {parts.scheme or 'no scheme'})")
-    if _link_local(parts.hostname):
-        raise InvalidArgument(f"{where}: must not point at a link-local address (169.254.0.0/16, fe80::/10), where cloud metadata lives")
+def check_endpoints(entry: Mapping[str, Any], where: str) -> None:
+    """The endpoints an entry's `data` names (Xu bindings, an AIDIP endpoint, an A2A card's interfaces) are
+    served as its bindings and called by clients, so they get the check `url` gets, whatever their scheme
+    (ws:, grpc:). Called on an entry that parsed: the bindings are read from its validated fields."""
+    for binding in entry_facts.bindings_of(entry):
+        endpoint = binding.get("endpoint")
+        if isinstance(endpoint, str) and "://" in endpoint:
+            try:
+                urls.check_url(endpoint, f"{where}.data", any_scheme=True)
+            except urls.RefusedUrl as exc:
+                raise InvalidArgument(str(exc)) from None
 
 
 def check_entry(raw: Mapping[str, Any], where: str, limits: EntryLimits) -> None:
@@ -110,7 +116,7 @@ def check_entry(raw: Mapping[str, Any], where: str, limits: EntryLimits) -> None
     for name in _LONG_LISTS:
         _texts(raw.get(name), f"{where}.{name}", MAX_LONG_TEXT)
     if isinstance(raw.get("url"), str):
-        _check_url(raw["url"], f"{where}.url")
+        check_url(raw["url"], f"{where}.url")
     metadata = raw.get("metadata")
     if isinstance(metadata, Mapping) and len(metadata) > MAX_ITEMS:
         raise InvalidArgument(f"{where}.metadata: more than {MAX_ITEMS} keys ({len(metadata)})")

@@ -22,7 +22,6 @@ transport to `metadata.remoteTransport`) so the document itself stays in `data`.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -35,6 +34,7 @@ from ard_mcp.formats.identifiers import derive_identifier, is_publisher_domain
 from ard_mcp.formats.limits import MAX_ITEMS, MAX_LONG_TEXT, MAX_SHORT_TEXT, check_depth
 from ard_mcp.formats.media_types import MCP_SERVER_CARD
 from ard_mcp.formats.timestamps import parse_timestamp, utc_text
+from ard_mcp.net.urls import RefusedUrl, carried, check_url
 
 OFFICIAL = "io.modelcontextprotocol.registry/official"
 """The key of the official registry's own metadata in `_meta` (status, isLatest, publishedAt, updatedAt)."""
@@ -229,19 +229,19 @@ def _package_registry(document: Mapping[str, Any]) -> str | None:
 
 
 def _usable_url(url: str) -> bool:
-    """An http(s) URL a client elsewhere can reach: a host that is not a template (`{tenant}`), loopback
-    (old records list `http://localhost:8000/sse`, which is how to run it, not where it runs) or link-local
-    (cloud instance metadata)."""
-    parts = urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or "{" in url or any(c.isspace() for c in url):
-        return False
-    if parts.hostname == "localhost" or parts.hostname.endswith(".localhost"):
+    """An http(s) URL a client elsewhere can reach: one `check_url` takes (not link-local, not cloud
+    metadata, in any spelling) whose host is not a template (`{tenant}`) or loopback (old records list
+    `http://localhost:8000/sse`, which is how to run it, not where it runs)."""
+    if "{" in url or any(c.isspace() for c in url):
         return False
     try:
-        address = ipaddress.ip_address(parts.hostname)
-    except ValueError:
-        return True
-    return not (address.is_loopback or address.is_link_local or address.is_unspecified)
+        target = check_url(url)
+    except RefusedUrl:
+        return False
+    if target.host == "localhost" or target.host.endswith(".localhost"):
+        return False
+    address = None if target.address is None else carried(target.address)
+    return address is None or not (address.is_loopback or address.is_unspecified)
 
 
 def _endpoints(document: Mapping[str, Any]) -> list[tuple[Any, Any]]:

@@ -1,9 +1,9 @@
-"""Publishers' signing keys, fetched through the crawler's `Fetcher` and kept for as long as they say.
+"""Publishers' signing keys, fetched through the network layer's `Fetcher` and kept for as long as they say.
 
 Where keys come from: a publisher's JWK Set at `https://<publisher>/.well-known/jwks.json`, a JWK Set at a
 URL the trust manifest names, or a `did:web` DID document (`https://<host>/.well-known/did.json`, or
 `https://<host>/<path>/did.json` for a DID with a path), whose verification methods' `publicKeyJwk`s are
-turned into a JWK Set. Every fetch goes through `ard_mcp.web.fetcher.Fetcher`, so the crawler's network
+turned into a JWK Set. Every fetch goes through `ard_mcp.net.fetcher.Fetcher`, so the crawler's network
 rules hold here too (no private addresses unless allowed, size caps, timeouts, robots.txt): key URLs come
 from documents third parties write, which makes them as dangerous as any other URL the crawler is given.
 Key URLs are https: a key fetched over plain http proves nothing about who served it.
@@ -34,8 +34,8 @@ from urllib.parse import urlsplit
 import anyio
 
 from ard_mcp.formats.identifiers import is_publisher_domain
+from ard_mcp.net.fetcher import JSON, Fetcher, FetchError
 from ard_mcp.trust.status import did_web_location
-from ard_mcp.web.fetcher import JSON, Fetcher, FetchError
 
 MAX_KEYS = 64  # keys (or DID verification methods) one document may hold; a real key set has a handful
 _PRIVATE_MEMBERS = frozenset({"d", "p", "q", "dp", "dq", "qi", "oth", "k"})  # never needed to verify

@@ -17,14 +17,14 @@ import anyio
 from ard_mcp.errors import PermissionDenied
 from ard_mcp.formats.entry_facts import trust_values
 from ard_mcp.formats.identifiers import normalize_identifier, publisher_of
+from ard_mcp.net.fetcher import Fetcher
+from ard_mcp.net.guard import NetworkPolicy, Resolver, SystemResolver
+from ard_mcp.net.limits import FetchLimits
 from ard_mcp.trust.keys import KeyStore, OriginFor
 from ard_mcp.trust.origin import third_party
 from ard_mcp.trust.policy import TrustPolicy, refused_by
 from ard_mcp.trust.status import TrustResult
 from ard_mcp.trust.verifier import Verifier
-from ard_mcp.web.fetcher import Fetcher
-from ard_mcp.web.netsafety import NetworkPolicy, Resolver, SystemResolver
-from ard_mcp.web.settings import FetchLimits
 
 BATCH_CONCURRENCY = 8  # entries of one document checked at once (one key-set fetch per publisher, then cached)
 SELF_ASSERTED = "no trust manifest: the publisher in the identifier is a claim nobody checked"

@@ -37,12 +37,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ard_mcp.formats.identifiers import check_identifier, publisher_of
+from ard_mcp.net.fetcher import FetchError
 from ard_mcp.trust.canonical import signed_payload
 from ard_mcp.trust.coverage import coverage
 from ard_mcp.trust.keys import KeyStore
 from ard_mcp.trust.signatures import SignatureError, jws_header, verify_detached
 from ard_mcp.trust.status import TrustResult, aligned, identity_domain, identity_kind
-from ard_mcp.web.fetcher import FetchError
 
 _KNOWN_TYPES = ("spiffe", "did", "https")
 

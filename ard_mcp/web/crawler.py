@@ -34,17 +34,17 @@ from ard_mcp.formats.identifiers import is_identifier, normalize_identifier, pub
 from ard_mcp.formats.leniency import Notice
 from ard_mcp.formats.media_types import AI_REGISTRY
 from ard_mcp.index.indexer import Progress
+from ard_mcp.net.fetcher import HTML, JSON, Fetched, Fetcher, FetchError
+from ard_mcp.net.guard import NetworkPolicy, SystemResolver
 from ard_mcp.registry import Registry
 from ard_mcp.trust.origin import bound, host_of
 from ard_mcp.trust.policy import TrustPolicy
 from ard_mcp.trust.service import TrustChecks
 from ard_mcp.web.dns_discovery import REGISTRY_LABEL, DnsDiscovery, Found
 from ard_mcp.web.documents import Document, parse_json, read_document
-from ard_mcp.web.fetcher import HTML, JSON, Fetched, Fetcher, FetchError
 from ard_mcp.web.holdings import Holdings
 from ard_mcp.web.html_links import catalog_links
-from ard_mcp.web.netsafety import NetworkPolicy, SystemResolver
-from ard_mcp.web.report import CrawlReport, SourceOutcome, Status
+from ard_mcp.web.report import FAILURES, CrawlReport, SourceOutcome, Status
 from ard_mcp.web.settings import CrawlLimits, CrawlSettings
 from ard_mcp.web.sources import Schedule, Source, utcnow
 
@@ -260,14 +260,14 @@ class Crawler:
         return read_document(parse_json(fetched.body, fetched.url), fetched.url)
 
     async def _failed(self, candidate: _Candidate, source: Source, exc: FetchError, known: bool) -> list[_Candidate]:
-        if candidate.quiet and not known:  # a probe that found nothing usable: normal for most domains
+        if candidate.quiet and not known and not exc.server_error:  # a probe that found nothing usable: normal for most domains
             self._outcome(candidate, "not-found", error=exc.reason)
             return []
         if known and exc.status in GONE:  # the publisher took it down: so do we
             await self._forget(source)
             self._outcome(candidate, "removed", error=exc.reason)
             return []
-        self._outcome(candidate, "failed", error=str(exc))
+        self._outcome(candidate, "server-error" if exc.server_error else "failed", error=str(exc))  # a 500 is not "not there"
         if known:
             source.last_error = exc.reason
             source.schedule(utcnow(), self.schedule, failed=True)
@@ -276,8 +276,8 @@ class Crawler:
 
     def _outcome(self, candidate: _Candidate, status: Status, entries: int = 0, error: str | None = None) -> None:
         self.report.sources.append(SourceOutcome(url=candidate.url, via=candidate.via, status=status, entries=entries, error=error))
-        if status == "failed":
-            self.say(f"failed {candidate.url}: {error}")
+        if status in FAILURES:
+            self.say(f"{status} {candidate.url}: {error}")
 
     # -- ingesting ----------------------------------------------------------------------------------------
     async def ingest(self, source: Source, document: Document, fetched: Fetched | None, complete: bool = True) -> int:

@@ -84,7 +84,7 @@ class DnsDiscovery:
         return found
 
     async def addresses(self, host: str) -> list[str]:
-        """A and AAAA of a host, through the configured server (`netsafety.Resolver`)."""
+        """A and AAAA of a host, through the configured server (`ard_mcp.net.guard.Resolver`)."""
         found = [str(r) for answer in await self._answers((host, "A"), (host, "AAAA")) for r in answer]
         if not found:
             raise OSError(f"{host}: no A or AAAA record")

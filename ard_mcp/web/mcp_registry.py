@@ -14,9 +14,9 @@ from urllib.parse import urlencode, urlsplit
 from ard_mcp.errors import ArdError
 from ard_mcp.formats import mcp_server
 from ard_mcp.formats.identifiers import normalize_identifier
+from ard_mcp.net.fetcher import JSON, FetchError
 from ard_mcp.web.crawler import Crawler
 from ard_mcp.web.documents import Document, parse_json
-from ard_mcp.web.fetcher import JSON, FetchError
 from ard_mcp.web.report import SourceOutcome
 from ard_mcp.web.sources import Source, utcnow
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ard_mcp.web.report import FAILURES
 from ard_mcp.web.settings import CrawlSettings
 from ard_mcp.web.sources import Source, utcnow
 
@@ -45,7 +46,7 @@ async def refresh_forever(opened: Callable[[], Registry], settings: CrawlSetting
             async with open_crawler(registry, settings) as crawler:
                 report = await crawler.refresh()
             changed = report.added + report.updated + len(report.removed)
-            failed = [s.url for s in report.sources if s.status == "failed"]
+            failed = [s.url for s in report.sources if s.status in FAILURES]
             log.info("refreshed %d crawled document(s): %d entries changed, %d failed", len(report.sources), changed, len(failed))
         except Exception:
             log.exception("background refresh failed; trying again in %g s", tick)

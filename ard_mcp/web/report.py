@@ -27,7 +27,17 @@ class CrawlRequest(BaseModel):
     force: bool = Field(False, description="With refresh: every remembered document, due or not.")
 
 
-Status = Literal["ingested", "not-modified", "not-found", "failed", "removed"]
+Status = Literal["ingested", "not-modified", "not-found", "server-error", "failed", "removed"]
+STATUSES = (
+    "ingested: read, its entries registered; not-modified: unchanged since the last crawl (304); "
+    "not-found: a well-known URI probed and not there (4xx, or not a document); "
+    "server-error: the server answered 5xx, for the document or for its origin's robots.txt (then the document "
+    "was not asked for), so it is asked again later; failed: any other failure (network, size, format, a refused address); "
+    "removed: taken down by its publisher (404 or 410), its entries with it"
+)
+
+
+FAILURES = ("server-error", "failed")  # outcomes that are failures, whoever's
 
 
 class SourceOutcome(BaseModel):
@@ -35,7 +45,7 @@ class SourceOutcome(BaseModel):
 
     url: str
     via: str = Field(description="how it was found: well-known, robots, link, dns-svcb, dns-txt, nested, direct, mcp-registry")
-    status: Status
+    status: Status = Field(description=STATUSES)
     entries: int = 0  # entries this document holds in the registry after the crawl
     error: str | None = None
 
@@ -62,4 +72,4 @@ class CrawlReport(BaseModel):
     def failed(self) -> bool:
         """Nothing usable came of the crawl."""
         usable = any(s.status in ("ingested", "not-modified") for s in self.sources)
-        return not usable and bool(self.errors or any(s.status == "failed" for s in self.sources))
+        return not usable and bool(self.errors or any(s.status in FAILURES for s in self.sources))

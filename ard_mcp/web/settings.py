@@ -5,19 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ard_mcp.net.limits import FetchLimits
 from ard_mcp.trust.policy import TrustPolicy
 from ard_mcp.web.sources import Schedule
-
-
-@dataclass(frozen=True)
-class FetchLimits:
-    connect_timeout: float = 5.0
-    read_timeout: float = 10.0
-    deadline: float = 30.0  # the whole fetch, redirects included
-    max_bytes: int = 5 * 1024 * 1024
-    max_redirects: int = 5
-    per_host: int = 2
-    delay: float = 0.25  # between the starts of two requests to one host
 
 
 @dataclass(frozen=True)

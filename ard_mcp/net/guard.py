@@ -6,7 +6,11 @@ on 10.0.0.5. Checking a URL's host before fetching is not enough, because the na
 address by the time the socket opens (DNS rebinding) and a redirect can point anywhere. So the check sits
 in the connection layer: every TCP connection, the first one and each redirect's, resolves the host
 itself, refuses it if any of its addresses is not a public unicast one, and connects to the address it
-checked. `allow_private` lifts the rule (tests on loopback, a registry for a private network).
+checked. `allow_private` lifts the rule (tests on loopback, a registry for a private network), but for
+the addresses no URL may point to (`urls.refused_kind`: link-local and cloud metadata), which are never
+connected to. A host is read as the URL Standard reads it (`urls.address_of`): `2852039166` or
+`0251.0376.0251.0376` is an address, judged without asking DNS, whose answer for such a name differs from
+one resolver to another.
 """
 
 from __future__ import annotations
@@ -23,9 +27,9 @@ import anyio
 import httpcore
 import httpx
 
-log = logging.getLogger(__name__)
+from ard_mcp.net.urls import Address, address_of, carried, refused_kind
 
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+log = logging.getLogger(__name__)
 
 
 class BlockedAddress(Exception):
@@ -46,12 +50,10 @@ class SystemResolver:
 
 def why_blocked(address: Address) -> str | None:
     """Why an address is not a public unicast one, or None when it is."""
-    if isinstance(address, ipaddress.IPv6Address):
-        wrapped = address.ipv4_mapped or address.sixtofour  # an IPv4 address inside an IPv6 one is judged as itself
-        if wrapped is not None:
-            return why_blocked(wrapped)
-        if address.is_site_local:
-            return "a site-local address"
+    if carried(address) != address:  # an IPv4 address inside an IPv6 one is judged as itself
+        return why_blocked(carried(address))
+    if isinstance(address, ipaddress.IPv6Address) and address.is_site_local:
+        return "a site-local address"
     for reason, flag in (
         ("a loopback address", address.is_loopback),
         ("a link-local address", address.is_link_local),
@@ -67,7 +69,7 @@ def why_blocked(address: Address) -> str | None:
 
 @dataclass(frozen=True)
 class NetworkPolicy:
-    """`allow_private`: connect to loopback, private, link-local and reserved addresses too."""
+    """`allow_private`: connect to loopback, private and reserved addresses too (never to link-local or cloud metadata ones)."""
 
     allow_private: bool = False
 
@@ -77,6 +79,10 @@ class NetworkPolicy:
         checked = [ipaddress.ip_address(a.split("%", 1)[0]) for a in addresses]
         if not checked:
             raise BlockedAddress(f"{host} has no address")
+        for address in checked:
+            kind = refused_kind(address)
+            if kind is not None:
+                raise BlockedAddress(f"{host} resolves to {address}, {kind}, which the registry refuses")
         if not self.allow_private:
             for address in checked:
                 reason = why_blocked(address)
@@ -103,13 +109,10 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        try:
-            literal = [str(ipaddress.ip_address(host))]
-        except ValueError:
-            literal = []
+        literal = address_of(host)
         try:
             with anyio.fail_after(timeout):
-                resolved = literal or await self._resolver.addresses(host)
+                resolved = [str(literal)] if literal is not None else await self._resolver.addresses(host)
         except TimeoutError:
             raise httpcore.ConnectTimeout(f"{host}: no DNS answer in time") from None
         except OSError as exc:  # no such name: a failed connection, as for any client

@@ -1,10 +1,12 @@
-"""One polite, bounded, safe HTTP GET: what every fetch of the crawler goes through.
+"""One polite, bounded, safe HTTP GET: what every fetch the registry makes goes through (the crawl's, the trust checks').
 
 Bounded: connect and read timeouts and an overall deadline, a size cap read as the body streams in (a
 server can lie in Content-Length or send none), at most `max_redirects` redirects, each checked like the
-first URL. Safe: http(s) only, connections only to addresses `NetworkPolicy` allows (checked where the
-socket opens, see `netsafety`). Polite: robots.txt is honoured, at most `per_host` requests to a host at
-once and `delay` seconds between the starts of two requests to it, and a User-Agent that says who we are.
+first URL. Safe: every URL, the first and each redirect's, passes `urls.check_url` before anything is
+sent (http(s) only, never an address the registry refuses however it is spelled), and connections go
+only to addresses `NetworkPolicy` allows (checked where the socket opens, see `guard`). Polite:
+robots.txt is honoured, at most `per_host` requests to a host at once and `delay` seconds between the
+starts of two requests to it, and a User-Agent that says who we are.
 Conditional: the caller's ETag / Last-Modified go out as If-None-Match / If-Modified-Since, so a refresh
 of an unchanged catalog costs one 304 and no body.
 """
@@ -21,9 +23,10 @@ import anyio
 import httpx
 
 from ard_mcp import __version__
-from ard_mcp.web.netsafety import BlockedAddress, NetworkPolicy, Resolver, SystemResolver
-from ard_mcp.web.robots import Robots, parse_robots, robots_for_status
-from ard_mcp.web.settings import FetchLimits
+from ard_mcp.net.guard import BlockedAddress, NetworkPolicy, Resolver, SystemResolver
+from ard_mcp.net.limits import FetchLimits
+from ard_mcp.net.robots import Robots, parse_robots, robots_for_failure
+from ard_mcp.net.urls import RefusedUrl, check_url
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +60,13 @@ class FetchError(Exception):
         super().__init__(f"{url}: {reason}")
         self.url = url
         self.reason = reason
-        self.status = status
+        self.status = status  # the HTTP status that decided it: the URL's, or its robots.txt's 5xx when that kept it unfetched
         self.blocked = blocked  # refused by the network policy, not a failure of the publisher
+
+    @property
+    def server_error(self) -> bool:
+        """The publisher's server failed (a 5xx): what is there may be fine, and is asked for again later."""
+        return self.status is not None and self.status >= 500
 
 
 @dataclass(frozen=True)
@@ -78,13 +86,22 @@ class Fetched:
         return self.status == 304
 
 
-def check_scheme(url: str) -> None:
+def checked(url: str) -> None:
+    """Refuse a URL `check_url` refuses before anything is sent for it, not even its origin's robots.txt:
+    `blocked` when it points at a refused address, so the error names that address."""
     try:
-        scheme = urlsplit(url).scheme.lower()
-    except ValueError as exc:  # e.g. an unclosed IPv6 bracket
-        raise FetchError(url, f"malformed URL ({exc})") from None
-    if scheme not in ("http", "https"):
-        raise FetchError(url, f"the {scheme or 'missing'} scheme is not fetched (http and https only)")
+        check_url(url)
+    except RefusedUrl as exc:
+        raise FetchError(url, exc.reason, blocked=exc.points_to is not None) from None
+
+
+async def _check_location(response: httpx.Response) -> None:
+    """A redirect's Location is checked as it arrives, before httpx reads it: httpx cannot parse some
+    spellings of an address (`0251.0376.0251.0376`, octal parts) and would fail with an error that hides
+    where the redirect pointed."""
+    location = response.headers.get("location")
+    if response.is_redirect and location:
+        checked(urljoin(str(response.request.url), location))
 
 
 def _max_age(cache_control: str | None) -> int | None:
@@ -114,20 +131,21 @@ class Fetcher:
         user_agent: str = USER_AGENT,
         respect_robots: bool = True,
     ) -> None:
-        from ard_mcp.web.netsafety import GuardedTransport
+        from ard_mcp.net.guard import GuardedTransport
 
         self.policy = policy or NetworkPolicy()
         self.limits = limits or FetchLimits()
         self.user_agent = user_agent
         self.respect_robots = respect_robots
         if self.policy.allow_private:
-            log.warning("crawling private networks is allowed: loopback, private and link-local addresses will be fetched")
+            log.warning("crawling private networks is allowed: loopback and private addresses will be fetched")
         timeout = httpx.Timeout(self.limits.read_timeout, connect=self.limits.connect_timeout)
         self._client = httpx.AsyncClient(
             transport=GuardedTransport(self.policy, resolver or SystemResolver()),
             timeout=timeout,
             headers={"User-Agent": user_agent},
             follow_redirects=False,
+            event_hooks={"response": [_check_location]},
         )
         self._hosts: dict[str, _Host] = {}
         self._robots: dict[str, Robots] = {}
@@ -145,7 +163,7 @@ class Fetcher:
     async def robots(self, url: str) -> Robots:
         """The robots.txt of the URL's origin, fetched once per crawl; raises `FetchError` when the
         network policy refuses the origin (nothing else from it would be fetched either)."""
-        check_scheme(url)  # a malformed URL is a FetchError here too, not a ValueError out of urlsplit
+        checked(url)
         parts = urlsplit(url)
         origin = f"{parts.scheme}://{parts.netloc}"
         if origin not in self._robots:
@@ -159,8 +177,8 @@ class Fetcher:
                     log.info("%s: robots.txt unusable (%s): read as no rules", origin, exc.reason)
                     self._robots[origin] = Robots(None)
                     return self._robots[origin]
-                self._robots[origin] = robots_for_status(exc.status or 503)
-                if exc.status is None or exc.status >= 500:
+                self._robots[origin] = robots_for_failure(exc.reason, exc.status)
+                if self._robots[origin].unreachable is not None:
                     log.info("%s: robots.txt unreachable (%s): nothing is fetched from this origin for now", origin, exc.reason)
         return self._robots[origin]
 
@@ -179,9 +197,10 @@ class Fetcher:
     async def _follow(self, url: str, accept: Expect, etag: str | None, last_modified: str | None, check_robots: bool) -> Fetched:
         current = url
         for _ in range(self.limits.max_redirects + 1):
-            check_scheme(current)
-            if check_robots and not (await self.robots(current)).allows(ROBOTS_TOKEN, current):
-                raise FetchError(current, "robots.txt disallows fetching it")
+            checked(current)
+            robots = await self.robots(current) if check_robots else None
+            if robots is not None and not robots.allows(ROBOTS_TOKEN, current):
+                raise FetchError(current, robots.refusal(), robots.status)  # a 5xx of robots.txt is the origin's server error
             headers = {"Accept": accept.accept}
             if etag:
                 headers["If-None-Match"] = etag
