@@ -110,6 +110,9 @@ def test_referrals_list_the_upstreams(trio: tuple[str, str, str]) -> None:
     referrals = response.json()["referrals"]
     assert [r["url"] for r in referrals] == [f"{b}/search", f"{c}/search"]
     assert all(r["type"] == "application/ai-registry+json" for r in referrals)
+    # an IP address is no publisher: an upstream known only by one is named under this registry's own domain
+    port = b.rsplit(":", 1)[1]
+    assert referrals[0]["identifier"] == f"urn:air:ard-mcp.localhost:registry:127.0.0.1:{port}"
 
 
 def test_auto_merges_upstream_results_with_their_source(trio: tuple[str, str, str]) -> None:

@@ -21,6 +21,7 @@ from ard_mcp.federation.client import UpstreamClient, UpstreamError, search_endp
 from ard_mcp.federation.hops import Path
 from ard_mcp.federation.merge import fuse
 from ard_mcp.federation.settings import FederationSettings, Upstream
+from ard_mcp.formats.identifiers import publisher_of, registry_identifier
 from ard_mcp.formats.media_types import AI_REGISTRY
 from ard_mcp.formats.messages import AGENT_RESOURCE, BriefResult, Detail, RegistryReferral, SearchResponse, SearchResult
 from ard_mcp.search.query import SearchQuery
@@ -108,7 +109,8 @@ class Federation:
             return answer
         upstreams = await anyio.to_thread.run_sync(lambda: self.upstreams(registry, query.text or "", viewer))
         if mode == "referrals":
-            answer.referrals = [_referral(u, i) for i, u in enumerate(upstreams)]
+            publisher = publisher_of(registry.config.identifier)
+            answer.referrals = [_referral(u, publisher) for u in upstreams]
             return answer
         await self._merge(answer, query, upstreams, path)
         return answer
@@ -157,9 +159,11 @@ def _noting_sources(result: SearchResult, sources: list[str]) -> SearchResult:
     return result.model_copy(update={"evidence": result.evidence.model_copy(update={"sources": sources})})
 
 
-def _referral(upstream: Upstream, index: int) -> RegistryReferral:
-    host = upstream.url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
-    identifier = upstream.identifier or f"urn:air:{host}:registry:upstream-{index + 1}"
+def _referral(upstream: Upstream, publisher: str) -> RegistryReferral:
+    """An upstream as a catalog entry a client may ask: named by its registry entry's identifier, else by its
+    domain, else (an IP address is no publisher) under this registry's own publisher domain."""
+    identifier = upstream.identifier or registry_identifier(upstream.url, publisher)
+    host = upstream.url.split("://", 1)[-1].split("/", 1)[0]
     return RegistryReferral(
         identifier=identifier, displayName=upstream.name or host, type="application/ai-registry+json", url=search_endpoint(upstream.url)
     )
