@@ -19,7 +19,7 @@ import anyio.to_thread
 from ard_mcp.federation.breaker import Breakers
 from ard_mcp.federation.client import UpstreamClient, UpstreamError, search_endpoint
 from ard_mcp.federation.hops import Path
-from ard_mcp.federation.merge import fuse
+from ard_mcp.federation.merge import confident, fuse
 from ard_mcp.federation.settings import FederationSettings, Upstream
 from ard_mcp.formats.identifiers import publisher_of, registry_identifier
 from ard_mcp.formats.media_types import AI_REGISTRY
@@ -145,18 +145,9 @@ class Federation:
         if not rankings:
             return
         fused = fuse([answer.results, *(rankings[u.url] for u in asked if u.url in rankings)], query.page_size)
-        answer.results = [_noting_sources(m.result, m.sources) for m in fused]
+        answer.results = [m.noted() for m in fused]
         answer.total = max(answer.total, len(answer.results))
-        answer.confident = answer.confident or any(
-            r.evidence is None or r.evidence.confidence != "low" for ranking in rankings.values() for r in ranking
-        )
-
-
-def _noting_sources(result: SearchResult, sources: list[str]) -> SearchResult:
-    """The kept copy of an entry several registries returned, naming all of them in its evidence."""
-    if len(sources) < 2 or result.evidence is None:
-        return result
-    return result.model_copy(update={"evidence": result.evidence.model_copy(update={"sources": sources})})
+        answer.confident = answer.confident or any(confident(r) for r in answer.results)
 
 
 def _referral(upstream: Upstream, publisher: str) -> RegistryReferral:

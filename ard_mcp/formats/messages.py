@@ -77,7 +77,8 @@ class Evidence(WireModel):
     confidence: Confidence = Field(description=CONFIDENCE)
     trust: TrustFinding | None = Field(default=None, description="The registry's trust check of the entry (filter: trust.status).")
     sources: list[str] | None = Field(
-        default=None, description="Federation: every registry that returned this entry (the freshest copy is shown)."
+        default=None,
+        description="Federation: every registry that returned this entry (this registry's own copy is shown when it holds one).",
     )
     warnings: list[str] | None = Field(
         default=None,
