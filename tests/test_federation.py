@@ -125,12 +125,13 @@ def test_auto_merges_upstream_results_with_their_source(trio: tuple[str, str, st
 
 
 def test_auto_keeps_the_local_copy_of_an_entry_and_names_every_source(trio: tuple[str, str, str]) -> None:
-    """B's copy of the PDF entry is newer (its `updatedAt` is later), but a later date is only a claim: A shows its own."""
-    a, b, _ = trio
+    """B's copy of the PDF entry is newer (its `updatedAt` is later), but a later date is only a claim: A shows its own.
+    C returns the entry too (it asked A, which answered it locally: A is on the path), so C is one of its sources."""
+    a, b, c = trio
     results = search(a, "convert markdown to pdf").json()["results"]
     copies = [r for r in results if r["identifier"] == PDF["identifier"]]
     assert len(copies) == 1 and copies[0]["description"] == PDF["description"] and copies[0]["source"].rstrip("/") == a
-    assert sorted(s.rstrip("/") for s in copies[0]["evidence"]["sources"]) == sorted([a, b])
+    assert sorted(s.rstrip("/") for s in copies[0]["evidence"]["sources"]) == sorted([a, b, c])
 
 
 def test_a_cycle_stops(trio: tuple[str, str, str]) -> None:
@@ -215,10 +216,10 @@ def test_xu_discover_federates_with_provenance(trio: tuple[str, str, str]) -> No
 
 
 def test_xu_discover_keeps_the_provenance_of_a_local_candidate_upstreams_also_return(trio: tuple[str, str, str]) -> None:
-    a, b, _ = trio
+    a, b, c = trio
     body = {"query": "convert markdown to pdf", "federation": "auto", "limit": 5}
     found = httpx.post(f"{a}/discover", json=body, timeout=60).json()
     both = next(c for c in found["candidates"] if c["identifier"] == PDF["identifier"])
     assert both["description"] == PDF["description"] and both["origin_service"].rstrip("/") == a
     assert both["origin_authority"] == "docs.example.org" and both["received_at"]
-    assert sorted(s.rstrip("/") for s in both["origin_sources"]) == sorted([a, b])
+    assert sorted(s.rstrip("/") for s in both["origin_sources"]) == sorted([a, b, c])

@@ -2,5 +2,7 @@
 rankings with the local one, and stopping request loops between registries.
 
 `settings` (which upstreams) and `hops` (the path a request carries) under `client` (asking one upstream)
-and `breaker`; `merge` fuses rankings; `service.Federation` runs none / referrals / auto for every surface.
+and `breaker`; `answer` reads what comes back (a page of it, leniently); `screening` and `evidence` make its
+rows results this registry vouches for; `merge` fuses rankings; `service.Federation` runs none / referrals /
+auto for every surface.
 """

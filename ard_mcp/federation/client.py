@@ -2,8 +2,8 @@
 
 Upstreams the operator configured may be anywhere (a private network is often the point); upstreams that an
 `ai-registry` entry named are third-party input, so their connections go through the crawler's network
-rules (`ard_mcp.web.netsafety`). Whatever comes back is validated as an ARD search response before any of
-it is merged: a registry that answers something else fails like one that does not answer.
+rules (`ard_mcp.web.netsafety`). What comes back is read by `answer`: JSON only, at most a page of rows; a
+registry that answers something else fails like one that does not answer.
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from pydantic import ValidationError
 
+from ard_mcp.federation.answer import Answer, NotAnAnswer, read_answer
 from ard_mcp.federation.hops import Path
 from ard_mcp.federation.settings import FederationSettings, Upstream
-from ard_mcp.formats.messages import ArdSearchResponse, SearchResult
 from ard_mcp.web.fetcher import USER_AGENT
 from ard_mcp.web.netsafety import BlockedAddress, GuardedTransport, NetworkPolicy, SystemResolver
 
@@ -58,7 +57,8 @@ class UpstreamClient:
                 await pool.aclose()
             self._pools = None
 
-    async def search(self, upstream: Upstream, body: dict[str, Any], path: Path, identity: str) -> list[SearchResult]:
+    async def search(self, upstream: Upstream, body: dict[str, Any], path: Path, identity: str, limit: int) -> Answer:
+        """The upstream's answer to `body`: at most `limit` raw result rows (`answer.read_answer`)."""
         headers = path.forwarded_by(identity)
         if upstream.token:
             headers["Authorization"] = f"Bearer {upstream.token}"
@@ -71,7 +71,7 @@ class UpstreamClient:
                     data += chunk
                     if len(data) > MAX_RESPONSE_BYTES:
                         raise UpstreamError(upstream, f"answer larger than {MAX_RESPONSE_BYTES} bytes")
-                status = response.status_code
+                status, content_type = response.status_code, response.headers.get("content-type")
         except BlockedAddress as exc:
             raise UpstreamError(upstream, str(exc)) from None
         except httpx.TimeoutException:
@@ -81,6 +81,6 @@ class UpstreamClient:
         if status != 200:
             raise UpstreamError(upstream, f"HTTP {status}")
         try:
-            return ArdSearchResponse.model_validate_json(bytes(data)).results
-        except ValidationError as exc:
-            raise UpstreamError(upstream, f"not an ARD search response ({exc.error_count()} validation errors)") from None
+            return read_answer(bytes(data), content_type, limit)
+        except NotAnAnswer as exc:
+            raise UpstreamError(upstream, str(exc)) from None

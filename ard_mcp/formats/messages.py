@@ -151,7 +151,9 @@ class SearchResponse(WireModel):
     referrals: list[RegistryReferral] | None = Field(
         default=None, description="federation=referrals: other registries to ask (their search endpoints)."
     )
-    warnings: list[str] | None = Field(default=None, description="federation=auto: upstream registries that failed or were late.")
+    warnings: list[str] | None = Field(
+        default=None, description="federation=auto: upstream registries that failed or were late, and what of their answers was left out."
+    )
 
 
 class FacetRequest(WireModel):

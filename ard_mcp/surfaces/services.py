@@ -1,7 +1,8 @@
 """What a serving registry shares across its surfaces and requests: the federation (upstream connection
 pools, circuit breakers) and the trust checks (key caches). Each is made on first use: they bring httpx
 pools, the ranking and the JWS library, none of which the first `tools/list` should wait for. The HTTP
-app makes one and hands it to the MCP server it mounts, so MCP and REST share pools, breakers and caches."""
+app makes one and hands it to the MCP server it mounts, so MCP and REST share pools, breakers and caches.
+Federation screens remote results with the same trust checks and policy as registrations."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ class Services:
         if self._federation is None:
             from ard_mcp.federation.service import Federation
 
-            self._federation = Federation(self._federation_settings)
+            self._federation = Federation(self._federation_settings, self.trust(), self.trust_policy)
         return self._federation
 
     def trust(self) -> TrustChecks:
