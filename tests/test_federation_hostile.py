@@ -1,6 +1,6 @@
 """A hostile upstream registry, on a real loopback port, against a registry with federation `auto`: it changes no
 local result and its text reaches the host screened (issue #31). Also: answers bounded to a page and read
-leniently, and `--trust-policy` on remote results."""
+leniently, `--trust-policy` on remote results, and federation resolving names through `--dns-server`."""
 
 from __future__ import annotations
 
@@ -25,7 +25,10 @@ from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.surfaces.services import Services
 from ard_mcp.trust.policy import DEMOTED, TrustPolicy
 from ard_mcp.trust.service import TrustChecks
+from ard_mcp.web.netsafety import SystemResolver
+from ard_mcp.web.settings import CrawlSettings
 from tests.conftest import PDF, WEATHER
+from tests.dns_responder import DnsResponder
 from tests.http_support import running
 from tests.test_trust_registry import KEY, OTHER_KEY, SPIFFE, agent, jwks
 from tests.web_publisher import Publisher
@@ -172,7 +175,7 @@ async def test_trust_policy_demote_applies_to_remote_results(tmp_path: Path) -> 
         site.put("/.well-known/jwks.json", jwks())
         site.put("/search", {"results": [FORGED, BARE, SIGNED]})
         checks = TrustChecks(allow_private_networks=True, origin_for=lambda authority: site.origin)
-        federation = Federation(FederationSettings(upstreams=(Upstream(site.origin),)), checks, "demote")
+        federation = Federation(FederationSettings(upstreams=(Upstream(site.origin),)), checks, "demote", SystemResolver())
         registry = Registry(Config(tmp_path / "data", source_url=SOURCE, demote_trust=DEMOTED))
         try:
             page = await federation.search(registry, SearchQuery.of(TASK), "auto", RequestPath(), EVERYONE)
@@ -186,3 +189,26 @@ async def test_trust_policy_demote_applies_to_remote_results(tmp_path: Path) -> 
     }
     assert scores == {"verified": (100, "verified"), "forged": (50, "invalid"), "bare": (50, "self-asserted")}
     assert page.results[0].identifier.endswith(":verified")
+
+
+async def test_federation_resolves_names_as_the_crawler_does(data_dir: Path) -> None:
+    """`--dns-server` decides what an upstream's name is; an upstream a catalog entry named follows the network rules."""
+    with Publisher() as site, DnsResponder() as dns:
+        site.put("/search", {"results": [row(weather_agent("peer"), forged_evidence())]})
+        dns.add("peer.test.", "A", "127.0.0.1")
+        dns.add("named.test.", "A", "127.0.0.1")
+        settings = FederationSettings(upstreams=(Upstream(f"http://peer.test:{site.port}"),))
+        crawl = CrawlSettings(dns_server=f"127.0.0.1:{dns.port}")
+        named = {
+            "identifier": "urn:air:named.test:registry:weather",
+            "displayName": "Weather registry",
+            "type": "application/ai-registry+json",
+            "url": f"http://named.test:{site.port}/",
+            "description": "A registry of weather forecast agents.",
+        }
+        services = Services(SOURCE, settings, crawl)
+        async with running(data_dir, source_url=SOURCE, services=services) as client:
+            assert (await client.post("/agents", json=named)).status_code == 201
+            results, warnings = await ask(client)
+    assert "urn:air:evil.example:agents:peer" in [r["identifier"] for r in results]
+    assert f"upstream http://named.test:{site.port}/: named.test resolves to 127.0.0.1, a loopback address: refused" in warnings

@@ -1,9 +1,11 @@
 """Asking one upstream registry: `POST {url}/search` with the request's path, bounded in time and size.
 
-Upstreams the operator configured may be anywhere (a private network is often the point); upstreams that an
-`ai-registry` entry named are third-party input, so their connections go through the crawler's network
-rules (`ard_mcp.web.netsafety`). What comes back is read by `answer`: JSON only, at most a page of rows; a
-registry that answers something else fails like one that does not answer.
+Every connection resolves names with the crawler's resolver (the `--dns-server` one when given, so one DNS
+view decides crawling and federation alike) and goes through the crawler's connection layer
+(`ard_mcp.web.netsafety`). Upstreams the operator configured may be anywhere (a private network is often
+the point); upstreams that an `ai-registry` entry named are third-party input, so the crawler's network
+rules apply to them (`--allow-private-networks`). What comes back is read by `answer`: JSON only, at most
+a page of rows; a registry that answers something else fails like one that does not answer.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from ard_mcp.federation.answer import Answer, NotAnAnswer, read_answer
 from ard_mcp.federation.hops import Path
 from ard_mcp.federation.settings import FederationSettings, Upstream
 from ard_mcp.web.fetcher import USER_AGENT
-from ard_mcp.web.netsafety import BlockedAddress, GuardedTransport, NetworkPolicy, SystemResolver
+from ard_mcp.web.netsafety import BlockedAddress, GuardedTransport, NetworkPolicy, Resolver
 
 MAX_RESPONSE_BYTES = 5 * 1024 * 1024
 
@@ -35,8 +37,9 @@ def search_endpoint(url: str) -> str:
 class UpstreamClient:
     """Connection pools for the two kinds of upstream, shared by every federated search of a server."""
 
-    def __init__(self, settings: FederationSettings) -> None:
+    def __init__(self, settings: FederationSettings, resolver: Resolver) -> None:
         self._settings = settings
+        self._resolver = resolver
         self._pools: tuple[httpx.AsyncClient, httpx.AsyncClient] | None = None
 
     def _clients(self) -> tuple[httpx.AsyncClient, httpx.AsyncClient]:
@@ -44,11 +47,12 @@ class UpstreamClient:
         if self._pools is None:
             timeout = httpx.Timeout(self._settings.timeout)
             headers = {"User-Agent": USER_AGENT}
-            guarded = GuardedTransport(NetworkPolicy(self._settings.allow_private_networks), SystemResolver())
-            self._pools = (
-                httpx.AsyncClient(timeout=timeout, headers=headers, follow_redirects=False),
-                httpx.AsyncClient(transport=guarded, timeout=timeout, headers=headers, follow_redirects=False),
-            )
+
+            def pool(allow_private: bool) -> httpx.AsyncClient:
+                transport = GuardedTransport(NetworkPolicy(allow_private), self._resolver)
+                return httpx.AsyncClient(transport=transport, timeout=timeout, headers=headers, follow_redirects=False)
+
+            self._pools = (pool(True), pool(self._settings.allow_private_networks))  # configured upstreams, named ones
         return self._pools
 
     async def aclose(self) -> None:

@@ -37,6 +37,7 @@ from ard_mcp.search.results import brief
 from ard_mcp.search.visibility import Viewer
 from ard_mcp.trust.policy import TrustPolicy
 from ard_mcp.trust.service import TrustChecks
+from ard_mcp.web.netsafety import Resolver
 
 if TYPE_CHECKING:
     from ard_mcp.registry import Registry
@@ -78,10 +79,10 @@ class Federation:
     """One per serving registry: its upstream connection pools, circuit breakers, and the trust checks and
     policy its screening applies."""
 
-    def __init__(self, settings: FederationSettings, trust: TrustChecks, policy: TrustPolicy) -> None:
+    def __init__(self, settings: FederationSettings, trust: TrustChecks, policy: TrustPolicy, resolver: Resolver) -> None:
         self.settings = settings
         self.breakers = Breakers(settings.breaker_failures, settings.breaker_cooldown)
-        self.client = UpstreamClient(settings)
+        self.client = UpstreamClient(settings, resolver)
         self.trust = trust
         self.policy = policy
 
