@@ -21,6 +21,7 @@ from ard_mcp.federation.hops import Path as RequestPath
 from ard_mcp.federation.settings import FederationSettings, Upstream
 from ard_mcp.surfaces.mcp_server import build_server
 from tests.conftest import INVOICES, PDF, WEATHER, entry
+from tests.peer_kit import PeerKit
 from tests.processes import free_port
 from tests.reliability_support import ard_mcp, kill9
 from tests.web_publisher import Publisher
@@ -223,3 +224,26 @@ def test_xu_discover_keeps_the_provenance_of_a_local_candidate_upstreams_also_re
     assert both["description"] == PDF["description"] and both["origin_service"].rstrip("/") == a
     assert both["origin_authority"] == "docs.example.org" and both["received_at"]
     assert sorted(s.rstrip("/") for s in both["origin_sources"]) == sorted([a, b, c])
+
+
+def test_a_peer_that_drops_the_federation_headers_costs_one_federated_search(tmp_path: Path) -> None:
+    """A → kit → A: the kit sends A's search back as a fresh request, without ARD-Federation-Via. A recognises its
+    own search by its text while it is under way and answers it locally; the kit's answer, with its two extra
+    top-level fields, is read, and its copies of A's own entries change nothing."""
+    with PeerKit() as kit:
+        port = free_port()
+        with registry_process(tmp_path, port, "--upstream", kit.origin) as a:
+            kit.upstream = a
+            register(a, WEATHER)
+            start = time.monotonic()
+            response = search(a, "weather forecast for a city")
+            elapsed = time.monotonic() - start
+            health = httpx.get(f"{a}/health", timeout=10)
+    assert kit.searches == 1  # A asked the kit once; the kit's one search at A was answered there, locally
+    assert elapsed < 10
+    weather = response.json()["results"][0]
+    assert weather["identifier"] == WEATHER["identifier"] and weather["source"].rstrip("/") == a
+    assert sorted(s.rstrip("/") for s in weather["evidence"]["sources"]) == sorted([a, kit.origin])
+    warning = response.headers.get(WARNING_HEADER.lower(), "")
+    assert "ignored top-level fields an ARD search response does not have: query, totalResults" in warning
+    assert health.status_code == 200 and health.json()["status"] == "ok"

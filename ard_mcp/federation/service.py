@@ -25,7 +25,7 @@ import anyio.to_thread
 
 from ard_mcp.federation.breaker import Breakers
 from ard_mcp.federation.client import UpstreamClient, UpstreamError, search_endpoint
-from ard_mcp.federation.hops import Path
+from ard_mcp.federation.hops import InFlight, Path
 from ard_mcp.federation.merge import confident, fuse
 from ard_mcp.federation.screening import Screening
 from ard_mcp.federation.settings import FederationSettings, Upstream
@@ -76,13 +76,14 @@ class FederatedPage:
 
 
 class Federation:
-    """One per serving registry: its upstream connection pools, circuit breakers, and the trust checks and
-    policy its screening applies."""
+    """One per serving registry: its upstream connection pools, circuit breakers, the searches it has in
+    flight, and the trust checks and policy its screening applies."""
 
     def __init__(self, settings: FederationSettings, trust: TrustChecks, policy: TrustPolicy, resolver: Resolver) -> None:
         self.settings = settings
         self.breakers = Breakers(settings.breaker_failures, settings.breaker_cooldown)
         self.client = UpstreamClient(settings, resolver)
+        self.in_flight = InFlight()
         self.trust = trust
         self.policy = policy
 
@@ -119,16 +120,20 @@ class Federation:
         answer = FederatedPage(local, page.page_token, page.total or len(local), page.confident)
         if mode == "none" or query.page_token is not None:
             return answer
+        text = query.text or ""
         stop = path.stops_at(self.settings.identity, self.settings.max_hops)
+        if stop is None and mode == "auto":
+            stop = self.in_flight.returning(text)
         if stop is not None:
             answer.warnings.append(stop)
             return answer
-        upstreams = await anyio.to_thread.run_sync(lambda: self.upstreams(registry, query.text or "", viewer))
+        upstreams = await anyio.to_thread.run_sync(lambda: self.upstreams(registry, text, viewer))
         if mode == "referrals":
             publisher = publisher_of(registry.config.identifier)
             answer.referrals = [_referral(u, publisher) for u in upstreams]
             return answer
-        await self._merge(answer, registry, query, upstreams, path)
+        with self.in_flight.asking(text):
+            await self._merge(answer, registry, query, upstreams, path)
         return answer
 
     async def _merge(self, answer: FederatedPage, registry: Registry, query: SearchQuery, upstreams: list[Upstream], path: Path) -> None:
