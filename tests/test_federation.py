@@ -24,6 +24,7 @@ from ard_mcp.federation.hops import Path as RequestPath
 from ard_mcp.federation.settings import FederationSettings, Upstream, load_upstreams
 from ard_mcp.surfaces.mcp_server import build_server
 from tests.conftest import INVOICES, PDF, WEATHER, entry
+from tests.peer_kit import PeerKit
 from tests.processes import free_port
 from tests.reliability_support import ard_mcp, kill9
 from tests.url_spellings import IDS, SPELLINGS
@@ -114,6 +115,9 @@ def test_referrals_list_the_upstreams(trio: tuple[str, str, str]) -> None:
     referrals = response.json()["referrals"]
     assert [r["url"] for r in referrals] == [f"{b}/search", f"{c}/search"]
     assert all(r["type"] == "application/ai-registry+json" for r in referrals)
+    # an IP address is no publisher: an upstream known only by one is named under this registry's own domain
+    port = b.rsplit(":", 1)[1]
+    assert referrals[0]["identifier"] == f"urn:air:ard-mcp.localhost:registry:127.0.0.1:{port}"
 
 
 def test_auto_merges_upstream_results_with_their_source(trio: tuple[str, str, str]) -> None:
@@ -125,12 +129,14 @@ def test_auto_merges_upstream_results_with_their_source(trio: tuple[str, str, st
     assert WARNING_HEADER.lower() not in response.headers
 
 
-def test_auto_keeps_the_freshest_copy_of_an_entry(trio: tuple[str, str, str]) -> None:
-    a, b, _ = trio
+def test_auto_keeps_the_local_copy_of_an_entry_and_names_every_source(trio: tuple[str, str, str]) -> None:
+    """B's copy of the PDF entry is newer (its `updatedAt` is later), but a later date is only a claim: A shows its own.
+    C returns the entry too (it asked A, which answered it locally: A is on the path), so C is one of its sources."""
+    a, b, c = trio
     results = search(a, "convert markdown to pdf").json()["results"]
     copies = [r for r in results if r["identifier"] == PDF["identifier"]]
-    assert len(copies) == 1 and copies[0]["description"].startswith("Newer copy") and copies[0]["source"].rstrip("/") == b
-    assert sorted(s.rstrip("/") for s in copies[0]["evidence"]["sources"]) == sorted([a, b])
+    assert len(copies) == 1 and copies[0]["description"] == PDF["description"] and copies[0]["source"].rstrip("/") == a
+    assert sorted(s.rstrip("/") for s in copies[0]["evidence"]["sources"]) == sorted([a, b, c])
 
 
 def test_a_cycle_stops(trio: tuple[str, str, str]) -> None:
@@ -234,3 +240,36 @@ def test_xu_discover_federates_with_provenance(trio: tuple[str, str, str]) -> No
     assert BOOKING["identifier"] not in [c["identifier"] for c in local["candidates"]]
     referred = httpx.post(f"{a}/discover", json={**body, "federation": "referrals"}, timeout=60).json()
     assert referred["referrals"][0]["url"] == f"{b}/search"
+
+
+def test_xu_discover_keeps_the_provenance_of_a_local_candidate_upstreams_also_return(trio: tuple[str, str, str]) -> None:
+    a, b, c = trio
+    body = {"query": "convert markdown to pdf", "federation": "auto", "limit": 5}
+    found = httpx.post(f"{a}/discover", json=body, timeout=60).json()
+    both = next(c for c in found["candidates"] if c["identifier"] == PDF["identifier"])
+    assert both["description"] == PDF["description"] and both["origin_service"].rstrip("/") == a
+    assert both["origin_authority"] == "docs.example.org" and both["received_at"]
+    assert sorted(s.rstrip("/") for s in both["origin_sources"]) == sorted([a, b, c])
+
+
+def test_a_peer_that_drops_the_federation_headers_costs_one_federated_search(tmp_path: Path) -> None:
+    """A → kit → A: the kit sends A's search back as a fresh request, without ARD-Federation-Via. A recognises its
+    own search by its text while it is under way and answers it locally; the kit's answer, with its two extra
+    top-level fields, is read, and its copies of A's own entries change nothing."""
+    with PeerKit() as kit:
+        port = free_port()
+        with registry_process(tmp_path, port, "--upstream", kit.origin) as a:
+            kit.upstream = a
+            register(a, WEATHER)
+            start = time.monotonic()
+            response = search(a, "weather forecast for a city")
+            elapsed = time.monotonic() - start
+            health = httpx.get(f"{a}/health", timeout=10)
+    assert kit.searches == 1  # A asked the kit once; the kit's one search at A was answered there, locally
+    assert elapsed < 10
+    weather = response.json()["results"][0]
+    assert weather["identifier"] == WEATHER["identifier"] and weather["source"].rstrip("/") == a
+    assert sorted(s.rstrip("/") for s in weather["evidence"]["sources"]) == sorted([a, kit.origin])
+    warning = response.headers.get(WARNING_HEADER.lower(), "")
+    assert "ignored top-level fields an ARD search response does not have: query, totalResults" in warning
+    assert health.status_code == 200 and health.json()["status"] == "ok"

@@ -1,10 +1,13 @@
 """Asking one upstream registry: `POST {url}/search` with the request's path, bounded in time and size.
 
-Upstreams the operator configured may be anywhere (a private network is often the point); upstreams that an
-`ai-registry` entry named are third-party input, so their connections go through the crawler's network
-rules (`ard_mcp.net.guard`). Every upstream URL, either kind, passes `ard_mcp.net.urls.check_url` first:
-cloud metadata is never asked, in any spelling. Whatever comes back is validated as an ARD search response before any of
-it is merged: a registry that answers something else fails like one that does not answer.
+Every connection resolves names with the crawler's resolver (the `--dns-server` one when given, so one DNS
+view decides crawling and federation alike) and goes through the crawler's connection layer
+(`ard_mcp.net.guard`). Upstreams the operator configured may be anywhere (a private network is often
+the point); upstreams that an `ai-registry` entry named are third-party input, so the crawler's network
+rules apply to them (`--allow-private-networks`). Every upstream URL, either kind, passes
+`ard_mcp.net.urls.check_url` first: cloud metadata is never asked, in any spelling. What comes back is read
+by `answer`: JSON only, at most a page of rows; a registry that answers something else fails like one that
+does not answer.
 """
 
 from __future__ import annotations
@@ -12,13 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from pydantic import ValidationError
 
+from ard_mcp.federation.answer import Answer, NotAnAnswer, read_answer
 from ard_mcp.federation.hops import Path
 from ard_mcp.federation.settings import FederationSettings, Upstream
-from ard_mcp.formats.messages import ArdSearchResponse, SearchResult
 from ard_mcp.net.fetcher import USER_AGENT
-from ard_mcp.net.guard import BlockedAddress, GuardedTransport, NetworkPolicy, SystemResolver
+from ard_mcp.net.guard import BlockedAddress, GuardedTransport, NetworkPolicy, Resolver
 from ard_mcp.net.urls import RefusedUrl, check_url
 
 MAX_RESPONSE_BYTES = 5 * 1024 * 1024
@@ -38,8 +40,9 @@ def search_endpoint(url: str) -> str:
 class UpstreamClient:
     """Connection pools for the two kinds of upstream, shared by every federated search of a server."""
 
-    def __init__(self, settings: FederationSettings) -> None:
+    def __init__(self, settings: FederationSettings, resolver: Resolver) -> None:
         self._settings = settings
+        self._resolver = resolver
         self._pools: tuple[httpx.AsyncClient, httpx.AsyncClient] | None = None
 
     def _clients(self) -> tuple[httpx.AsyncClient, httpx.AsyncClient]:
@@ -47,11 +50,12 @@ class UpstreamClient:
         if self._pools is None:
             timeout = httpx.Timeout(self._settings.timeout)
             headers = {"User-Agent": USER_AGENT}
-            guarded = GuardedTransport(NetworkPolicy(self._settings.allow_private_networks), SystemResolver())
-            self._pools = (
-                httpx.AsyncClient(timeout=timeout, headers=headers, follow_redirects=False),
-                httpx.AsyncClient(transport=guarded, timeout=timeout, headers=headers, follow_redirects=False),
-            )
+
+            def pool(allow_private: bool) -> httpx.AsyncClient:
+                transport = GuardedTransport(NetworkPolicy(allow_private), self._resolver)
+                return httpx.AsyncClient(transport=transport, timeout=timeout, headers=headers, follow_redirects=False)
+
+            self._pools = (pool(True), pool(self._settings.allow_private_networks))  # configured upstreams, named ones
         return self._pools
 
     async def aclose(self) -> None:
@@ -60,7 +64,8 @@ class UpstreamClient:
                 await pool.aclose()
             self._pools = None
 
-    async def search(self, upstream: Upstream, body: dict[str, Any], path: Path, identity: str) -> list[SearchResult]:
+    async def search(self, upstream: Upstream, body: dict[str, Any], path: Path, identity: str, limit: int) -> Answer:
+        """The upstream's answer to `body`: at most `limit` raw result rows (`answer.read_answer`)."""
         headers = path.forwarded_by(identity)
         if upstream.token:
             headers["Authorization"] = f"Bearer {upstream.token}"
@@ -75,7 +80,7 @@ class UpstreamClient:
                     data += chunk
                     if len(data) > MAX_RESPONSE_BYTES:
                         raise UpstreamError(upstream, f"answer larger than {MAX_RESPONSE_BYTES} bytes")
-                status = response.status_code
+                status, content_type = response.status_code, response.headers.get("content-type")
         except RefusedUrl as exc:
             raise UpstreamError(upstream, exc.reason) from None
         except BlockedAddress as exc:
@@ -87,6 +92,6 @@ class UpstreamClient:
         if status != 200:
             raise UpstreamError(upstream, f"HTTP {status}")
         try:
-            return ArdSearchResponse.model_validate_json(bytes(data)).results
-        except ValidationError as exc:
-            raise UpstreamError(upstream, f"not an ARD search response ({exc.error_count()} validation errors)") from None
+            return read_answer(bytes(data), content_type, limit)
+        except NotAnAnswer as exc:
+            raise UpstreamError(upstream, str(exc)) from None

@@ -3,8 +3,11 @@
 Scores from different registries are not comparable (another registry's 80 may be our 40: other model,
 other calibration, other catalog), so the lists are fused by rank: reciprocal rank fusion, each list
 weighing the same, the local one winning ties. An entry several registries return is kept once: the
-freshest copy (latest `updatedAt`; the local one on a tie or when neither says), with every registry that
-returned it noted. `bench/federation.py` compares this with re-scoring the returned entries locally.
+local copy when this registry holds one, else the copy of the first registry that returned it (upstreams in
+the order they are asked). Never the "freshest" one: a later `updatedAt` is a claim, and an upstream that
+said 2030 once replaced this registry's own entry with its copy. Every registry that returned the entry is
+kept in its `evidence.sources`, the registries each copy already named included, so provenance survives
+every hop. `bench/federation.py` compares this with re-scoring the returned entries locally.
 """
 
 from __future__ import annotations
@@ -24,14 +27,30 @@ class Merged:
     fused: float = 0.0
     sources: list[str] = field(default_factory=list)
 
+    def noted(self) -> SearchResult:
+        """The kept copy, naming in its evidence every registry that returned it (when more than one did)."""
+        if len(self.sources) < 2 or self.result.evidence is None:
+            return self.result
+        evidence = self.result.evidence.model_copy(update={"sources": self.sources})
+        return self.result.model_copy(update={"evidence": evidence})
 
-def _fresher(new: SearchResult, old: SearchResult) -> bool:
-    new_at, old_at = new.updated, old.updated
-    return new_at is not None and (old_at is None or new_at > old_at)
+
+def confident(result: SearchResult) -> bool:
+    """Whether the registry that ranked `result` vouches for it; one that came without evidence is not vouched for."""
+    return result.evidence is not None and result.evidence.confidence == "high"
 
 
-def _confident(result: SearchResult) -> bool:
-    return result.evidence is None or result.evidence.confidence != "low"
+def _sources(result: SearchResult) -> list[str]:
+    return [result.source, *(result.evidence.sources or [] if result.evidence is not None else [])]
+
+
+def _add_sources(sources: list[str], more: list[str]) -> None:
+    """Add the registries of `more` not in `sources` yet: `https://r.example/` and `https://r.example` are one."""
+    seen = {s.rstrip("/") for s in sources}
+    for source in more:
+        if source.rstrip("/") not in seen:
+            seen.add(source.rstrip("/"))
+            sources.append(source)
 
 
 def fuse(rankings: Sequence[Sequence[SearchResult]], limit: int) -> list[Merged]:
@@ -42,12 +61,7 @@ def fuse(rankings: Sequence[Sequence[SearchResult]], limit: int) -> list[Merged]
     for order, ranking in enumerate(rankings):
         for rank, result in enumerate(ranking):
             key = normalize_identifier(result.identifier)
-            entry = merged.get(key)
-            if entry is None:
-                entry = merged[key] = Merged(result)
-            elif _fresher(result, entry.result):
-                entry.result = result
+            entry = merged.setdefault(key, Merged(result))
             entry.fused += 1.0 / (RRF_K + rank + 1) + (1e-9 if order == 0 else 0.0)  # local wins a tie
-            if result.source not in entry.sources:
-                entry.sources.append(result.source)
-    return sorted(merged.values(), key=lambda m: (not _confident(m.result), -m.fused))[:limit]
+            _add_sources(entry.sources, _sources(result))
+    return sorted(merged.values(), key=lambda m: (not confident(m.result), -m.fused))[:limit]

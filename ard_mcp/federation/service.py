@@ -6,10 +6,17 @@ is open), fuses their rankings with the local one (`merge`) and says in `warning
 was late: partial results beat none. Federation applies to the first page; later pages (the local page
 token) continue the local ranking. Upstreams are the configured ones and, unless turned off, the
 `application/ai-registry+json` entries the catalog holds that are most relevant to the query.
+
+A malicious upstream changes no local result: its rows are screened as this registry's own (`screening`),
+a row for an identifier this registry holds never replaces or stands in for the local entry (the local copy
+is shown, the upstream named among its sources; one the local search did not find stays out), and what
+it sent beside its rows (unknown fields, rows over the page, rows left out) is a warning, logged.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -18,19 +25,26 @@ import anyio.to_thread
 
 from ard_mcp.federation.breaker import Breakers
 from ard_mcp.federation.client import UpstreamClient, UpstreamError, search_endpoint
-from ard_mcp.federation.hops import Path
-from ard_mcp.federation.merge import fuse
+from ard_mcp.federation.hops import InFlight, Path
+from ard_mcp.federation.merge import confident, fuse
+from ard_mcp.federation.screening import Screening
 from ard_mcp.federation.settings import FederationSettings, Upstream
+from ard_mcp.formats.identifiers import normalize_identifier, publisher_of, registry_identifier
 from ard_mcp.formats.media_types import AI_REGISTRY
 from ard_mcp.formats.messages import AGENT_RESOURCE, BriefResult, Detail, RegistryReferral, SearchResponse, SearchResult
+from ard_mcp.net.guard import Resolver
 from ard_mcp.search.query import SearchQuery
 from ard_mcp.search.results import brief
 from ard_mcp.search.visibility import Viewer
+from ard_mcp.trust.policy import TrustPolicy
+from ard_mcp.trust.service import TrustChecks
 
 if TYPE_CHECKING:
     from ard_mcp.registry import Registry
 
+log = logging.getLogger(__name__)
 Mode = Literal["auto", "referrals", "none"]
+SCREENING_TIME = 0.25  # seconds of the deadline kept for screening and merging: trust checks stop this much earlier
 
 
 @dataclass
@@ -62,12 +76,16 @@ class FederatedPage:
 
 
 class Federation:
-    """One per serving registry: its upstream connection pools and circuit breakers."""
+    """One per serving registry: its upstream connection pools, circuit breakers, the searches it has in
+    flight, and the trust checks and policy its screening applies."""
 
-    def __init__(self, settings: FederationSettings) -> None:
+    def __init__(self, settings: FederationSettings, trust: TrustChecks, policy: TrustPolicy, resolver: Resolver) -> None:
         self.settings = settings
         self.breakers = Breakers(settings.breaker_failures, settings.breaker_cooldown)
-        self.client = UpstreamClient(settings)
+        self.client = UpstreamClient(settings, resolver)
+        self.in_flight = InFlight()
+        self.trust = trust
+        self.policy = policy
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -102,29 +120,44 @@ class Federation:
         answer = FederatedPage(local, page.page_token, page.total or len(local), page.confident)
         if mode == "none" or query.page_token is not None:
             return answer
+        text = query.text or ""
         stop = path.stops_at(self.settings.identity, self.settings.max_hops)
+        if stop is None and mode == "auto":
+            stop = self.in_flight.returning(text)
         if stop is not None:
             answer.warnings.append(stop)
             return answer
-        upstreams = await anyio.to_thread.run_sync(lambda: self.upstreams(registry, query.text or "", viewer))
+        upstreams = await anyio.to_thread.run_sync(lambda: self.upstreams(registry, text, viewer))
         if mode == "referrals":
-            answer.referrals = [_referral(u, i) for i, u in enumerate(upstreams)]
+            publisher = publisher_of(registry.config.identifier)
+            answer.referrals = [_referral(u, publisher) for u in upstreams]
             return answer
-        await self._merge(answer, query, upstreams, path)
+        with self.in_flight.asking(text):
+            await self._merge(answer, registry, query, upstreams, path)
         return answer
 
-    async def _merge(self, answer: FederatedPage, query: SearchQuery, upstreams: list[Upstream], path: Path) -> None:
+    async def _merge(self, answer: FederatedPage, registry: Registry, query: SearchQuery, upstreams: list[Upstream], path: Path) -> None:
         wanted = {"text": query.text, **({"filter": query.filter} if query.filter else {})}
         body = {"query": wanted, "pageSize": query.page_size, "federation": "auto"}  # upstreams may federate on (hops stop loops)
+        screening = Screening(registry.tuning, self.trust, self.policy, registry.config.limits)
+        until = anyio.current_time() + self.settings.deadline - SCREENING_TIME
         rankings: dict[str, list[SearchResult]] = {}
+
+        def warn(upstream: Upstream, notes: list[str]) -> None:
+            for note in notes:
+                log.warning("upstream %s: %s", upstream.url, note)
+                answer.warnings.append(f"upstream {upstream.url}: {note}")
 
         async def ask(upstream: Upstream) -> None:
             try:
-                rankings[upstream.url] = await self.client.search(upstream, body, path, self.settings.identity)
-                self.breakers.succeeded(upstream.url)
+                got = await self.client.search(upstream, body, path, self.settings.identity, query.page_size)
             except UpstreamError as exc:
                 self.breakers.failed(upstream.url)
                 answer.warnings.append(str(exc))
+                return
+            self.breakers.succeeded(upstream.url)
+            rankings[upstream.url], notes = await screening.results(got.rows, upstream.url, until)
+            warn(upstream, [*got.notes, *notes])
 
         asked = []
         for upstream in upstreams:
@@ -142,24 +175,28 @@ class Federation:
                 answer.warnings.append(f"upstream {upstream.url}: no answer within {self.settings.deadline:g} s")
         if not rankings:
             return
-        fused = fuse([answer.results, *(rankings[u.url] for u in asked if u.url in rankings)], query.page_size)
-        answer.results = [_noting_sources(m.result, m.sources) for m in fused]
+        held = await _held_elsewhere(registry, answer.results, rankings.values())
+        remote = [[r for r in rankings[u.url] if normalize_identifier(r.identifier) not in held] for u in asked if u.url in rankings]
+        answer.results = [m.noted() for m in fuse([answer.results, *remote], query.page_size)]
         answer.total = max(answer.total, len(answer.results))
-        answer.confident = answer.confident or any(
-            r.evidence is None or r.evidence.confidence != "low" for ranking in rankings.values() for r in ranking
-        )
+        answer.confident = answer.confident or any(confident(r) for r in answer.results)
 
 
-def _noting_sources(result: SearchResult, sources: list[str]) -> SearchResult:
-    """The kept copy of an entry several registries returned, naming all of them in its evidence."""
-    if len(sources) < 2 or result.evidence is None:
-        return result
-    return result.model_copy(update={"evidence": result.evidence.model_copy(update={"sources": sources})})
+async def _held_elsewhere(registry: Registry, local: list[SearchResult], rankings: Iterable[list[SearchResult]]) -> set[str]:
+    """The identifiers upstreams returned that this registry holds but did not list: an upstream's copy
+    never stands in for a local entry the local search did not find (nor for one this viewer may not see)."""
+    listed = {normalize_identifier(r.identifier) for r in local}
+    remote = {normalize_identifier(r.identifier) for ranking in rankings for r in ranking} - listed
+    if not remote:
+        return set()
+    return set(await anyio.to_thread.run_sync(registry.store.get_many, remote))
 
 
-def _referral(upstream: Upstream, index: int) -> RegistryReferral:
-    host = upstream.url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
-    identifier = upstream.identifier or f"urn:air:{host}:registry:upstream-{index + 1}"
+def _referral(upstream: Upstream, publisher: str) -> RegistryReferral:
+    """An upstream as a catalog entry a client may ask: named by its registry entry's identifier, else by its
+    domain, else (an IP address is no publisher) under this registry's own publisher domain."""
+    identifier = upstream.identifier or registry_identifier(upstream.url, publisher)
+    host = upstream.url.split("://", 1)[-1].split("/", 1)[0]
     return RegistryReferral(
         identifier=identifier, displayName=upstream.name or host, type="application/ai-registry+json", url=search_endpoint(upstream.url)
     )

@@ -94,6 +94,18 @@ def _host(url: str) -> str | None:
     return parts.hostname if parts.scheme and parts.netloc else None
 
 
+def registry_identifier(url: str, publisher: str) -> str:
+    """An identifier for a registry known only by its URL (a configured upstream, referred to a client):
+    anchored to its host when that is a domain name (`https://r.example.com:8443/ard` →
+    `urn:air:r.example.com:registry:8443:ard`), else to `publisher`, the naming registry's own (an IP
+    address or `localhost` cannot be a publisher: `urn:air:<publisher>:registry:127.0.0.1:8001`)."""
+    parts = urlsplit(url)
+    domain = _domain(parts.hostname)
+    own = domain is not None and domain != "localhost"
+    name = ([] if own else _segments(parts.hostname or "")) + _segments(f"{parts.port or ''}/{parts.path}")
+    return f"{NID}{domain if own else publisher}:registry" + "".join(f":{segment}" for segment in name)
+
+
 def assigned_id(name: str, endpoints: Iterable[str]) -> str:
     """The id a registry assigns to an agent that brought none: stable for the same name and endpoint."""
     return str(uuid.uuid5(_NAMESPACE, "\n".join([name, *endpoints])))

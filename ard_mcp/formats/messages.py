@@ -79,7 +79,8 @@ class Evidence(WireModel):
     confidence: Confidence = Field(description=CONFIDENCE)
     trust: TrustFinding | None = Field(default=None, description="The registry's trust check of the entry (filter: trust.status).")
     sources: list[str] | None = Field(
-        default=None, description="Federation: every registry that returned this entry (the freshest copy is shown)."
+        default=None,
+        description="Federation: every registry that returned this entry (this registry's own copy is shown when it holds one).",
     )
     warnings: list[str] | None = Field(
         default=None,
@@ -152,7 +153,9 @@ class SearchResponse(WireModel):
     referrals: list[RegistryReferral] | None = Field(
         default=None, description="federation=referrals: other registries to ask (their search endpoints)."
     )
-    warnings: list[str] | None = Field(default=None, description="federation=auto: upstream registries that failed or were late.")
+    warnings: list[str] | None = Field(
+        default=None, description="federation=auto: upstream registries that failed or were late, and what of their answers was left out."
+    )
 
 
 class FacetRequest(WireModel):

@@ -48,6 +48,7 @@ __all__ = [  # the stripping lives in `invisible`; callers find all of the untru
     "strip_entry",
     "strip_invisible",
     "template_syntax",
+    "text_findings",
 ]
 
 # -- text aimed at a model ------------------------------------------------------------------------------------
@@ -294,20 +295,20 @@ _DETECTORS: tuple[tuple[str, re.Pattern[str]], ...] = (
 MAX_FINDINGS = 5
 
 
+def text_findings(path: str, text: str) -> list[Finding]:
+    """What of one text, at `path`, is aimed at a model: at most one finding per kind (keyword stuffing only
+    in prose fields). Entry text is checked by `model_directed`; this is also what checks the evidence texts
+    another registry sends with its results (`federation.screening`)."""
+    normalized = normalize(text)
+    found = [Finding(kind, path, detail) for kind, pattern in _DETECTORS if (detail := _phrase(pattern, normalized))]
+    stuffed = _stuffing(normalized) if _PROSE.match(path) else None
+    return [*found, Finding("keyword stuffing", path, stuffed)] if stuffed else found
+
+
 def model_directed(entry: Mapping[str, Any]) -> list[Finding]:
     """What of `entry`'s text is aimed at a model rather than at a person choosing an agent, at most one
     finding per kind and field and `MAX_FINDINGS` in all (an empty list for an honest entry)."""
-    found: list[Finding] = []
-    for path, text in model_texts(entry):
-        normalized = normalize(text)
-        for kind, pattern in _DETECTORS:
-            detail = _phrase(pattern, normalized)
-            if detail:
-                found.append(Finding(kind, path, detail))
-        if _PROSE.match(path):
-            detail = _stuffing(normalized)
-            if detail:
-                found.append(Finding("keyword stuffing", path, detail))
+    found = [finding for path, text in model_texts(entry) for finding in text_findings(path, text)]
     listed = keyword_list_stuffing(entry)
     if listed:
         found.append(Finding("keyword stuffing", "tags" if listed.endswith("tags") else "capabilities", listed))

@@ -180,7 +180,8 @@ class DiscoveryRequest(WireModel):
     federation: Literal["auto", "referrals", "none"] = Field(
         default="none",
         description="This registry's extension (§10 leaves it open): auto also asks the upstream registries it knows and merges "
-        "their candidates, each with origin_service, origin_authority, origin_signature and received_at; referrals lists them.",
+        "their candidates, each with origin_service, origin_authority, origin_signature and received_at (and origin_sources: every "
+        "registry that returned it); referrals lists them.",
     )
 
 

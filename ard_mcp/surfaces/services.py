@@ -1,7 +1,11 @@
 """What a serving registry shares across its surfaces and requests: the federation (upstream connection
 pools, circuit breakers) and the trust checks (key caches). Each is made on first use: they bring httpx
 pools, the ranking and the JWS library, none of which the first `tools/list` should wait for. The HTTP
-app makes one and hands it to the MCP server it mounts, so MCP and REST share pools, breakers and caches."""
+app makes one and hands it to the MCP server it mounts, so MCP and REST share pools, breakers and caches.
+
+Both resolve names as the crawler does (`--dns-server` when given: one DNS view for crawling, key fetches
+and federation), and federation screens remote results with the same trust checks and policy as
+registrations."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from ard_mcp.web.settings import CrawlSettings
 
 if TYPE_CHECKING:
     from ard_mcp.federation.service import Federation
+    from ard_mcp.net.guard import Resolver
     from ard_mcp.trust.service import TrustChecks
 
 
@@ -32,23 +37,38 @@ class Services:
         checks made on first use (tests point key fetches at loopback with it)."""
         self._federation_settings = dataclasses.replace(federation or FederationSettings(), identity=identity)
         self._allow_private = crawl.allow_private_networks if crawl else False
+        self._dns_server = crawl.dns_server if crawl else None
         self.trust_policy = trust_policy
         self._federation: Federation | None = None
         self._trust = trust
+        self._resolver: Resolver | None = None
 
     def federation(self) -> Federation:
         if self._federation is None:
             from ard_mcp.federation.service import Federation
 
-            self._federation = Federation(self._federation_settings)
+            self._federation = Federation(self._federation_settings, self.trust(), self.trust_policy, self.resolver())
         return self._federation
 
     def trust(self) -> TrustChecks:
         if self._trust is None:
             from ard_mcp.trust.service import TrustChecks
 
-            self._trust = TrustChecks(self._allow_private)
+            self._trust = TrustChecks(self._allow_private, self.resolver())
         return self._trust
+
+    def resolver(self) -> Resolver:
+        """The crawler's resolver (`open_crawler`): the DNS server given, else the system's."""
+        if self._resolver is None:
+            if self._dns_server:
+                from ard_mcp.web.dns_discovery import DnsDiscovery
+
+                self._resolver = DnsDiscovery(self._dns_server)
+            else:
+                from ard_mcp.net.guard import SystemResolver
+
+                self._resolver = SystemResolver()
+        return self._resolver
 
     async def trust_findings(self, entry: Mapping[str, Any]) -> set[tuple[str, str]] | None:
         """What the check of an entry being registered found; None for an entry without a trust manifest

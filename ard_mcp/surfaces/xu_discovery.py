@@ -133,10 +133,24 @@ def _candidate(
     return XuCandidate.model_validate({k: v for k, v in fields.items() if v is not None})
 
 
+def _provenance(result: SearchResult, received_at: str) -> dict[str, Any]:
+    """What §10 asks a federated candidate to carry: the service whose copy is shown, the publisher's
+    authority, its signature, when it was received; and (ours) every registry that returned it."""
+    signature = result.trustManifest.signature if result.trustManifest is not None else None
+    sources = result.evidence.sources if result.evidence is not None else None
+    return {
+        "origin_service": result.source,
+        "origin_authority": publisher_of(result.identifier),
+        **({"origin_signature": signature} if signature else {}),
+        "received_at": received_at,
+        **({"origin_sources": sources} if sources else {}),
+    }
+
+
 def _remote(result: SearchResult, now: datetime) -> XuCandidate:
-    """A candidate another registry returned, with the provenance §10 asks federated candidates to carry."""
+    """A candidate another registry returned, with its provenance, this registry's trust check and warnings."""
     entry = result.model_dump(mode="json", exclude_none=True)
-    trust = entry.get("trustManifest") or {}
+    evidence = result.evidence
     return XuCandidate.model_validate(
         {
             "id": source_id_of(entry),
@@ -148,13 +162,18 @@ def _remote(result: SearchResult, now: datetime) -> XuCandidate:
             "score": round(result.score / 100, 4),
             "status": status_of(entry),
             "freshness": XuFreshness(metadata_updated_at=result.updatedAt, indexed_at=utc_text(now), age_seconds=0.0),
-            "origin_service": result.source,
-            "origin_authority": publisher_of(result.identifier),
-            **({"origin_signature": trust["signature"]} if trust.get("signature") else {}),
-            "received_at": utc_text(now),
-            "trust": result.evidence.trust if result.evidence is not None else None,
+            **_provenance(result, utc_text(now)),
+            "trust": evidence.trust if evidence is not None else None,
+            "warnings": evidence.warnings if evidence is not None else None,
         }
     )
+
+
+def _local(candidate: XuCandidate, result: SearchResult) -> XuCandidate:
+    """A local candidate in a federated answer: the local copy, with the provenance of the merge (every
+    registry that also returned it), as a remote candidate has."""
+    provenance = _provenance(result, candidate.freshness.indexed_at)
+    return XuCandidate.model_validate({**candidate.model_dump(mode="json", by_alias=True), **provenance})
 
 
 Federate = Callable[[SearchQuery, "Mode"], "FederatedPage"]
@@ -181,7 +200,7 @@ def discover(
         warnings += federated.warnings
         referrals = federated.referrals or None
         local = {c.identifier: c for c in candidates}
-        candidates = [local.get(r.identifier) or _remote(r, now) for r in federated.results]
+        candidates = [_local(local[r.identifier], r) if r.identifier in local else _remote(r, now) for r in federated.results]
     if page.confidence == "low":
         warnings.append("low confidence: nothing fits the query well enough; these are only the closest agents")
     if omitted:

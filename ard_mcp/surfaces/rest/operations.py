@@ -261,6 +261,9 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "GET", "/healthz", "health", "Liveness and the number of registered entries", healthz, Dialect.ARD, Health, errors=(), tag="Service"
     ),
+    Operation(  # where peers' health probes look (the ARD peer kit asks GET /health)
+        "GET", "/health", "healthAlias", "The same as /healthz", healthz, Dialect.ARD, Health, errors=(), tag="Service"
+    ),
 )
 
 
