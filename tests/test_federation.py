@@ -22,6 +22,7 @@ from ard_mcp.federation.client import UpstreamClient, UpstreamError
 from ard_mcp.federation.hops import HOPS_HEADER, VIA_HEADER, WARNING_HEADER
 from ard_mcp.federation.hops import Path as RequestPath
 from ard_mcp.federation.settings import FederationSettings, Upstream, load_upstreams
+from ard_mcp.net.guard import SystemResolver
 from ard_mcp.surfaces.mcp_server import build_server
 from tests.conftest import INVOICES, PDF, WEATHER, entry
 from tests.peer_kit import PeerKit
@@ -192,10 +193,10 @@ async def test_mcp_search_agents_federates(trio: tuple[str, str, str], data_dir:
 async def test_no_upstream_is_asked_at_cloud_metadata(url: str, address: str, configured: bool, loopback_only: list[str]) -> None:
     """Configured upstreams may be on a private network, named ones too where that is allowed: neither may
     point at cloud metadata, and the refusal names where the URL really points."""
-    client = UpstreamClient(FederationSettings(allow_private_networks=True))
+    client = UpstreamClient(FederationSettings(allow_private_networks=True), SystemResolver())
     try:
         with pytest.raises(UpstreamError, match=re.escape(f"points to {address}")):
-            await client.search(Upstream(url, configured=configured), {"query": {"text": "x"}}, RequestPath.of({}), "https://a.example")
+            await client.search(Upstream(url, configured=configured), {"query": {"text": "x"}}, RequestPath.of({}), "https://a.example", 10)
     finally:
         await client.aclose()
     assert loopback_only == []

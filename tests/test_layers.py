@@ -34,7 +34,7 @@ LAYERS = {  # a module may import from its own layer and those below
 ROOMS: dict[str, set[str]] = {
     "ard_mcp.web": {"ard_mcp.trust"},
     "ard_mcp.trust": set(),
-    "ard_mcp.federation": set(),
+    "ard_mcp.federation": {"ard_mcp.trust"},  # remote results are checked by this registry's own verifier
     "ard_mcp.evaluation": set(),
 }
 # What only the index and search layers may use: surfaces reach storage and ranking through the registry.
