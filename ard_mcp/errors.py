@@ -130,3 +130,30 @@ class RateLimited(ArdError):
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(f"{message}; retry after {retry_after} s")
         self.retry_after = retry_after
+
+
+class AgentError(ArdError):
+    """The agent a caller invoked through the registry answered with an error of its own (its 4xx, a tool
+    error): passed back with the agent's status and message, marked as the agent's, not the registry's."""
+
+    code = "AGENT_ERROR"
+    http_status = 400
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.http_status = status if 400 <= status < 500 else 502
+
+
+class AgentUnreachable(ArdError):
+    """The agent could not be reached or answered something that is not an answer (a 5xx, malformed JSON,
+    too large, a refused address)."""
+
+    code = "BAD_GATEWAY"
+    http_status = 502
+
+
+class AgentTimeout(ArdError):
+    """The agent did not answer within the invocation's time limit."""
+
+    code = "GATEWAY_TIMEOUT"
+    http_status = 504

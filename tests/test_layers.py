@@ -25,6 +25,7 @@ LAYERS = {  # a module may import from its own layer and those below
     "ard_mcp.web": 6,
     "ard_mcp.trust": 6,
     "ard_mcp.federation": 6,
+    "ard_mcp.invocation": 6,  # calling what was found: stands on the registry (entries, visibility) and the network layer
     "ard_mcp.surfaces": 7,
     "ard_mcp.__main__": 8,
 }
@@ -36,6 +37,7 @@ ROOMS: dict[str, set[str]] = {
     "ard_mcp.trust": set(),
     "ard_mcp.federation": {"ard_mcp.trust"},  # remote results are checked by this registry's own verifier
     "ard_mcp.evaluation": set(),
+    "ard_mcp.invocation": set(),
 }
 # What only the index and search layers may use: surfaces reach storage and ranking through the registry.
 INTERNALS = (

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, RootModel, field_validator
 
-from ard_mcp.errors import ArdError, StaleEntry
+from ard_mcp.errors import AgentError, ArdError, StaleEntry
 from ard_mcp.formats.catalog import CatalogEntry, WireModel, parse_as
 from ard_mcp.formats.entry_facts import (
     AIDIP_TYPE,
@@ -211,12 +211,20 @@ AIDIP_CODES = {
     415: "UnsupportedMediaType",
     421: "MisdirectedRequest",
     429: "RateLimited",
+    502: "AgentUnreachable",
     503: "Unavailable",
+    504: "AgentTimeout",
 }
 
 
 def error_body(exc: ArdError) -> AidipError:
-    code = "StaleMetadata" if isinstance(exc, StaleEntry) else AIDIP_CODES.get(exc.http_status, "InternalError")
+    code = (
+        "StaleMetadata"
+        if isinstance(exc, StaleEntry)
+        else "AgentError"
+        if isinstance(exc, AgentError)
+        else AIDIP_CODES.get(exc.http_status, "InternalError")
+    )
     details = exc.message.split("; ") if exc.http_status == 400 and "; " in exc.message else None
     return AidipError(error=AidipErrorDetail(code=code, message=exc.message, details=details))
 
