@@ -19,9 +19,9 @@ from typing import IO, Any
 from ard_mcp.config import Config
 from ard_mcp.errors import InvalidArgument, ModelMismatch, NotFound
 from ard_mcp.formats.catalog import CatalogEntry
-from ard_mcp.formats.entry_facts import SOURCE_ID_KEY
+from ard_mcp.formats.entry_facts import SOURCE_ID_KEY, TRUST_FIELDS
 from ard_mcp.formats.identifiers import normalize_identifier, publisher_of
-from ard_mcp.formats.messages import DeregisterResult, ExploreResponse, FacetBucket, FacetRequest, FacetResult, ListResponse
+from ard_mcp.formats.messages import DeregisterResult, ExploreResponse, FacetBucket, FacetRequest, FacetResult, ListResponse, TrustFinding
 from ard_mcp.index import datadir
 from ard_mcp.index.embedding import Embedder, ModelSpec, bundled_model_dir, load_embedder
 from ard_mcp.index.expiry import ExpiryClock
@@ -180,6 +180,12 @@ class Registry:
         if stored is None:
             raise NotFound(f"{identifier} is stored but cannot be read (`ard-mcp check` says why); it can be deleted or registered again")
         return CatalogEntry.model_validate(stored.entry)
+
+    def trust_of(self, identifier: str) -> TrustFinding | None:
+        """What the registry's trust check found about a stored entry (None before trust checks existed)."""
+        agent_id = self.store.id_of(identifier)
+        found = self.store.values_of([agent_id], TRUST_FIELDS).get(agent_id, {}) if agent_id is not None else {}
+        return TrustFinding.of(found)
 
     def deregister(self, reference: str, may_write: MayWrite | None, viewer: Viewer = ANONYMOUS) -> DeregisterResult:
         """Remove the entry `reference` names (`resolve`), readable or not."""

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-import httpx
-from pydantic import Field
+from pydantic import Field, RootModel
 
 from ard_mcp.formats.catalog import WireModel
 from ard_mcp.formats.messages import TrustFinding
+
+if TYPE_CHECKING:
+    import httpx
 
 Protocol_ = Literal["mcp", "a2a", "http"]
 """mcp: a remote MCP server (tools/list, tools/call over streamable HTTP or SSE); a2a: an A2A agent
@@ -39,10 +41,10 @@ class Target:
     operations: tuple[Mapping[str, Any], ...] = ()  # known without a call: A2A skills, AIDIP operations
     card: Mapping[str, Any] | None = None  # a2a: the agent card as registered
     headers: Mapping[str, str] = field(default_factory=dict)  # the operator's credentials for this agent, never the caller's
-    limits: Limits = Limits()
+    limits: Limits = field(default_factory=Limits)
 
 
-TransportFactory = Callable[[], httpx.AsyncBaseTransport]
+TransportFactory = Callable[[], "httpx.AsyncBaseTransport"]
 """A fresh guarded transport (`net.guard.GuardedTransport`) under the invocation's network policy."""
 
 
@@ -96,3 +98,12 @@ class AgentClient(Protocol):
     async def call(
         self, target: Target, transport: TransportFactory, name: str, arguments: dict[str, Any], progress: Progress | None
     ) -> Outcome: ...
+
+
+class AgentInput(RootModel[dict[str, Any]]):
+    """The input JSON of an agent's tool or operation, as its input schema describes (AIDIP §5)."""
+
+
+class AgentOutput(RootModel[Any]):
+    """The agent's answer as it gave it (AIDIP §5), content from a third party: the `ARD-Invocation-*` headers
+    say which endpoint answered, its trust status, how long it took and what the registry's screening flagged."""

@@ -12,6 +12,8 @@ from typing import TypeVar
 from ard_mcp import __version__
 from ard_mcp.config import default_data_dir, env
 from ard_mcp.formats.limits import DEFAULT_MAX_ENTRY_BYTES
+from ard_mcp.invocation.calls import Limits
+from ard_mcp.invocation.policy import PUBLISHER_SERVED
 from ard_mcp.surfaces.rest.ratelimit import DEFAULT_RATE_LIMITS
 from ard_mcp.surfaces.rest.settings import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES
 from ard_mcp.trust.policy import TRUST_POLICIES
@@ -79,6 +81,44 @@ def federation_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def invocation_options(parser: argparse.ArgumentParser) -> None:
+    """Calling agents through the registry (`ard_mcp.invocation.policy`)."""
+    parser.add_argument(
+        "--allow-invocation",
+        action="store_true",
+        default=_truthy(env("ALLOW_INVOCATION")),
+        help="over HTTP, let callers with the invoke scope call the agents they find (call_agent, POST /agents/{id}/invoke); "
+        "off by default (ARD_MCP_ALLOW_INVOCATION)",
+    )
+    parser.add_argument(
+        "--no-invocation",
+        action="store_true",
+        default=_truthy(env("NO_INVOCATION")),
+        help="over stdio, where the local user's host may call agents by default, turn that off (ARD_MCP_NO_INVOCATION)",
+    )
+    parser.add_argument(
+        "--invoke-trust",
+        default=env("INVOKE_TRUST", ",".join(PUBLISHER_SERVED)),
+        help="comma-separated trust statuses an entry must have to be called (ARD_MCP_INVOKE_TRUST; default %(default)s: "
+        "never invalid or third-party)",
+    )
+    parser.add_argument(
+        "--agent-credentials",
+        type=Path,
+        default=Path(c) if (c := env("AGENT_CREDENTIALS")) else None,
+        help="the operator's credentials for agents, one 'TARGET bearer TOKEN' or 'TARGET Header-Name: VALUE' per line, TARGET a "
+        "publisher domain or an endpoint URL prefix; callers' own credentials are never forwarded (ARD_MCP_AGENT_CREDENTIALS)",
+    )
+    parser.add_argument(
+        "--invoke-timeout",
+        type=float,
+        default=_env_number("INVOKE_TIMEOUT", Limits().total, float),
+        metavar="SECONDS",
+        help="the most one call of an agent may take, a running A2A task followed to its end included (ARD_MCP_INVOKE_TIMEOUT; "
+        "default %(default)g)",
+    )
+
+
 def crawl_options(parser: argparse.ArgumentParser) -> None:
     """What the crawler and the server's background refresh share (and trust checks: both fetch from the web)."""
     parser.add_argument(
@@ -123,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(serve)
     crawl_options(serve)
     federation_options(serve)
+    invocation_options(serve)
     serve.add_argument(
         "--transport", choices=TRANSPORTS, default=env("TRANSPORT", "stdio"), help="(ARD_MCP_TRANSPORT; default %(default)s)"
     )
@@ -195,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     for kind, default, what in (
         ("read", DEFAULT_RATE_LIMITS.reads, "searches, listings and other reads a minute per client address and per token"),
         ("write", DEFAULT_RATE_LIMITS.writes, "registrations and deletions a minute per client address and per token"),
+        ("invoke", DEFAULT_RATE_LIMITS.invocations, "calls of agents through the registry a minute per client address and per token"),
         ("auth-failure", DEFAULT_RATE_LIMITS.auth_failures, "requests with an invalid token a minute per client address"),
     ):
         name = f"{kind.upper().replace('-', '_')}_RATE"
@@ -211,6 +253,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=_truthy(env("RATE_LIMIT_LOOPBACK")),
         help="apply the rate limits to loopback clients too (ARD_MCP_RATE_LIMIT_LOOPBACK)",
     )
+
+    invocations = commands.add_parser(
+        "invocations",
+        help="print the invocation audit log: the newest calls of agents through this registry",
+        description="Every call of an agent through the registry (call_agent, POST /agents/{id}/invoke, get_agent_tools of a "
+        "remote MCP server) is logged in <data-dir>/invocations.jsonl: who, which entry and tool, the endpoint, the outcome, "
+        "the status, how long and how many bytes, never the arguments or the answer. This prints the newest first.",
+    )
+    _common(invocations)
+    invocations.add_argument("--limit", type=int, default=50, metavar="N", help="how many (default %(default)s, at most 1000)")
+    invocations.add_argument("--json", action="store_true", help="one JSON object a line instead of a table")
 
     ingest = commands.add_parser("ingest", help="load ai-catalog.json files into the registry")
     _common(ingest)

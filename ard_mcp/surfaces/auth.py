@@ -1,9 +1,10 @@
 """Who may write: bearer tokens from a token file, checked the same way for REST routes and MCP write tools.
 
-The file has one token per line: `[name] token [publishers]`, blank lines and `#` comments ignored.
+The file has one token per line: `[name] token [publishers [invoke]]`, blank lines and `#` comments ignored.
 `publishers` is a comma-separated list of the publisher domains the token may create, update and delete
-entries of (`example.com,*.example.org`; `*` for an operator); a line without it may write every
-publisher's entries, as before scoping existed, and is warned about at start. A request proves itself
+entries of (`example.com,*.example.org`; `*` for an operator; `-` for none); a line without it may write
+every publisher's entries, as before scoping existed, and is warned about at start. A fourth column
+`invoke` lets the token call agents through the registry (`ard_mcp.invocation.policy`). A request proves itself
 with `Authorization: Bearer <token>` and is answered with the `Principal` the token names, whose
 `may_write` the registry's write methods check against the entry's publisher (an adversarial test found
 any token could overwrite or delete any publisher's entry).
@@ -24,6 +25,7 @@ import anyio
 
 from ard_mcp.errors import Unauthenticated
 from ard_mcp.formats.identifiers import is_publisher_domain
+from ard_mcp.invocation.policy import INVOKE_SCOPE, Caller
 from ard_mcp.search.visibility import ANONYMOUS as NOBODY
 from ard_mcp.search.visibility import EVERYONE, Viewer
 
@@ -38,6 +40,7 @@ ANONYMOUS = "anonymous"
 
 EVERY_PUBLISHER = ("*",)
 SCOPE_PREFIX = "ard:publish:"  # an OAuth scope naming a publisher pattern a token may write
+INVOKE = "invoke"  # the token file's fourth column
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class Principal:
 
     name: str
     publishers: tuple[str, ...] = EVERY_PUBLISHER
+    invoke: bool = False  # may call agents through the registry (token file column `invoke`, OAuth scope `ard:invoke`)
 
     def may_write(self, publisher: str) -> bool:
         publisher = publisher.lower()
@@ -54,7 +58,9 @@ class Principal:
 
 
 def parse_publishers(text: str, where: str) -> tuple[str, ...]:
-    """A token's third column: `*`, or domains and `*.`-prefixed domains, comma-separated."""
+    """A token's third column: `*`, or domains and `*.`-prefixed domains, comma-separated; `-` for none."""
+    if text.strip() == "-":
+        return ()
     found = tuple(p.strip().lower() for p in text.split(",") if p.strip())
     for pattern in found:
         if pattern != "*" and not is_publisher_domain(pattern.removeprefix("*.")):
@@ -98,13 +104,13 @@ class TokenStore:
             where = f"token file {path}, line {number}"
             if not fields:
                 continue
-            if len(fields) > 3:
-                raise ValueError(f"{where}: expected '[name] token [publisher domains]'")
+            if len(fields) > 4 or (len(fields) == 4 and fields[3] != INVOKE):
+                raise ValueError(f"{where}: expected '[name] token [publisher domains [invoke]]'")
             name, token = (fields[0], fields[1]) if len(fields) >= 2 else (f"token-{number}", fields[0])
             if len(token) < MIN_TOKEN_CHARS:
                 raise ValueError(f"{where}: tokens must be at least {MIN_TOKEN_CHARS} characters")
-            if len(fields) == 3:
-                tokens[token] = Principal(name, parse_publishers(fields[2], where))
+            if len(fields) >= 3:
+                tokens[token] = Principal(name, parse_publishers(fields[2], where), invoke=len(fields) == 4)
             else:
                 log.warning("%s: %s may write the entries of every publisher; add a third column (example.com,*.example.org)", where, name)
                 tokens[token] = name
@@ -155,7 +161,15 @@ class TokenStore:
         principal = await anyio.to_thread.run_sync(self.principal, {"authorization": f"Bearer {token}"})
         if principal is None:
             return None
-        return AccessToken(token=token, client_id=principal.name, scopes=[SCOPE_PREFIX + p for p in principal.publishers])
+        scopes = [SCOPE_PREFIX + p for p in principal.publishers] + ([INVOKE_SCOPE] if principal.invoke else [])
+        return AccessToken(token=token, client_id=principal.name, scopes=scopes)
+
+    def caller(self, headers: Mapping[str, str] | None) -> Caller:
+        """Who calls an agent, for the invocation policy: on a registry without credentials the local caller
+        of an open registry (the policy's `--allow-invocation` decides); else the token's principal, or
+        `Unauthenticated` (401) without a valid one."""
+        principal = self.writer(headers)
+        return Caller(principal.name, principal.invoke or not self.configured)
 
     def viewer(self, headers: Mapping[str, str] | None) -> Viewer:
         """Who may see what (`metadata.visibleTo`): the token's principal; anonymous without a valid one; on

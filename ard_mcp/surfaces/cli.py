@@ -21,6 +21,7 @@ from ard_mcp.errors import ArdError, InvalidArgument
 from ard_mcp.federation.settings import FederationSettings, load_upstreams
 from ard_mcp.formats.limits import EntryLimits
 from ard_mcp.surfaces.arguments import build_parser, csv_list
+from ard_mcp.surfaces.invocation_settings import invocation_policy, print_invocations
 from ard_mcp.surfaces.rest.ratelimit import RateLimits
 from ard_mcp.surfaces.rest.settings import is_loopback
 from ard_mcp.trust.policy import demoted_by
@@ -76,7 +77,13 @@ def _serve(args: argparse.Namespace) -> int:
         # The server claims the directory as it starts; trying first makes a directory in use a clear error
         # and exit status, not a traceback out of the server's task group.
         datadir.release(datadir.claim_for(config))
-        services = Services(config.source, _federation_settings(args), _crawl_settings(args), args.trust_policy)
+        services = Services(
+            config.source,
+            _federation_settings(args),
+            _crawl_settings(args),
+            args.trust_policy,
+            invocation=invocation_policy(args, stdio=True),
+        )
         build_server(config, crawl=_crawl_settings(args), services=services).run()
         return 0
     return _serve_http(args)
@@ -115,7 +122,13 @@ def _serve_http(args: argparse.Namespace) -> int:
     if args.mcp_requires_token and not args.oauth_issuer:
         print("ard-mcp: --mcp-requires-token needs --oauth-issuer (the authorization server MCP clients sign in with)", file=sys.stderr)
         return 2
-    rates = RateLimits(args.read_rate, args.write_rate, args.auth_failure_rate, args.rate_limit_loopback)
+    rates = RateLimits(
+        reads=args.read_rate,
+        writes=args.write_rate,
+        invocations=args.invoke_rate,
+        auth_failures=args.auth_failure_rate,
+        loopback=args.rate_limit_loopback,
+    )
     settings = HttpSettings(
         args.transport,
         args.host,
@@ -130,6 +143,7 @@ def _serve_http(args: argparse.Namespace) -> int:
         crawl=_crawl_settings(args),
         federation=_federation_settings(args),
         trust_policy=args.trust_policy,
+        invocation=invocation_policy(args, stdio=False),
     )
     if allowed is None and not is_loopback(args.host):
         log.warning("answering any Host header on %s; pass --allowed-hosts with the names clients use", args.host)
@@ -370,6 +384,7 @@ COMMANDS: dict[str, Any] = {
     "export": _export,
     "check": _check,
     "backup": _backup,
+    "invocations": print_invocations,
 }
 
 

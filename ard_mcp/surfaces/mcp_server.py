@@ -42,11 +42,13 @@ from ard_mcp.formats.messages import (
 )
 from ard_mcp.formats.registration import Format
 from ard_mcp.index import datadir
+from ard_mcp.invocation.policy import LOCAL
 from ard_mcp.search.criteria import Criteria
 from ard_mcp.search.query import SearchQuery
 from ard_mcp.search.visibility import EVERYONE, Viewer
 from ard_mcp.surfaces.auth import ANONYMOUS, Principal, TokenStore
 from ard_mcp.surfaces.mcp_crawl import add_crawl_tool
+from ard_mcp.surfaces.mcp_invoke import add_invoke_tools
 from ard_mcp.surfaces.services import Services
 from ard_mcp.surfaces.tool_results import compact_result
 from ard_mcp.surfaces.xu_discovery import Federate, discover
@@ -66,10 +68,12 @@ INSTRUCTIONS = (
     "ranked catalog entries (agents, MCP servers, skills) with the evidence for each match; use explore_facets to see "
     "which types, tags and publishers exist; discover_agents takes a Xu discovery-profile request (hard tag and protocol "
     "filters, constraints, evidence); register_agent publishes an ARD entry, an A2A agent card, Xu Agent Metadata or "
-    "AIDIP agent metadata."
+    "AIDIP agent metadata. get_agent_tools shows what an entry can be asked to do, and call_agent calls it through the "
+    "registry where the operator allows it."
 )
 
 WRITE_TOOLS = frozenset({"register_agent", "deregister_agent", "crawl_catalogs"})  # what rate limits count as writes over HTTP
+INVOKE_TOOLS = frozenset({"call_agent", "get_agent_tools"})  # ... and as invocations: each one reaches an agent
 
 FilterArg = Annotated[
     dict[str, Any] | None,
@@ -388,6 +392,9 @@ def build_server(
         return _registry(ctx).deregister(identifier, writer(ctx).may_write, viewer(ctx))
 
     add_crawl_tool(server, writer, _registry, crawl)
+    add_invoke_tools(
+        server, _registry, shared_services.invoker, viewer, lambda ctx: tokens.caller(ctx.headers) if tokens is not None else LOCAL
+    )
 
     @server.resource(AGENT_RESOURCE, name="agent", title="Catalog entry", mime_type="application/json")
     def agent_resource(identifier: str, ctx: Context) -> str:

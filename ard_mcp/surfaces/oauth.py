@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 import jwt
 
+from ard_mcp.invocation.policy import INVOKE_SCOPE
 from ard_mcp.surfaces.auth import SCOPE_PREFIX, Principal, parse_publishers
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ class JwtVerifier:
         claims = self.claims(token)
         if claims is None:
             return None
-        return Principal(f"oauth:{claims['sub']}", publishers_of(claims))
+        return Principal(f"oauth:{claims['sub']}", publishers_of(claims), invoke=INVOKE_SCOPE in _scopes(claims))
 
     def claims(self, token: str) -> dict[str, Any] | None:
         try:

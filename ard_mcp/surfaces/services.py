@@ -14,12 +14,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ard_mcp.federation.settings import FederationSettings
+from ard_mcp.invocation.policy import InvocationPolicy
 from ard_mcp.trust.policy import TrustPolicy
 from ard_mcp.web.settings import CrawlSettings
 
 if TYPE_CHECKING:
     from ard_mcp.federation.service import Federation
+    from ard_mcp.invocation.service import Invoker
     from ard_mcp.net.guard import Resolver
+    from ard_mcp.registry import Registry
     from ard_mcp.trust.service import TrustChecks
 
 
@@ -31,10 +34,12 @@ class Services:
         crawl: CrawlSettings | None = None,
         trust_policy: TrustPolicy = "show",
         trust: TrustChecks | None = None,
+        invocation: InvocationPolicy | None = None,
     ) -> None:
         """`identity` names this registry on federated requests' paths; `crawl` decides whether private
         networks may be fetched from (trust keys, upstreams named by entries); `trust` replaces the trust
-        checks made on first use (tests point key fetches at loopback with it)."""
+        checks made on first use (tests point key fetches at loopback with it); `invocation` is the policy
+        for calling agents (off when not given)."""
         self._federation_settings = dataclasses.replace(federation or FederationSettings(), identity=identity)
         self._allow_private = crawl.allow_private_networks if crawl else False
         self._dns_server = crawl.dns_server if crawl else None
@@ -42,6 +47,8 @@ class Services:
         self._federation: Federation | None = None
         self._trust = trust
         self._resolver: Resolver | None = None
+        self.invocation = invocation or InvocationPolicy()
+        self._invoker: Invoker | None = None
 
     def federation(self) -> Federation:
         if self._federation is None:
@@ -69,6 +76,14 @@ class Services:
 
                 self._resolver = SystemResolver()
         return self._resolver
+
+    def invoker(self, registry: Registry) -> Invoker:
+        """The agent caller over `registry` (one per serving registry: its tool-list cache is shared)."""
+        if self._invoker is None or self._invoker.registry is not registry:
+            from ard_mcp.invocation.service import Invoker
+
+            self._invoker = Invoker(registry, self.invocation, self.resolver())
+        return self._invoker
 
     async def trust_findings(self, entry: Mapping[str, Any]) -> set[tuple[str, str]] | None:
         """What the check of an entry being registered found; None for an entry without a trust manifest

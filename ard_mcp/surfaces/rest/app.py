@@ -77,7 +77,9 @@ def build_app(
         mcp_url = f"{(config.source_url or settings.base_url()).rstrip('/')}/{'sse' if settings.transport == 'sse' else 'mcp'}"
         issuer, resource = AnyHttpUrl(settings.mcp_issuer), AnyHttpUrl(mcp_url)
         protect = AuthSettings(issuer_url=issuer, resource_server_url=resource, validate_token_resource=False)  # our verifier checks aud
-    services = services or Services(config.source, settings.federation, settings.crawl, settings.trust_policy)
+    services = services or Services(
+        config.source, settings.federation, settings.crawl, settings.trust_policy, invocation=settings.invocation
+    )
     server = build_server(
         config,
         warm=False,

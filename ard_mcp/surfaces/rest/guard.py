@@ -27,9 +27,9 @@ from ard_mcp.errors import (
     RequestTimeout,
     UnsupportedMediaType,
 )
-from ard_mcp.surfaces.mcp_server import WRITE_TOOLS
+from ard_mcp.surfaces.mcp_server import INVOKE_TOOLS, WRITE_TOOLS
 from ard_mcp.surfaces.rest.errors import error_response
-from ard_mcp.surfaces.rest.operations import dialect_for, is_write
+from ard_mcp.surfaces.rest.operations import dialect_for, is_invocation, is_write
 from ard_mcp.surfaces.rest.ratelimit import Limiter
 from ard_mcp.surfaces.rest.settings import HttpSettings, is_loopback
 
@@ -109,7 +109,7 @@ class GuardMiddleware:
                     self.limiter.take("auth_failures", (address,))
                 else:
                     keys.append(f"credential {principal.name}")
-            self.limiter.take("writes" if _writes(request, body) else "reads", tuple(keys))
+            self.limiter.take(_kind(request, body), tuple(keys))
         except RateLimited as exc:
             return exc
         return None
@@ -134,16 +134,19 @@ class GuardMiddleware:
             return RequestTimeout(f"request body not received within {self.settings.body_timeout:g} s")
 
 
-def _writes(request: Request, body: bytes) -> bool:
-    """A write operation, or an MCP message (or batch) calling a write tool."""
-    if not request.url.path.startswith(_MCP_PATHS):
-        return is_write(request.method, request.url.path)
+def _kind(request: Request, body: bytes) -> str:
+    """Which rate limit a request counts against: invocations (calling an agent), writes, or reads; an MCP
+    message (or batch) by the tools it calls."""
+    path = request.url.path
+    if not path.startswith(_MCP_PATHS):
+        return "invocations" if is_invocation(request.method, path) else "writes" if is_write(request.method, path) else "reads"
     try:
         message = json.loads(body) if body else None
     except ValueError:
-        return False  # the MCP SDK answers it as a parse error
+        return "reads"  # the MCP SDK answers it as a parse error
     calls = [m for m in (message if isinstance(message, list) else [message]) if isinstance(m, dict) and m.get("method") == "tools/call"]
-    return any(isinstance(m.get("params"), dict) and m["params"].get("name") in WRITE_TOOLS for m in calls)
+    names = {m["params"].get("name") for m in calls if isinstance(m.get("params"), dict)}
+    return "invocations" if names & INVOKE_TOOLS else "writes" if names & WRITE_TOOLS else "reads"
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -27,6 +27,7 @@ from ard_mcp.formats.messages import (
     ListResponse,
     SearchRequest,
 )
+from ard_mcp.invocation.calls import AgentInput, AgentOutput
 from ard_mcp.surfaces.rest.errors import Dialect, error_response
 from ard_mcp.surfaces.rest.routes import (
     AppState,
@@ -37,6 +38,7 @@ from ard_mcp.surfaces.rest.routes import (
     explore,
     get_agent,
     healthz,
+    invoke_agent,
     list_agents,
     put_agent,
     register_agent,
@@ -73,6 +75,7 @@ class Operation:
     errors: tuple[int, ...] = (400,)
     params: tuple[Param, ...] = ()
     write: bool = False
+    invocation: bool = False  # calls an agent: counted against the invocations rate limit
     tag: str = "ARD"
 
     @property
@@ -104,6 +107,11 @@ def _endpoint(op: Operation) -> Callable[[Request], Awaitable[Response]]:
 
 
 _ID = Param("id", "The agent's urn:air: identifier, or the Xu / AIDIP id it was registered with (URL-encoded).", {"type": "string"})
+_OPERATION = Param(
+    "operation",
+    "The tool, skill or operation to call (see get_agent_tools); optional when the agent has one.",
+    {"type": "string"},
+)
 _FORMAT = Param(
     "format",
     "The body's format: auto (default), ard, xu, aidip or a2a (an A2A agent card).",
@@ -188,6 +196,21 @@ OPERATIONS: tuple[Operation, ...] = (
         request=aidip.AidipSearchRequest,
         tag="AIDIP",
     ),
+    Operation(  # before the routes of /agents/{id}, whose id would take "/invoke" in
+        "POST",
+        "/agents/{id}/invoke",
+        "invokeAgent",
+        "AIDIP §5 invocation through the registry: the agent's input JSON in, the agent's JSON out",
+        invoke_agent,
+        Dialect.AIDIP,
+        AgentOutput,
+        request=AgentInput,
+        errors=(400, 401, 403, 404, 502, 504),
+        params=(_ID, _OPERATION),
+        write=True,
+        invocation=True,
+        tag="AIDIP",
+    ),
     Operation(
         "GET",
         "/agents/{id}",
@@ -268,6 +291,12 @@ OPERATIONS: tuple[Operation, ...] = (
 
 
 _PATTERNS: tuple[tuple[re.Pattern[str], Operation], ...] = tuple((compile_path(op.route_path)[0], op) for op in OPERATIONS)
+
+
+def is_invocation(method: str, path: str) -> bool:
+    """Whether the request calls an agent through the registry (rate-limited as an invocation)."""
+    path = path.rstrip("/") or "/"
+    return any(op.invocation and op.method == method and pattern.match(path) for pattern, op in _PATTERNS)
 
 
 def is_write(method: str, path: str) -> bool:

@@ -30,6 +30,7 @@ class RateLimits:
 
     reads: int = 600
     writes: int = 120
+    invocations: int = 60  # calls of agents through the registry (`POST /agents/{id}/invoke`, call_agent, get_agent_tools)
     auth_failures: int = 10
     loopback: bool = False  # limit loopback clients too
 

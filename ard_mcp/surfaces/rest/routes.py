@@ -7,6 +7,7 @@ the response.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -197,6 +198,29 @@ async def delete_agent(request: Request, state: AppState) -> Response:
     registry = state.open_registry()
     result: DeregisterResult = await run(registry.deregister, request.path_params["id"], writer_of(request).may_write, viewer_of(request))
     return model_response(result)
+
+
+async def invoke_agent(request: Request, state: AppState) -> Response:
+    """The agent's answer as it gave it; what the registry knows about the call in `ARD-Invocation-*` headers."""
+    arguments = await json_body(request)
+    if not isinstance(arguments, dict):
+        raise InvalidArgument("request body: the agent's input must be a JSON object")
+    invoker = state.open_services().invoker(state.open_registry())
+    caller = state.settings.tokens.caller(request.headers)
+    answer = await invoker.call(request.path_params["id"], request.query_params.get("operation"), arguments, viewer_of(request), caller)
+    headers = {
+        "ARD-Invocation-Endpoint": answer.endpoint,
+        "ARD-Invocation-Protocol": answer.protocol,
+        "ARD-Invocation-Duration-Ms": f"{answer.durationMs:g}",
+        "ARD-Third-Party-Content": "true",
+    }
+    if answer.trust is not None:
+        headers["ARD-Invocation-Trust"] = answer.trust.status
+    if answer.isError:
+        headers["ARD-Invocation-Error"] = "true"
+    if answer.warnings:
+        headers["ARD-Invocation-Warnings"] = json.dumps(answer.warnings, ensure_ascii=True)
+    return JSONResponse(answer.result, headers=headers)
 
 
 async def aidip_search(request: Request, state: AppState) -> Response:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from ard_mcp.config import Config
 from ard_mcp.federation.settings import FederationSettings
+from ard_mcp.invocation.policy import InvocationPolicy
 from ard_mcp.surfaces.auth import TokenStore
 from ard_mcp.surfaces.rest.ratelimit import DEFAULT_RATE_LIMITS, RateLimits
 from ard_mcp.trust.policy import TrustPolicy
@@ -45,6 +46,7 @@ class HttpSettings:
     federation: FederationSettings | None = None  # upstream registries; None: only the ai-registry entries of the catalog
     trust_policy: TrustPolicy = "show"  # refuse-invalid: registrations whose trust manifest fails its check are refused
     body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds for a whole request body to arrive
+    invocation: InvocationPolicy = field(default_factory=InvocationPolicy)  # off unless --allow-invocation
 
     def base_url(self) -> str:
         """The URL this server is reached at when no public URL was given: the bound address, or for a

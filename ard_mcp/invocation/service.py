@@ -1,0 +1,160 @@
+"""Listing and calling an entry's tools for the surfaces: the entry as the caller may see it, the policy, the
+protocol's client, the screening of what comes back, and the audit log, in one place so the MCP tools and
+the REST route behave alike.
+
+A remote MCP server's live `tools/list` is kept for `TOOLS_TTL` seconds per endpoint: a host that inspects
+a server and then calls it asks the server once. Everything an agent returns is third-party content: its
+texts are screened for text aimed at a model (`formats.untrusted`), and the answer says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable, ArdError, InvalidArgument, PermissionDenied
+from ard_mcp.formats.messages import TrustFinding
+from ard_mcp.formats.timestamps import utc_text
+from ard_mcp.formats.untrusted import text_findings
+from ard_mcp.invocation.audit import AuditLog, AuditRecord
+from ard_mcp.invocation.calls import AgentClient, AgentTools, Invocation, Progress, Protocol_, Target, ToolSummary
+from ard_mcp.invocation.policy import Caller, InvocationPolicy
+from ard_mcp.invocation.targets import Offline, target_of
+from ard_mcp.net.guard import GuardedTransport, NetworkPolicy, Resolver, SystemResolver
+from ard_mcp.registry import Registry
+from ard_mcp.search.visibility import Viewer
+
+TOOLS_TTL = 60.0
+MAX_WARNINGS = 10
+DEFAULT_OPERATION = "invoke"  # an AIDIP or Xu agent that lists no operations has this one
+
+
+def default_clients() -> dict[Protocol_, AgentClient]:
+    from ard_mcp.invocation.clients.a2a_agent import A2aAgentClient
+    from ard_mcp.invocation.clients.http_agent import HttpAgentClient
+    from ard_mcp.invocation.clients.mcp_agent import McpAgentClient
+
+    return {"mcp": McpAgentClient(), "a2a": A2aAgentClient(), "http": HttpAgentClient()}
+
+
+class Invoker:
+    def __init__(
+        self,
+        registry: Registry,
+        policy: InvocationPolicy,
+        resolver: Resolver | None = None,
+        clients: Mapping[Protocol_, AgentClient] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.policy = policy
+        self.resolver = resolver or SystemResolver()
+        self.clients = dict(clients) if clients is not None else default_clients()
+        self.audit = AuditLog(registry.config.data_dir)
+        self._tools: dict[str, tuple[float, list[ToolSummary]]] = {}
+
+    def _transport(self) -> httpx.AsyncBaseTransport:
+        return GuardedTransport(NetworkPolicy(self.policy.allow_private_networks), self.resolver)
+
+    def _target(self, reference: str, viewer: Viewer) -> tuple[str, TrustFinding | None, Target | Offline]:
+        entry = self.registry.get(reference, viewer)
+        found = target_of(entry.stored(), self.policy.limits)
+        if isinstance(found, Target):  # the operator's credentials for this agent, never the caller's
+            found = dataclasses.replace(found, headers=self.policy.credentials.headers_for(entry.publisher, found.url))
+        return entry.identifier, self.registry.trust_of(entry.identifier), found
+
+    async def tools(self, reference: str, viewer: Viewer, caller: Caller) -> AgentTools:
+        """The entry's callable surface: an MCP server's live tools/list (when invocation is allowed), an A2A
+        agent's skills, an AIDIP agent's operations; an offline entry says why."""
+        identifier, trust, target = self._target(reference, viewer)
+        if isinstance(target, Offline):
+            return AgentTools(identifier=identifier, tools=[], offline=target.reason, trust=trust)
+        if target.protocol == "mcp":
+            self.policy.check(identifier, trust.status if trust else None, caller.may_invoke)
+        listed = await self._listed(target)
+        return AgentTools(identifier=identifier, protocol=target.protocol, endpoint=target.url, tools=listed, trust=trust)
+
+    async def _listed(self, target: Target) -> list[ToolSummary]:
+        kept = self._tools.get(target.url)
+        if kept is not None and time.monotonic() - kept[0] < TOOLS_TTL:
+            return kept[1]
+        listed = await self.clients[target.protocol].tools(target, self._transport)
+        if target.protocol == "mcp":
+            self._tools[target.url] = (time.monotonic(), listed)
+        return listed
+
+    async def call(
+        self,
+        reference: str,
+        tool: str | None,
+        arguments: dict[str, Any],
+        viewer: Viewer,
+        caller: Caller,
+        progress: Progress | None = None,
+    ) -> Invocation:
+        """Call one tool of the entry `reference` names (`tool` may be left out where there is one), as
+        `caller`, under the policy; every call is audited, refused ones too."""
+        started = time.monotonic()
+        record = AuditRecord(at="", caller=caller.name, identifier=reference, tool=tool or "", outcome="refused", durationMs=0.0)
+        try:
+            identifier, trust, target = self._target(reference, viewer)
+            record.identifier = identifier
+            self.policy.check(identifier, trust.status if trust else None, caller.may_invoke)
+            if isinstance(target, Offline):
+                raise InvalidArgument(f"{identifier} cannot be called through this registry: {target.reason}")
+            record.endpoint, record.protocol = target.url, target.protocol
+            if not isinstance(arguments, dict):
+                raise InvalidArgument("arguments: must be a JSON object")
+            tool = record.tool = _tool(target, tool)
+            outcome = await self.clients[target.protocol].call(target, self._transport, tool, arguments, progress)
+        except ArdError as exc:
+            record.outcome, record.status, record.detail = _failure(exc), exc.http_status, exc.message
+            self._audited(record, started)
+            raise
+        warnings = list(dict.fromkeys(f.message() for i, text in enumerate(outcome.texts) for f in text_findings(f"result[{i}]", text)))
+        answer = Invocation(
+            identifier=identifier,
+            tool=tool,
+            endpoint=target.url,
+            protocol=target.protocol,
+            result=outcome.result,
+            isError=outcome.is_error,
+            durationMs=round((time.monotonic() - started) * 1000, 1),
+            trust=trust,
+            warnings=warnings[:MAX_WARNINGS] or None,
+        )
+        record.outcome, record.bytes = "agent-error" if outcome.is_error else "ok", len(answer.model_dump_json())
+        self._audited(record, started)
+        return answer
+
+    def _audited(self, record: AuditRecord, started: float) -> None:
+        record.at = utc_text(datetime.now(UTC), "milliseconds")
+        record.durationMs = round((time.monotonic() - started) * 1000, 1)
+        self.audit.append(record)
+
+
+def _tool(target: Target, tool: str | None) -> str:
+    """The tool to call: the one named, or the agent's only one. An A2A skill or an AIDIP operation the entry
+    does not list is refused here; an MCP server says so itself."""
+    names = [str(o.get("id") or o.get("name")) for o in target.operations]
+    if tool is None:
+        if len(names) == 1 or (target.protocol == "http" and not names):
+            return names[0] if names else DEFAULT_OPERATION
+        raise InvalidArgument(f"tool: name the tool to call{': one of ' + ', '.join(names) if names else ' (get_agent_tools lists them)'}")
+    if target.protocol != "mcp" and names and tool not in names:
+        raise InvalidArgument(f"tool: {tool!r} is not one of this agent's: {', '.join(names)}")
+    return tool
+
+
+def _failure(exc: ArdError) -> str:
+    if isinstance(exc, AgentError):
+        return "agent-error"
+    if isinstance(exc, AgentTimeout):
+        return "timeout"
+    if isinstance(exc, AgentUnreachable):
+        return "unreachable"
+    return "refused" if isinstance(exc, PermissionDenied) else "invalid"

@@ -1,0 +1,92 @@
+"""Where and how a stored entry is called, read from the entry alone (no network).
+
+- an MCP server (`application/mcp-server-card+json`): the first remote of its inline server.json or card
+  (`remotes`, `transport`, `endpoint`, `url`), else the remote the registry recorded when it read one
+  (`metadata.remoteUrl`); streamable HTTP unless the remote says SSE;
+- an A2A agent card: its first interface (`supportedInterfaces`, or v0.3 `url`), its skills as the tools;
+- AIDIP agent metadata: its `endpoint`, its `operations` as the tools;
+- Xu agent metadata: its first http(s) binding, called like an AIDIP agent.
+
+Anything else, or a card only referenced by `url` (the artifact is elsewhere, not inline), is offline: the
+answer says why, so a host can tell the person what to configure instead. Every endpoint must pass the one
+URL check (`net.urls.check_url`: no link-local or cloud-metadata address in any spelling) before it counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ard_mcp.formats import entry_facts, media_types
+from ard_mcp.formats.mcp_server import REMOTE_TRANSPORT_KEY, REMOTE_URL_KEY
+from ard_mcp.invocation.calls import Limits, Protocol_, Target
+from ard_mcp.net.urls import RefusedUrl, check_url
+
+_SSE = ("sse", "http+sse")
+
+
+@dataclass(frozen=True)
+class Offline:
+    reason: str
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _http(url: Any) -> str | None:
+    """`url` if it is an absolute http(s) URL the URL check accepts."""
+    if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
+        return None
+    try:
+        check_url(url)
+    except RefusedUrl:
+        return None
+    return url
+
+
+def _mcp(entry: Mapping[str, Any], data: Mapping[str, Any]) -> tuple[str, str] | None:
+    candidates = [(r.get("url"), r.get("type") or r.get("transport_type")) for r in map(_mapping, data.get("remotes") or [])]
+    transport = data.get("transport")
+    if isinstance(transport, Mapping):
+        candidates.append((transport.get("url") or transport.get("endpoint"), transport.get("type")))
+    kind = transport if isinstance(transport, str) else None
+    candidates += [(data.get("endpoint"), kind), (data.get("url"), kind)]
+    metadata = _mapping(entry.get("metadata"))
+    candidates.append((metadata.get(REMOTE_URL_KEY), metadata.get(REMOTE_TRANSPORT_KEY)))
+    for url, how in candidates:
+        if (found := _http(url)) is not None:
+            return found, "sse" if str(how or "").lower() in _SSE else "streamable-http"
+    return None
+
+
+def target_of(entry: Mapping[str, Any], limits: Limits) -> Target | Offline:
+    """The entry's `Target` (without credentials: `service` adds the operator's), or why it cannot be called."""
+    data = _mapping(entry.get("data"))
+    kind = entry_facts.origin(entry)
+    media_type = media_types.canonical_type(str(entry.get("type")))
+    protocol: Protocol_
+    operations: tuple[Mapping[str, Any], ...] = ()
+    transport: str | None = None
+    if kind in ("aidip", "xu"):
+        bindings = [b for b in entry_facts.bindings_of(entry) if _http(b.get("endpoint")) is not None]
+        if not bindings:
+            return Offline("its metadata names no http(s) endpoint this registry may call")
+        protocol, url = "http", str(bindings[0]["endpoint"])
+        operations = tuple(_mapping(o) for o in data.get("operations") or [] if isinstance(o, Mapping))
+    elif media_type == media_types.MCP_SERVER_CARD:
+        remote = _mcp(entry, data)
+        if remote is None:
+            return Offline("no remote MCP endpoint (streamable HTTP or SSE) in its server description: it runs locally, from its package")
+        (url, transport), protocol = remote, "mcp"
+    elif media_type in (media_types.A2A_AGENT_CARD, media_types.AGENT_CARD):
+        interfaces = [i for i in entry_facts.card_interfaces(data) if _http(i.get("url")) is not None]
+        if not interfaces:
+            return Offline("its agent card is not inline or names no http(s) interface")
+        protocol, url, transport = "a2a", interfaces[0]["url"], interfaces[0].get("protocolBinding")
+        operations = tuple(_mapping(s) for s in data.get("skills") or [] if isinstance(s, Mapping))
+    else:
+        return Offline(f"a {entry.get('type')} entry has no invocation interface this registry speaks (MCP, A2A, AIDIP, Xu https)")
+    card = data if protocol == "a2a" else None
+    return Target(protocol, url, transport, operations, card, {}, limits)

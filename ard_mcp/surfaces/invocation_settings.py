@@ -1,0 +1,44 @@
+"""The command line's side of invocation: the policy `serve` runs with, and `ard-mcp invocations`."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from ard_mcp.invocation.calls import Limits
+from ard_mcp.invocation.credentials import AgentCredentials
+from ard_mcp.invocation.policy import InvocationPolicy
+from ard_mcp.surfaces.arguments import csv_list
+
+
+def invocation_policy(args: argparse.Namespace, *, stdio: bool) -> InvocationPolicy:
+    """On over stdio unless --no-invocation (the caller is the local user's own host), off over HTTP unless
+    --allow-invocation; the crawler's network rules (--allow-private-networks) for the agents' addresses."""
+    if args.invoke_timeout <= 0:
+        raise SystemExit("ard-mcp: --invoke-timeout must be positive")
+    try:
+        credentials = AgentCredentials.load(args.agent_credentials) if args.agent_credentials else AgentCredentials()
+    except ValueError as exc:
+        raise SystemExit(f"ard-mcp: {exc}") from None
+    return InvocationPolicy(
+        enabled=not args.no_invocation if stdio else args.allow_invocation,
+        allowed_trust=csv_list(args.invoke_trust),
+        allow_private_networks=args.allow_private_networks,
+        limits=dataclasses.replace(Limits(), total=args.invoke_timeout),
+        credentials=credentials,
+    )
+
+
+def print_invocations(args: argparse.Namespace) -> int:
+    from ard_mcp.invocation.audit import AuditLog
+
+    records = AuditLog(args.data_dir).newest(args.limit)
+    for record in records:
+        if args.json:
+            print(record.model_dump_json())
+        else:
+            outcome = record.outcome if record.status is None else f"{record.outcome} {record.status}"
+            print(f"{record.at}  {record.caller:<16} {outcome:<16} {record.durationMs:>8.1f} ms  {record.identifier} {record.tool}")
+    if not records and not args.json:
+        print(f"no invocations logged in {AuditLog(args.data_dir).path}")
+    return 0
