@@ -38,6 +38,12 @@ class AuditRecord(WireModel):
     detail: str | None = Field(default=None, description="Why, for anything but ok.")
 
 
+class InvocationLog(WireModel):
+    """The newest records of the audit log, newest first (`GET /invocations`, for operators)."""
+
+    records: list[AuditRecord]
+
+
 class AuditLog:
     def __init__(self, directory: Path) -> None:
         self.path = directory / FILE

@@ -27,6 +27,7 @@ from ard_mcp.formats.messages import (
     ListResponse,
     SearchRequest,
 )
+from ard_mcp.invocation.audit import InvocationLog
 from ard_mcp.invocation.calls import AgentInput, AgentOutput
 from ard_mcp.surfaces.rest.errors import Dialect, error_response
 from ard_mcp.surfaces.rest.routes import (
@@ -38,6 +39,7 @@ from ard_mcp.surfaces.rest.routes import (
     explore,
     get_agent,
     healthz,
+    invocations,
     invoke_agent,
     list_agents,
     put_agent,
@@ -112,6 +114,7 @@ _OPERATION = Param(
     "The tool, skill or operation to call (see get_agent_tools); optional when the agent has one.",
     {"type": "string"},
 )
+_LIMIT = Param("limit", "How many records, newest first (1-1000; default 100).", {"type": "integer", "minimum": 1, "maximum": 1000})
 _FORMAT = Param(
     "format",
     "The body's format: auto (default), ard, xu, aidip or a2a (an A2A agent card).",
@@ -195,6 +198,19 @@ OPERATIONS: tuple[Operation, ...] = (
         aidip.AidipSearchResponse,
         request=aidip.AidipSearchRequest,
         tag="AIDIP",
+    ),
+    Operation(
+        "GET",
+        "/invocations",
+        "invocationLog",
+        "The invocation audit log, newest first: who called which agent and tool, the outcome, the duration (operators only)",
+        invocations,
+        Dialect.ARD,
+        InvocationLog,
+        errors=(400, 401, 403),
+        params=(_LIMIT,),
+        write=True,
+        tag="Service",
     ),
     Operation(  # before the routes of /agents/{id}, whose id would take "/invoke" in
         "POST",

@@ -32,6 +32,7 @@ from ard_mcp.formats.messages import (
     Health,
     SearchRequest,
 )
+from ard_mcp.invocation.audit import MAX_READ, AuditLog, InvocationLog
 from ard_mcp.registry import Registry
 from ard_mcp.search.paging import MAX_PAGE_SIZE
 from ard_mcp.search.query import SearchQuery
@@ -221,6 +222,17 @@ async def invoke_agent(request: Request, state: AppState) -> Response:
     if answer.warnings:
         headers["ARD-Invocation-Warnings"] = json.dumps(answer.warnings, ensure_ascii=True)
     return JSONResponse(answer.result, headers=headers)
+
+
+async def invocations(request: Request, state: AppState) -> Response:
+    """The invocation audit log: who called which agents, for operators (a token that may write every publisher)."""
+    if not writer_of(request).may_write("*"):
+        raise PermissionDenied("the invocation log is for operators: it needs a token that may write every publisher (*)")
+    text = request.query_params.get("limit")
+    if text is not None and not (text.isdigit() and 1 <= int(text) <= MAX_READ):
+        raise InvalidArgument(f"limit: must be an integer between 1 and {MAX_READ} (got {text!r})")
+    log = AuditLog(state.open_registry().config.data_dir)
+    return model_response(InvocationLog(records=await run(log.newest, int(text or 100))))
 
 
 async def aidip_search(request: Request, state: AppState) -> Response:
