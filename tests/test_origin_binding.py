@@ -13,10 +13,11 @@ from typing import Any
 import anyio
 import pytest
 
+from ard_mcp.formats.identifiers import within
 from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
 from ard_mcp.trust.canonical import canonical_json
-from ard_mcp.trust.origin import bound, host_of, serves
+from ard_mcp.trust.origin import bound, host_of
 from ard_mcp.trust.service import TrustChecks
 from ard_mcp.trust.signatures import sign_manifest
 from ard_mcp.web.crawler import open_crawler
@@ -79,11 +80,11 @@ def trust_of(registry: Registry, identifier: str) -> dict[str, Any]:
 
 
 def test_the_rule() -> None:
-    assert serves("alpha.test", "alpha.test") and serves("agents.alpha.test", "alpha.test") and serves("Alpha.Test.", "alpha.test")
+    assert within("alpha.test", "alpha.test") and within("agents.alpha.test", "alpha.test") and within("Alpha.Test.", "alpha.test")
     assert (
-        not serves("evil.test", "alpha.test")
-        and not serves("notalpha.test", "alpha.test")
-        and not serves("alpha.test", "agents.alpha.test")
+        not within("evil.test", "alpha.test")
+        and not within("notalpha.test", "alpha.test")
+        and not within("alpha.test", "agents.alpha.test")
     )
     assert bound("alpha.test", {"cdn.test", "alpha.test"}) and not bound("alpha.test", {"cdn.test"})
     assert [host_of(r) for r in ("https://A.test:8443/x", "dns:_agents.alpha.test", "alpha.test:8443", None)] == [

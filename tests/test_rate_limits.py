@@ -10,7 +10,7 @@ from starlette.requests import Request
 
 from ard_mcp.errors import RateLimited
 from ard_mcp.surfaces.auth import TokenStore
-from ard_mcp.surfaces.rest.guard import _writes
+from ard_mcp.surfaces.rest.guard import _kind
 from ard_mcp.surfaces.rest.ratelimit import Limiter, RateLimits
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from tests.conftest import WEATHER
@@ -73,21 +73,23 @@ def _request(method: str, path: str) -> Request:
 
 
 @pytest.mark.parametrize(
-    ("method", "path", "body", "write"),
+    ("method", "path", "body", "kind"),
     [
-        ("POST", "/search", b"", False),
-        ("POST", "/agents", b"", True),
-        ("POST", "/agents/search", b"", False),
-        ("DELETE", "/agents/urn:air:example.com:x", b"", True),
-        ("POST", "/mcp", b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "register_agent"}}', True),
-        ("POST", "/mcp", b'[{"method": "tools/call", "params": {"name": "search_agents"}}, {"method": "ping"}]', False),
-        ("POST", "/mcp", b'[{"method": "ping"}, {"method": "tools/call", "params": {"name": "deregister_agent"}}]', True),
-        ("POST", "/mcp", b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search_agents"}}', False),
-        ("POST", "/mcp", b"{not json", False),
+        ("POST", "/search", b"", "reads"),
+        ("POST", "/agents", b"", "writes"),
+        ("POST", "/agents/search", b"", "reads"),
+        ("DELETE", "/agents/urn:air:example.com:x", b"", "writes"),
+        ("POST", "/agents/urn:air:example.com:x/invoke", b"{}", "invocations"),
+        ("POST", "/mcp", b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "register_agent"}}', "writes"),
+        ("POST", "/mcp", b'[{"method": "tools/call", "params": {"name": "search_agents"}}, {"method": "ping"}]', "reads"),
+        ("POST", "/mcp", b'[{"method": "ping"}, {"method": "tools/call", "params": {"name": "deregister_agent"}}]', "writes"),
+        ("POST", "/mcp", b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search_agents"}}', "reads"),
+        ("POST", "/mcp", b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "call_agent"}}', "invocations"),
+        ("POST", "/mcp", b"{not json", "reads"),
     ],
 )
-def test_what_counts_as_a_write(method: str, path: str, body: bytes, write: bool) -> None:
-    assert _writes(_request(method, path), body) is write
+def test_which_limit_a_request_counts_against(method: str, path: str, body: bytes, kind: str) -> None:
+    assert _kind(_request(method, path), body) == kind
 
 
 @pytest.mark.slow

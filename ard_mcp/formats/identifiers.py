@@ -72,6 +72,13 @@ def check_identifier(identifier: str) -> str:
     return identifier
 
 
+def within(host: str, domain: str) -> bool:
+    """Whether `host` is `domain` or a name under it (case and a trailing dot aside): `agents.acme.com` is
+    within `acme.com`, `notacme.com` is not."""
+    host, domain = host.lower().rstrip("."), domain.lower().rstrip(".")
+    return host == domain or host.endswith("." + domain)
+
+
 def publisher_of(identifier: str) -> str:
     """The `<publisher>` segment of an identifier (ARD §7.1 derives the `publisher` filter key from it)."""
     return identifier.split(":", 3)[2].lower()

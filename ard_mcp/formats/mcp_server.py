@@ -30,7 +30,7 @@ from urllib.parse import urljoin, urlsplit
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats import a2a
 from ard_mcp.formats.entry_facts import SOURCE_ID_KEY
-from ard_mcp.formats.identifiers import derive_identifier, is_publisher_domain
+from ard_mcp.formats.identifiers import derive_identifier, is_publisher_domain, within
 from ard_mcp.formats.limits import MAX_ITEMS, MAX_LONG_TEXT, MAX_SHORT_TEXT, check_depth
 from ard_mcp.formats.media_types import MCP_SERVER_CARD
 from ard_mcp.formats.timestamps import parse_timestamp, utc_text
@@ -143,16 +143,12 @@ def _namespace_domain(namespace: str) -> str | None:
     return domain if is_publisher_domain(domain) else None
 
 
-def _within(host: str, domain: str) -> bool:
-    return host == domain or host.endswith("." + domain)
-
-
 def _publisher_and_name(name: str, field: str, origin_host: str | None) -> tuple[str, str]:
     """The publisher domain and the local name the identifier is made of (see the module docstring)."""
     namespace, slash, local = name.partition("/")
     domain = _namespace_domain(namespace) if slash else None
     host = _host_of(origin_host)
-    if domain is not None and (host is None or _within(host, domain)):
+    if domain is not None and (host is None or within(host, domain)):
         return domain, local
     if host is not None:
         return host, local if domain is not None else name

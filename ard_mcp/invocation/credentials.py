@@ -14,8 +14,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ard_mcp.formats.identifiers import is_publisher_domain
-from ard_mcp.trust.origin import serves
+from ard_mcp.formats.identifiers import is_publisher_domain, within
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +29,7 @@ class _Credential:
         """How specifically this line names the agent (0: not at all): a URL prefix beats a domain."""
         if "://" in self.target:
             return 1000 + len(self.target) if url.startswith(self.target) else 0
-        return 1 + len(self.target) if serves(publisher, self.target) else 0
+        return 1 + len(self.target) if within(publisher, self.target) else 0
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
+from ard_mcp.formats.identifiers import within
 from ard_mcp.trust.status import TrustResult
 
 DNS_PREFIX = "dns:"
@@ -37,14 +38,9 @@ def host_of(reference: str | None) -> str | None:
     return host.rstrip(".") if host else None
 
 
-def serves(host: str, publisher: str) -> bool:
-    """Whether `host` speaks for `publisher`: the publisher domain itself or a name under it."""
-    host, publisher = host.lower().rstrip("."), publisher.lower().rstrip(".")
-    return host == publisher or host.endswith("." + publisher)
-
-
 def bound(publisher: str, authorities: Iterable[str]) -> bool:
-    return any(serves(host, publisher) for host in authorities)
+    """Whether one of the hosts a document speaks for is the publisher domain or a name under it."""
+    return any(within(host, publisher) for host in authorities)
 
 
 def third_party(result: TrustResult, publisher: str, host: str) -> TrustResult:
