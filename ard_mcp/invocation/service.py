@@ -17,12 +17,13 @@ from typing import Any
 
 import httpx
 
-from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable, ArdError, InvalidArgument, PermissionDenied
+from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable, ArdError, InvalidArgument, NotFound, PermissionDenied
 from ard_mcp.formats.messages import TrustFinding
 from ard_mcp.formats.timestamps import utc_text
 from ard_mcp.formats.untrusted import text_findings
 from ard_mcp.invocation.audit import AuditLog, AuditRecord
 from ard_mcp.invocation.calls import AgentClient, AgentTools, Invocation, Progress, Protocol_, Target, ToolSummary
+from ard_mcp.invocation.compact import compact
 from ard_mcp.invocation.policy import Caller, InvocationPolicy
 from ard_mcp.invocation.targets import Offline, target_of
 from ard_mcp.net.guard import GuardedTransport, NetworkPolicy, Resolver, SystemResolver
@@ -67,16 +68,23 @@ class Invoker:
             found = dataclasses.replace(found, headers=self.policy.credentials.headers_for(entry.publisher, found.url))
         return entry.identifier, self.registry.trust_of(entry.identifier), found
 
-    async def tools(self, reference: str, viewer: Viewer, caller: Caller) -> AgentTools:
-        """The entry's callable surface: an MCP server's live tools/list (when invocation is allowed), an A2A
-        agent's skills, an AIDIP agent's operations; an offline entry says why."""
+    async def tools(self, reference: str, viewer: Viewer, caller: Caller, tool: str | None = None) -> AgentTools:
+        """The entry's callable surface, compact (`compact`): an MCP server's live tools/list (when invocation
+        is allowed), an A2A agent's skills, an AIDIP agent's operations; with `tool`, that one tool with its
+        full input schema. An offline entry says why."""
         identifier, trust, target = self._target(reference, viewer)
         if isinstance(target, Offline):
             return AgentTools(identifier=identifier, tools=[], offline=target.reason, trust=trust)
         if target.protocol == "mcp":
             self.policy.check(identifier, trust.status if trust else None, caller.may_invoke)
         listed = await self._listed(target)
-        return AgentTools(identifier=identifier, protocol=target.protocol, endpoint=target.url, tools=listed, trust=trust)
+        if tool is None:
+            shown = [compact(t) for t in listed]
+        else:
+            shown = [t for t in listed if t.name == tool]
+            if not shown:
+                raise NotFound(f"{identifier} has no tool {tool!r}; it has {', '.join(t.name for t in listed) or 'none'}")
+        return AgentTools(identifier=identifier, protocol=target.protocol, endpoint=target.url, tools=shown, trust=trust)
 
     async def _listed(self, target: Target) -> list[ToolSummary]:
         kept = self._tools.get(target.url)

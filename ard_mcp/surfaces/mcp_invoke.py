@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 IDENTIFIER = "The entry's urn:air: identifier (or the Xu / AIDIP id it was registered with), as search_agents returned it."
 TOOLS = (
     "The callable surface of an entry found with search_agents: a remote MCP server's tools (its live tools/list), an A2A "
-    "agent's skills, an AIDIP agent's operations, each with one line and its input schema; an entry that cannot be called "
-    "says why. Then call one with call_agent."
+    "agent's skills, an AIDIP agent's operations, each with one line and the shape of its input (name a `tool` for its full "
+    "input schema); an entry that cannot be called says why. Then call one with call_agent."
 )
 CALL = (
     "Call one tool of an entry through this registry: an MCP server's tool (tools/call), an A2A agent's skill (message/send; "
@@ -47,9 +47,13 @@ def add_invoke_tools(
         return invoker_of(await anyio.to_thread.run_sync(registry_of, ctx))
 
     @server.tool(title="Get agent tools", description=TOOLS, annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True))
-    async def get_agent_tools(identifier: Annotated[str, Field(description=IDENTIFIER)], ctx: Context) -> AgentTools:
+    async def get_agent_tools(
+        identifier: Annotated[str, Field(description=IDENTIFIER)],
+        ctx: Context,
+        tool: Annotated[str | None, Field(description="One tool's name: that tool alone, with its full input schema.")] = None,
+    ) -> AgentTools:
         try:
-            return await (await opened(ctx)).tools(identifier, viewer(ctx), caller(ctx))
+            return await (await opened(ctx)).tools(identifier, viewer(ctx), caller(ctx), tool)
         except ArdError as exc:
             raise ToolError(exc.message) from None
 
