@@ -1,0 +1,143 @@
+"""What the three protocol clients do alike: keep a call within its limits (the time, the size of each answer),
+name a failure to reach an agent the same way whatever the protocol, and pick out the text an answer carries.
+
+The size cap sits in the transport (`Bounded`), under the SDKs, because the SDKs read whole bodies
+(`response.json()`, an SSE stream) with no cap of their own. The SDKs also wrap, retry or swallow transport
+errors (the MCP client turns a broken stream into "connection closed"), so `Bounded` keeps the first one
+it saw: a client that ends in a vague error asks it what really happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import httpx
+
+from ard_mcp.errors import AgentTimeout, AgentUnreachable, ArdError
+from ard_mcp.invocation.calls import Limits
+from ard_mcp.net.guard import BlockedAddress
+
+_LINE = 300  # the most of a description kept in a one-line summary
+_STRINGS = 1000  # the most strings of one answer handed to screening (an answer is max_bytes at most anyway)
+
+
+class AnswerTooLarge(Exception):
+    """An answer over the call's `max_bytes`, found while it streamed in (Content-Length may lie or be absent)."""
+
+
+class _Capped(httpx.AsyncByteStream):
+    def __init__(self, stream: httpx.AsyncByteStream, owner: Bounded, declared: str | None) -> None:
+        self._stream = stream
+        self._owner = owner
+        self._declared = declared
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        cap = self._owner.max_bytes
+        seen = int(self._declared) if self._declared and self._declared.isdigit() else 0
+        try:
+            if seen > cap:
+                raise AnswerTooLarge(f"the agent's answer is {seen} bytes, over the limit of {cap}")
+            seen = 0
+            async for chunk in self._stream:
+                seen += len(chunk)
+                if seen > cap:
+                    raise AnswerTooLarge(f"the agent's answer is over the limit of {cap} bytes")
+                yield chunk
+        except Exception as exc:
+            self._owner.keep(exc)
+            raise
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+class Bounded(httpx.AsyncBaseTransport):
+    """`inner` (the guarded transport) with every response body capped at `max_bytes` as it streams, and the
+    first failure of a request or of a body kept in `failure`."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, max_bytes: int) -> None:
+        self._inner = inner
+        self.max_bytes = max_bytes
+        self.failure: Exception | None = None
+
+    def keep(self, exc: Exception) -> None:
+        if self.failure is None:
+            self.failure = exc
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            response = await self._inner.handle_async_request(request)
+        except Exception as exc:
+            self.keep(exc)
+            raise
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_Capped(response.stream, self, response.headers.get("content-length")),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def transport_failure(exc: BaseException) -> ArdError | None:
+    """The registry's name for a failure below the protocol (a refused address, no connection, a timeout, an
+    answer too large), or None for any other exception."""
+    if isinstance(exc, BlockedAddress):
+        return AgentUnreachable(f"refused by the network policy: {exc}")
+    if isinstance(exc, AnswerTooLarge):
+        return AgentUnreachable(str(exc))
+    if isinstance(exc, httpx.TimeoutException):
+        return AgentTimeout(f"the agent did not answer in time ({type(exc).__name__}: {exc})")
+    if isinstance(exc, httpx.TransportError):
+        return AgentUnreachable(f"could not reach the agent ({type(exc).__name__}: {exc})")
+    return None
+
+
+def leaves(exc: BaseException) -> Iterator[BaseException]:
+    """The exceptions inside (nested) exception groups, in order: the SDKs' task groups wrap what failed."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from leaves(inner)
+    else:
+        yield exc
+
+
+@contextlib.contextmanager
+def within(limits: Limits) -> Iterator[None]:
+    """The whole call, every request and every poll, within `limits.total` seconds."""
+    try:
+        with anyio.fail_after(limits.total):
+            yield
+    except TimeoutError:
+        raise AgentTimeout(f"the agent did not finish within {limits.total:g} s") from None
+
+
+def one_line(text: object) -> str | None:
+    """The first non-blank line of a description, shortened: a summary a host can scan, not the whole manual."""
+    if not isinstance(text, str):
+        return None
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    return (line[: _LINE - 1] + "…" if len(line) > _LINE else line) or None
+
+
+def strings_in(value: Any) -> list[str]:
+    """Every non-blank string in a JSON value (object values, array items), once each, in order: what an
+    answer could address a model with, for the service to screen."""
+    found: dict[str, None] = {}
+    pending = [value]
+    while pending and len(found) < _STRINGS:
+        item = pending.pop()
+        if isinstance(item, str):
+            if item.strip():
+                found[item] = None
+        elif isinstance(item, dict):
+            pending.extend(reversed(list(item.values())))
+        elif isinstance(item, list | tuple):
+            pending.extend(reversed(item))
+    return list(found)

@@ -1,0 +1,149 @@
+"""Calling a remote MCP server: tools/list and tools/call over streamable HTTP or SSE, with the mcp SDK's own
+client, every connection through the network policy (`net.httpx2_bridge` hands the SDK's httpx2 requests to
+the guarded transport) and every answer under the call's size cap.
+
+One session per call: the registry keeps no connection to an agent between calls, so a server that stops
+answering costs one call's time limit, never a stuck pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any, TypeVar
+
+import httpx2
+import mcp_types
+from mcp import Client, MCPError
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import ProgressFnT
+
+from ard_mcp import __version__
+from ard_mcp.errors import AgentError, AgentUnreachable, ArdError
+from ard_mcp.invocation.calls import Outcome, Progress, Target, ToolSummary, TransportFactory
+from ard_mcp.invocation.clients.bounds import Bounded, leaves, one_line, strings_in, transport_failure, within
+from ard_mcp.net.httpx2_bridge import Httpx2Bridge
+
+_MAX_PAGES = 20  # tools/list pages followed: a server whose cursor never ends cannot hold a call
+_T = TypeVar("_T")
+# What the SDK answers for a stream that broke, a body it could not parse or a 5xx: the agent failed, it
+# did not refuse the request.
+_BROKEN = {mcp_types.CONNECTION_CLOSED, mcp_types.INTERNAL_ERROR, mcp_types.PARSE_ERROR}
+
+
+class McpAgentClient:
+    """`AgentClient` for `Target.protocol == "mcp"`; `transport_kind` "sse" or "streamable-http" (the default)."""
+
+    async def tools(self, target: Target, transport: TransportFactory) -> list[ToolSummary]:
+        return await _run(target, transport, "tools/list", _list_tools)
+
+    async def call(
+        self, target: Target, transport: TransportFactory, name: str, arguments: dict[str, Any], progress: Progress | None
+    ) -> Outcome:
+        async def call_tool(client: Client) -> Outcome:
+            result = await client.call_tool(name, arguments, progress_callback=_forward(progress) if progress else None)
+            return _outcome(result)
+
+        return await _run(target, transport, f"tools/call {name!r}", call_tool)
+
+
+def _forward(to: Progress) -> ProgressFnT:
+    """The agent's progress notifications, passed on as they arrive (the SDK calls back by parameter name)."""
+
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        await to(progress, total, message)
+
+    return forward
+
+
+async def _list_tools(client: Client) -> list[ToolSummary]:
+    tools: list[mcp_types.Tool] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(_MAX_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None or cursor in seen:
+            break
+        seen.add(cursor)
+    return [ToolSummary(name=t.name, description=one_line(t.description), inputSchema=t.input_schema) for t in tools]
+
+
+def _outcome(result: mcp_types.CallToolResult) -> Outcome:
+    """The structured content where the tool gives one (its text blocks mirror it), else the content blocks."""
+    texts = [block.text for block in result.content if isinstance(block, mcp_types.TextContent)]
+    if result.structured_content is not None:
+        texts += strings_in(result.structured_content)
+        value: Any = result.structured_content
+    else:
+        value = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content]
+    return Outcome(result=value, is_error=result.is_error, texts=list(dict.fromkeys(texts)))
+
+
+async def _run(target: Target, transport: TransportFactory, what: str, work: Callable[[Client], Awaitable[_T]]) -> _T:
+    """`work` in a session of its own, within the call's limits; every failure named as the registry's errors."""
+    bounded = Bounded(transport(), target.limits.max_bytes)
+    connected = False
+    try:
+        with within(target.limits):
+            async with _session(target, bounded) as client:
+                connected = True
+                return await work(client)
+    except Exception as exc:
+        failure = _failure(exc, bounded, target.url, what if connected else None)
+        if failure is None:
+            raise
+        raise failure from exc
+
+
+@asynccontextmanager
+async def _session(target: Target, bounded: Bounded) -> AsyncIterator[Client]:
+    headers = dict(target.headers)
+    timeout = httpx2.Timeout(target.limits.total, connect=target.limits.connect)
+    info = mcp_types.Implementation(name="ard-mcp", version=__version__)
+
+    def http_client(
+        headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
+    ) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(transport=Httpx2Bridge(bounded), headers=headers, timeout=timeout, auth=auth)
+
+    async with AsyncExitStack() as stack:
+        if target.transport_kind == "sse":
+            streams = sse_client(
+                target.url,
+                headers=headers,
+                timeout=target.limits.connect,
+                sse_read_timeout=target.limits.total,
+                httpx_client_factory=http_client,
+            )
+        else:
+            streams = streamable_http_client(target.url, http_client=await stack.enter_async_context(http_client(headers, timeout)))
+        yield await stack.enter_async_context(Client(streams, cache=None, client_info=info))
+
+
+def _failure(exc: Exception, bounded: Bounded, url: str, during: str | None) -> ArdError | None:
+    """What went wrong: first a transport failure the SDK may have turned into a vague error, then the MCP
+    error itself. `during` is None while connecting: a failed handshake means no MCP server answered at `url`."""
+    if isinstance(exc, ArdError):
+        return exc
+    if bounded.failure is not None and (failure := transport_failure(bounded.failure)) is not None:
+        return failure
+    for leaf in leaves(exc):
+        if (failure := transport_failure(leaf)) is not None:
+            return failure
+        if isinstance(leaf, httpx2.HTTPStatusError):  # the SSE transport's GET, answered with an error status
+            status = leaf.response.status_code
+            if status in (401, 403):
+                return AgentError(f"the MCP server refused the connection ({status}): check this agent's credentials", status)
+            return AgentUnreachable(f"no MCP server answered at {url}: {status}")
+        if isinstance(leaf, MCPError):
+            if during is None:
+                return AgentUnreachable(f"no MCP server answered at {url}: {leaf.message}")
+            if leaf.code in _BROKEN:
+                return AgentUnreachable(f"the MCP server failed during {during}: {leaf.message}")
+            return AgentError(f"the MCP server refused {during}: {leaf.message} (code {leaf.code})", 400)
+        if isinstance(leaf, httpx2.TransportError):
+            return AgentUnreachable(f"could not reach the MCP server ({type(leaf).__name__}: {leaf})")
+    return None

@@ -1,0 +1,232 @@
+"""Real agents for the invocation clients' tests, each an ASGI app served by uvicorn in a thread on a loopback
+port the test binds itself: an MCP server (mcp 2.x `MCPServer`, over streamable HTTP and over SSE), an A2A
+agent (a2a-sdk's own server) and an AIDIP §5 HTTP agent (a small Starlette app), each with the answers the
+clients must tell apart."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+import mcp_types
+import uvicorn
+from a2a.helpers.proto_helpers import new_message, new_task_from_user_message, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from google.protobuf.json_format import MessageToDict
+from mcp import MCPError
+from mcp.server.lowlevel import Server
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+
+@contextmanager
+def serving(app_at: Callable[[str], ASGIApp]) -> Iterator[str]:
+    """The app `app_at` makes for its base URL, on a loopback port of its own; yields the base URL, stops the
+    server (open streams included) on exit."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    config = uvicorn.Config(app_at(base), log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the test agent did not start"
+        time.sleep(0.02)
+    try:
+        yield base
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+SLOW_S = 3.0  # longer than the tests' time limit
+
+
+# -- MCP ---------------------------------------------------------------------------------------------------
+class Forecast(BaseModel):
+    city: str
+    high_c: float
+    summary: str
+
+
+def mcp_agent() -> MCPServer:
+    """Two tools: one with structured output, one that reports progress and answers text; and one that fails."""
+    server = MCPServer("weather-agent")
+
+    @server.tool(description="The forecast for a city.\nSecond line, left out of summaries.")
+    def forecast(city: str) -> Forecast:
+        return Forecast(city=city, high_c=21.5, summary=f"Sunny in {city}")
+
+    @server.tool(description="Counts to n, reporting each step.")
+    async def count(n: Annotated[int, Field(ge=1, le=10)], ctx: Context) -> str:
+        for step in range(1, n + 1):
+            await ctx.report_progress(step, n, f"step {step}")
+        return f"counted to {n}"
+
+    @server.tool(description="Always fails.")
+    def broken() -> str:
+        raise ToolError("the forecast service is down")
+
+    @server.tool(description="Answers with a JSON-RPC error, not a tool result.")
+    def refuses() -> str:
+        raise MCPError(mcp_types.INVALID_PARAMS, "the city is unknown")
+
+    @server.tool(description="Answers after a while.")
+    async def slow() -> str:
+        await asyncio.sleep(SLOW_S)
+        return "late"
+
+    @server.tool(description="An answer of `size` characters.")
+    def verbose(size: int) -> str:
+        return "x" * size
+
+    return server
+
+
+def paged_mcp_agent(pages: int | None) -> Server:
+    """tools/list in pages of two tools (`pages` of them, or an endless run of cursors where None)."""
+
+    async def list_tools(ctx: object, params: mcp_types.PaginatedRequestParams | None) -> mcp_types.ListToolsResult:
+        page = int(params.cursor) if params and params.cursor else 0
+        tools = [mcp_types.Tool(name=f"tool_{page}_{i}", input_schema={"type": "object"}) for i in range(2)]
+        last = pages is not None and page + 1 >= pages
+        return mcp_types.ListToolsResult(tools=tools, next_cursor=None if last else str(page + 1))
+
+    return Server("paged", on_list_tools=list_tools)
+
+
+class Recording:
+    """An ASGI app passing every request on to `app` after noting its headers (names in lower case)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.headers: list[dict[str, str]] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            self.headers.append({k.decode().lower(): v.decode() for k, v in scope["headers"]})
+        await self.app(scope, receive, send)
+
+    def seen(self, name: str) -> list[str | None]:
+        return [h.get(name) for h in self.headers]
+
+
+# -- AIDIP HTTP agent --------------------------------------------------------------------------------------
+
+
+async def _translate(request: Request) -> Response:
+    body = await request.json()
+    if "target_language" not in body:
+        return JSONResponse({"error": {"code": "InvalidInput", "message": "Required field 'target_language' is missing."}}, 400)
+    return JSONResponse({"translated_text": f"[{body['target_language']}] {body.get('text', '')}", "echo": body})
+
+
+async def _slow(request: Request) -> Response:
+    await asyncio.sleep(SLOW_S)
+    return JSONResponse({"late": True})
+
+
+async def _huge(request: Request) -> Response:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"padding": "'
+        for _ in range(64):
+            yield b"x" * 16384
+        yield b'"}'
+
+    return StreamingResponse(chunks(), media_type="application/json")  # no Content-Length: the cap reads the stream
+
+
+def aidip_agent() -> Starlette:
+    return Starlette(
+        routes=[
+            Route("/translate", _translate, methods=["POST"]),
+            Route(
+                "/unauthorized",
+                lambda r: JSONResponse({"error": {"code": "Unauthorized", "message": "No API key."}}, 401),
+                methods=["POST"],
+            ),
+            Route("/teapot", lambda r: PlainTextResponse("I am a teapot and this body is plain text", 418), methods=["POST"]),
+            Route("/fails", lambda r: JSONResponse({"error": {"code": "AgentError", "message": "boom"}}, 500), methods=["POST"]),
+            Route("/slow", _slow, methods=["POST"]),
+            Route("/huge", _huge, methods=["POST"]),
+            Route("/malformed", lambda r: Response('{"half": ', media_type="application/json"), methods=["POST"]),
+            Route("/html", lambda r: Response("<html>hello</html>", media_type="text/html"), methods=["POST"]),
+            Route("/moved", lambda r: RedirectResponse("/translate", 307), methods=["POST"]),
+            Route("/loop", lambda r: RedirectResponse("/loop", 307), methods=["POST"]),
+            Route("/to-metadata", lambda r: RedirectResponse("http://169.254.169.254/latest/meta-data/", 307), methods=["POST"]),
+            Route("/to-private", lambda r: RedirectResponse("http://10.0.0.1/admin", 307), methods=["POST"]),
+            Route("/to-other-host", lambda r: RedirectResponse(str(r.url).replace("127.0.0.1", "localhost"), 307), methods=["POST"]),
+            Route("/headers", lambda r: JSONResponse({"key": r.headers.get("x-api-key")}), methods=["POST"]),
+        ]
+    )
+
+
+# -- A2A ---------------------------------------------------------------------------------------------------
+A2A_PATH = "/a2a/jsonrpc"
+
+
+class _Executor(AgentExecutor):
+    """One agent, three skills, chosen by the message's `skill` metadata: `echo` answers a message at once
+    with what it was sent, `later` starts a task and completes it a moment later, `fail` fails its task."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None
+        skill = MessageToDict(context.message.metadata).get("skill")
+        if skill == "echo":
+            await event_queue.enqueue_event(new_message([*context.message.parts, new_text_part(f"skill={skill}")]))
+            return
+        task = new_task_from_user_message(context.message)
+        await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        await updater.start_work()
+        await asyncio.sleep(0.3)
+        if skill == "later":
+            await updater.add_artifact([new_text_part(f"done: {context.get_user_input()}")], name="report")
+            await updater.complete()
+        else:
+            await updater.failed(new_message([new_text_part(f"no such skill: {skill}")]))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
+def a2a_card(base: str) -> AgentCard:
+    return AgentCard(
+        name="Echo Agent",
+        description="Echoes, works a while, or fails.",
+        version="1.0.0",
+        supported_interfaces=[AgentInterface(url=base + A2A_PATH, protocol_binding="JSONRPC", protocol_version="1.0")],
+        capabilities=AgentCapabilities(streaming=False),
+        default_input_modes=["text/plain", "application/json"],
+        default_output_modes=["text/plain", "application/json"],
+        skills=[
+            AgentSkill(id="echo", name="Echo", description="Sends back what it was sent.\nMore detail.", tags=["test"]),
+            AgentSkill(id="later", name="Later", description="Answers through a task.", tags=["test"]),
+            AgentSkill(id="fail", name="Fail", description="Always fails.", tags=["test"]),
+        ],
+    )
+
+
+def a2a_agent(base: str) -> Starlette:
+    card = a2a_card(base)
+    handler = DefaultRequestHandler(agent_executor=_Executor(), task_store=InMemoryTaskStore(), agent_card=card)
+    return Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, A2A_PATH, enable_v0_3_compat=True)])
