@@ -19,7 +19,7 @@ from google.protobuf.json_format import MessageToDict
 from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable, InvalidArgument
 from ard_mcp.invocation.calls import Limits, Target
 from ard_mcp.invocation.clients import client_for
-from ard_mcp.invocation.clients.a2a_agent import ANY_SKILL
+from ard_mcp.invocation.clients.a2a_agent import ANY_SKILL, INPUT
 from ard_mcp.invocation.clients.http_agent import ANY_OPERATION
 from ard_mcp.net.guard import GuardedTransport, NetworkPolicy, SystemResolver
 from tests.agent_servers import A2A_PATH, Recording, a2a_agent, a2a_card, aidip_agent, mcp_agent, paged_mcp_agent, serving
@@ -54,10 +54,10 @@ def mcp(request: pytest.FixtureRequest, mcp_servers: dict[str, tuple[str, Record
     return Target("mcp", url, transport_kind=request.param, headers=KEY, limits=LIMITS), recording
 
 
-async def test_mcp_tools_are_listed_in_one_line_each(mcp: tuple[Target, Recording]) -> None:
+async def test_mcp_tools_are_listed_with_their_descriptions_and_schemas(mcp: tuple[Target, Recording]) -> None:
     tools = {t.name: t for t in await client_for("mcp").tools(mcp[0], guarded)}
     assert tools.keys() == {"forecast", "count", "broken", "refuses", "slow", "verbose"}
-    assert tools["forecast"].description == "The forecast for a city."
+    assert tools["forecast"].description == "The forecast for a city.\nSecond line, left out of summaries."
     assert tools["forecast"].inputSchema is not None and "city" in tools["forecast"].inputSchema["properties"]
 
 
@@ -148,7 +148,7 @@ async def test_a2a_skills_are_the_tools_without_a_call(a2a: Target, loopback_onl
     offline = Target("a2a", "http://192.0.2.1/a2a", card=a2a.card)
     tools = await client_for("a2a").tools(offline, guarded)
     assert [t.name for t in tools] == ["echo", "later", "fail"]
-    assert tools[0].description is not None and tools[0].description.startswith("Sends back what it was sent. Input:")
+    assert tools[0].description == f"Sends back what it was sent.\nMore detail.\n{INPUT}"
     assert tools[0].inputSchema is not None and tools[0].inputSchema["properties"]["text"]["type"] == "string"
     registered = Target("a2a", a2a.url, operations=({"name": "summarize", "description": "Summaries."},))
     assert [t.name for t in await client_for("a2a").tools(registered, guarded)] == ["summarize"]
@@ -247,7 +247,7 @@ OPERATIONS: tuple[dict[str, Any], ...] = (
 async def test_http_tools_are_the_operations_without_a_call(loopback_only: list[str]) -> None:
     tools = await client_for("http").tools(Target("http", "http://192.0.2.1/agent", operations=OPERATIONS), guarded)
     assert [(t.name, t.description, t.inputSchema) for t in tools] == [
-        ("translateText", "Translates text.", {"type": "object", "required": ["text"]}),
+        ("translateText", "Translates text.\nAll of it.", {"type": "object", "required": ["text"]}),
         ("detectLanguage", None, None),
     ]
     assert [t.name for t in await client_for("http").tools(Target("http", "http://192.0.2.1/agent"), guarded)] == [ANY_OPERATION]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,7 +21,8 @@ from ard_mcp.formats.messages import TrustFinding
 from ard_mcp.formats.timestamps import utc_text
 from ard_mcp.formats.untrusted import text_findings
 from ard_mcp.invocation.audit import AuditLog, AuditRecord
-from ard_mcp.invocation.calls import AgentClient, AgentTools, Invocation, Progress, Protocol_, Target, ToolSummary
+from ard_mcp.invocation.calls import AgentTools, Invocation, Progress, Target, ToolSummary
+from ard_mcp.invocation.clients import client_for
 from ard_mcp.invocation.compact import compact
 from ard_mcp.invocation.policy import Caller, InvocationPolicy
 from ard_mcp.invocation.targets import Offline, target_of
@@ -32,15 +32,6 @@ from ard_mcp.search.visibility import Viewer
 
 TOOLS_TTL = 60.0
 MAX_WARNINGS = 10
-DEFAULT_OPERATION = "invoke"  # an AIDIP or Xu agent that lists no operations has this one
-
-
-def default_clients() -> dict[Protocol_, AgentClient]:
-    from ard_mcp.invocation.clients.a2a_agent import A2aAgentClient
-    from ard_mcp.invocation.clients.http_agent import HttpAgentClient
-    from ard_mcp.invocation.clients.mcp_agent import McpAgentClient
-
-    return {"mcp": McpAgentClient(), "a2a": A2aAgentClient(), "http": HttpAgentClient()}
 
 
 class Invoker:
@@ -49,12 +40,10 @@ class Invoker:
         registry: Registry,
         policy: InvocationPolicy,
         resolver: Resolver | None = None,
-        clients: Mapping[Protocol_, AgentClient] | None = None,
     ) -> None:
         self.registry = registry
         self.policy = policy
         self.resolver = resolver or SystemResolver()
-        self.clients = dict(clients) if clients is not None else default_clients()
         self.audit = AuditLog(registry.config.data_dir)
         self._tools: dict[str, tuple[float, list[ToolSummary]]] = {}
 
@@ -90,7 +79,7 @@ class Invoker:
         kept = self._tools.get(target.url)
         if kept is not None and time.monotonic() - kept[0] < TOOLS_TTL:
             return kept[1]
-        listed = await self.clients[target.protocol].tools(target, self._transport)
+        listed = await client_for(target.protocol).tools(target, self._transport)
         if target.protocol == "mcp":
             self._tools[target.url] = (time.monotonic(), listed)
         return listed
@@ -117,8 +106,8 @@ class Invoker:
             record.endpoint, record.protocol = target.url, target.protocol
             if not isinstance(arguments, dict):
                 raise InvalidArgument("arguments: must be a JSON object")
-            tool = record.tool = _tool(target, tool)
-            outcome = await self.clients[target.protocol].call(target, self._transport, tool, arguments, progress)
+            tool = record.tool = tool or await self._only_tool(target)
+            outcome = await client_for(target.protocol).call(target, self._transport, tool, arguments, progress)
         except ArdError as exc:
             record.outcome, record.status, record.detail = _failure(exc), exc.http_status, exc.message
             self._audited(record, started)
@@ -139,23 +128,20 @@ class Invoker:
         self._audited(record, started)
         return answer
 
+    async def _only_tool(self, target: Target) -> str:
+        """The tool to call when none is named: the agent's only one (an A2A skill or an AIDIP operation, known
+        without a call); an MCP server's tools are listed by get_agent_tools first."""
+        if target.protocol != "mcp":
+            names = [t.name for t in await client_for(target.protocol).tools(target, self._transport)]
+            if len(names) == 1:
+                return names[0]
+            raise InvalidArgument(f"tool: name the tool to call, one of {', '.join(names)}")
+        raise InvalidArgument("tool: name the tool to call (get_agent_tools lists them)")
+
     def _audited(self, record: AuditRecord, started: float) -> None:
         record.at = utc_text(datetime.now(UTC), "milliseconds")
         record.durationMs = round((time.monotonic() - started) * 1000, 1)
         self.audit.append(record)
-
-
-def _tool(target: Target, tool: str | None) -> str:
-    """The tool to call: the one named, or the agent's only one. An A2A skill or an AIDIP operation the entry
-    does not list is refused here; an MCP server says so itself."""
-    names = [str(o.get("id") or o.get("name")) for o in target.operations]
-    if tool is None:
-        if len(names) == 1 or (target.protocol == "http" and not names):
-            return names[0] if names else DEFAULT_OPERATION
-        raise InvalidArgument(f"tool: name the tool to call{': one of ' + ', '.join(names) if names else ' (get_agent_tools lists them)'}")
-    if target.protocol != "mcp" and names and tool not in names:
-        raise InvalidArgument(f"tool: {tool!r} is not one of this agent's: {', '.join(names)}")
-    return tool
 
 
 def _failure(exc: ArdError) -> str:

@@ -22,7 +22,7 @@ import httpx
 
 from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable, ArdError, InvalidArgument
 from ard_mcp.invocation.calls import Outcome, Progress, Target, ToolSummary, TransportFactory
-from ard_mcp.invocation.clients.bounds import Bounded, leaves, one_line, strings_in, transport_failure, within
+from ard_mcp.invocation.clients.bounds import Bounded, leaves, strings_in, text_of, transport_failure, within
 
 if TYPE_CHECKING:
     from a2a.client import Client
@@ -55,7 +55,7 @@ class A2aAgentClient:
             return [ToolSummary(name=ANY_SKILL, description=f"Send the agent a message. {INPUT}", inputSchema=INPUT_SCHEMA)]
         return [
             ToolSummary(
-                name=skill_id, description=" ".join(filter(None, (one_line(skill.get("description")), INPUT))), inputSchema=INPUT_SCHEMA
+                name=skill_id, description="\n".join(filter(None, (text_of(skill.get("description")), INPUT))), inputSchema=INPUT_SCHEMA
             )
             for skill_id, skill in skills.items()
         ]

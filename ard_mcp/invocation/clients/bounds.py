@@ -20,7 +20,6 @@ from ard_mcp.errors import AgentTimeout, AgentUnreachable, ArdError
 from ard_mcp.invocation.calls import Limits
 from ard_mcp.net.guard import BlockedAddress
 
-_LINE = 300  # the most of a description kept in a one-line summary
 _STRINGS = 1000  # the most strings of one answer handed to screening (an answer is max_bytes at most anyway)
 
 
@@ -118,12 +117,9 @@ def within(limits: Limits) -> Iterator[None]:
         raise AgentTimeout(f"the agent did not finish within {limits.total:g} s") from None
 
 
-def one_line(text: object) -> str | None:
-    """The first non-blank line of a description, shortened: a summary a host can scan, not the whole manual."""
-    if not isinstance(text, str):
-        return None
-    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
-    return (line[: _LINE - 1] + "…" if len(line) > _LINE else line) or None
+def text_of(value: object) -> str | None:
+    """A description as the agent wrote it, whole (`invocation.compact` cuts it for the list), or None."""
+    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
 def strings_in(value: Any) -> list[str]:

@@ -19,7 +19,7 @@ import httpx
 from ard_mcp import __version__
 from ard_mcp.errors import AgentError, AgentUnreachable, ArdError, InvalidArgument
 from ard_mcp.invocation.calls import Outcome, Progress, Target, ToolSummary, TransportFactory
-from ard_mcp.invocation.clients.bounds import Bounded, one_line, strings_in, transport_failure, within
+from ard_mcp.invocation.clients.bounds import Bounded, strings_in, text_of, transport_failure, within
 
 MAX_REDIRECTS = 3
 ANY_OPERATION = "invoke"  # the one tool of an agent that names no operations
@@ -38,7 +38,7 @@ class HttpAgentClient:
         return [
             ToolSummary(
                 name=name,
-                description=one_line(operation.get("description")),
+                description=text_of(operation.get("description")),
                 inputSchema=operation["inputs"] if isinstance(operation.get("inputs"), dict) else None,
             )
             for name, operation in operations.items()

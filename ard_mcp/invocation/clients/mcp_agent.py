@@ -22,7 +22,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from ard_mcp import __version__
 from ard_mcp.errors import AgentError, AgentUnreachable, ArdError
 from ard_mcp.invocation.calls import Outcome, Progress, Target, ToolSummary, TransportFactory
-from ard_mcp.invocation.clients.bounds import Bounded, leaves, one_line, strings_in, transport_failure, within
+from ard_mcp.invocation.clients.bounds import Bounded, leaves, strings_in, text_of, transport_failure, within
 from ard_mcp.net.httpx2_bridge import Httpx2Bridge
 
 _MAX_PAGES = 20  # tools/list pages followed: a server whose cursor never ends cannot hold a call
@@ -68,7 +68,7 @@ async def _list_tools(client: Client) -> list[ToolSummary]:
         if cursor is None or cursor in seen:
             break
         seen.add(cursor)
-    return [ToolSummary(name=t.name, description=one_line(t.description), inputSchema=t.input_schema) for t in tools]
+    return [ToolSummary(name=t.name, description=text_of(t.description), inputSchema=t.input_schema) for t in tools]
 
 
 def _outcome(result: mcp_types.CallToolResult) -> Outcome:
