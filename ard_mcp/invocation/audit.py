@@ -31,7 +31,10 @@ class AuditRecord(WireModel):
     tool: str
     endpoint: str | None = None
     protocol: str | None = None
-    outcome: str = Field(description="ok, agent-error (the agent's own error), refused (the registry's policy), unreachable or timeout.")
+    outcome: str = Field(
+        description="ok, agent-error (the agent's own error), refused (the registry's policy), not-found, invalid (the call's "
+        "arguments), unreachable or timeout."
+    )
     status: int | None = Field(default=None, description="The HTTP status an AIDIP agent or this registry answered with.")
     durationMs: float
     bytes: int = Field(default=0, description="The size of the agent's answer as returned.")

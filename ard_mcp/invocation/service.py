@@ -151,4 +151,6 @@ def _failure(exc: ArdError) -> str:
         return "timeout"
     if isinstance(exc, AgentUnreachable):
         return "unreachable"
+    if isinstance(exc, NotFound):
+        return "not-found"
     return "refused" if isinstance(exc, PermissionDenied) else "invalid"
