@@ -242,7 +242,8 @@ def test_serve_refuses_an_open_non_loopback_address(data_dir: Path, capsys: pyte
         (None, "No such file"),
         ("# nothing\n\n", "holds no tokens"),
         ("short\n", "at least 16"),
-        ("a b c d\n", "expected '[name] token [publisher domains]'"),
+        ("a b c d\n", "expected '[name] token [publisher domains [invoke]]'"),
+        ("a 0123456789abcdef0123 - invoke extra\n", "expected '[name] token [publisher domains [invoke]]'"),
         ("ci 0123456789abcdef0123 example.com,not_a_domain\n", "'not_a_domain' is not a publisher domain"),
     ],
 )

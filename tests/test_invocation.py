@@ -233,3 +233,13 @@ async def test_an_offline_entry_says_why(tmp_path: Path) -> None:
         refused = await client.call_tool("call_agent", {"identifier": WEATHER_MCP, "tool": "x"})
     assert tools["tools"] == [] and "runs locally" in tools["offline"]
     assert refused.is_error and "cannot be called through this registry" in refused.content[0].text
+
+
+def test_the_token_files_fourth_column_grants_the_invoke_scope(tmp_path: Path) -> None:
+    path = tmp_path / "tokens"
+    path.write_text("ops ops-token-0123456789abcd - invoke\nci ci-token-0123456789abcdef example.com\n", encoding="utf-8")
+    tokens = TokenStore.load(path)
+    ops, ci = (tokens.principal({"authorization": f"Bearer {t}"}) for t in ("ops-token-0123456789abcd", "ci-token-0123456789abcdef"))
+    assert ops == Principal("ops", (), invoke=True) and ci == Principal("ci", ("example.com",))
+    assert tokens.caller({"authorization": "Bearer ops-token-0123456789abcd"}).may_invoke
+    assert not tokens.caller({"authorization": "Bearer ci-token-0123456789abcdef"}).may_invoke

@@ -95,7 +95,9 @@ def test_a_valid_token_names_its_subject_and_the_publishers_its_scopes_grant(iss
     operator = verifier.principal(ec_token)
     assert operator is not None and operator.may_write("anyone.example")
     reader = verifier.principal(issuer.token())
-    assert reader is not None and not reader.may_write("example.com")  # identified, may write nothing
+    assert reader is not None and not reader.may_write("example.com") and not reader.invoke  # identified, may write nothing
+    caller = verifier.principal(issuer.token(scope="openid ard:invoke"))
+    assert caller is not None and caller.invoke and caller.publishers == ()
 
 
 @pytest.mark.parametrize(

@@ -698,6 +698,8 @@ MCP_TOOLS = (
     "list_agents",
     "deregister_agent",
     "crawl_catalogs",
+    "get_agent_tools",
+    "call_agent",
 )
 FUZZ = settings(max_examples=FUZZ_EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 TOOL_TIMEOUT = 30.0
