@@ -103,13 +103,11 @@ async def test_a_client_attached_only_to_the_registry_finds_inspects_and_calls_a
         tools = _text(await client.call_tool("get_agent_tools", {"identifier": WEATHER_MCP}))
         listed = {t["name"]: t for t in tools["tools"]}
         assert tools["protocol"] == "mcp" and tools["endpoint"] == agents["mcp"]
-        assert listed["forecast"] == {
-            "name": "forecast",
-            "description": "The forecast for a city.",
-            "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-        }
+        assert listed["forecast"] == {"name": "forecast", "description": "The forecast for a city.", "arguments": "city: string"}
+        assert listed["count"]["arguments"] == "n: integer"
         full = _text(await client.call_tool("get_agent_tools", {"identifier": WEATHER_MCP, "tool": "forecast"}))
         assert full["tools"][0]["description"].endswith("Second line, left out of summaries.")
+        assert full["tools"][0]["inputSchema"]["required"] == ["city"]
         steps: list[float] = []
 
         async def progress(done: float, total: float | None, message: str | None) -> None:
@@ -243,3 +241,28 @@ def test_the_token_files_fourth_column_grants_the_invoke_scope(tmp_path: Path) -
     assert ops == Principal("ops", (), invoke=True) and ci == Principal("ci", ("example.com",))
     assert tokens.caller({"authorization": "Bearer ops-token-0123456789abcd"}).may_invoke
     assert not tokens.caller({"authorization": "Bearer ci-token-0123456789abcdef"}).may_invoke
+
+
+def test_a_listed_tool_is_a_line_and_its_arguments() -> None:
+    from ard_mcp.invocation.calls import ToolSummary
+    from ard_mcp.invocation.compact import compact
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "description": "A long explanation nobody needs in a list."},
+            "days": {"type": "integer"},
+            "unit": {"enum": ["celsius", "fahrenheit"]},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "when": {"type": ["string", "null"]},
+            "extra": {},
+        },
+        "required": ["city"],
+    }
+    tool = ToolSummary(name="forecast", description="The forecast for a city. It covers seven days.\nMore.", inputSchema=schema)
+    assert compact(tool) == ToolSummary(
+        name="forecast",
+        description="The forecast for a city.",
+        arguments="city: string, days?: integer, unit?: celsius|fahrenheit, tags?: string[], when?: string|null, extra?: any",
+    )
+    assert compact(ToolSummary(name="x", description="y" * 300)).description == "y" * 99 + "…"

@@ -52,8 +52,13 @@ class ToolSummary(WireModel):
     """One callable tool, skill or operation, compact: what a host needs to choose it and fill its input."""
 
     name: str
-    description: str | None = Field(default=None, description="One line.")
-    inputSchema: dict[str, Any] | None = Field(default=None, description="JSON Schema of the arguments, where the agent gives one.")
+    description: str | None = Field(default=None, description="In a list, its first sentence; for one tool, whole.")
+    arguments: str | None = Field(
+        default=None, description="In a list: the input's top-level fields as `name: type`, `?` marking optional ones."
+    )
+    inputSchema: dict[str, Any] | None = Field(
+        default=None, description="For one tool (get_agent_tools with `tool`): the JSON Schema of its input, where the agent gives one."
+    )
 
 
 class AgentTools(WireModel):

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 IDENTIFIER = "The entry's urn:air: identifier (or the Xu / AIDIP id it was registered with), as search_agents returned it."
 TOOLS = (
     "The callable surface of an entry found with search_agents: a remote MCP server's tools (its live tools/list), an A2A "
-    "agent's skills, an AIDIP agent's operations, each with one line and the shape of its input (name a `tool` for its full "
-    "input schema); an entry that cannot be called says why. Then call one with call_agent."
+    "agent's skills, an AIDIP agent's operations, each with one line and its arguments (`city: string, days?: integer`); name "
+    "a `tool` for its whole description and input schema. An entry that cannot be called says why. Then call one with call_agent."
 )
 CALL = (
     "Call one tool of an entry through this registry: an MCP server's tool (tools/call), an A2A agent's skill (message/send; "

@@ -4,11 +4,15 @@ input JSON), sharing `bounds` (the call's time and size limits, the names of fai
 
 from __future__ import annotations
 
+import functools
+
 from ard_mcp.invocation.calls import AgentClient, Protocol_
 
 
+@functools.cache
 def client_for(protocol: Protocol_) -> AgentClient:
-    """The client of `protocol`, its module imported on first use (the a2a SDK only once an A2A agent is called)."""
+    """The client of `protocol`, one per process (the MCP client keeps what servers answered to discovery), its
+    module imported on first use (the a2a SDK only once an A2A agent is called)."""
     if protocol == "mcp":
         from ard_mcp.invocation.clients.mcp_agent import McpAgentClient
 

@@ -1,0 +1,133 @@
+"""What calling an agent through the registry costs, and what `get_agent_tools` costs a host in tokens.
+
+1. Overhead: a local MCP agent (streamable HTTP on loopback) and the registry (`ard-mcp`'s HTTP app with
+   invocation allowed) run in this process's threads; one MCP client calls the agent's tool directly, `calls`
+   times over one session, and another calls the same tool through the registry's `call_agent`, as a host
+   attached only to ard-mcp would. Prints p50 and p99 of each and their ratio (target: through the registry at
+   most 1.3x the direct p50 plus 5 ms).
+2. Tokens: the `get_agent_tools` answer for the MCP servers with the most tools in the benchmark catalogs
+   (their tools and input schemas as published), compact and full, counted with the bundled tokenizer
+   (target: about 1,500 for a 20-tool server).
+
+    python bench/invocation.py [--calls 200] [--data ../shared/data]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+from mcp import Client
+from tokenizers import Tokenizer
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from ard_mcp.config import Config  # noqa: E402
+from ard_mcp.invocation.calls import AgentTools, ToolSummary  # noqa: E402
+from ard_mcp.invocation.compact import compact  # noqa: E402
+from ard_mcp.invocation.policy import InvocationPolicy  # noqa: E402
+from ard_mcp.surfaces.rest.app import build_app  # noqa: E402
+from ard_mcp.surfaces.rest.settings import HttpSettings  # noqa: E402
+from tests.agent_servers import mcp_agent, serving  # noqa: E402
+
+ENTRY = "urn:air:weather.example:mcp:forecast"
+
+
+def _percentiles(samples: list[float]) -> tuple[float, float]:
+    return float(np.percentile(samples, 50)), float(np.percentile(samples, 99))
+
+
+async def _timed(client: Client, tool: str, arguments: dict[str, Any], calls: int) -> list[float]:
+    for _ in range(10):  # warm-up: connections, the registry's first look-ups
+        await client.call_tool(tool, arguments)
+    samples = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        result = await client.call_tool(tool, arguments)
+        samples.append((time.perf_counter() - started) * 1000)
+        assert not result.is_error, result.content
+    return samples
+
+
+def overhead(calls: int) -> dict[str, float]:
+    server = mcp_agent()
+    policy = InvocationPolicy(enabled=True, allow_private_networks=True)
+    with tempfile.TemporaryDirectory() as data, serving(lambda base: server.streamable_http_app(streamable_http_path="/mcp")) as agent:
+        app = build_app(Config(Path(data)), HttpSettings(invocation=policy), warm=False)
+        with serving(lambda base: app) as registry:
+            import httpx
+
+            entry = {
+                "identifier": ENTRY,
+                "displayName": "Weather MCP",
+                "type": "application/mcp-server-card+json",
+                "description": "Weather forecasts for any city.",
+                "data": {"name": "weather", "remotes": [{"type": "streamable-http", "url": agent + "/mcp"}]},
+            }
+            assert httpx.post(registry + "/agents", json=entry, timeout=60).status_code == 201
+
+            async def run() -> tuple[list[float], list[float]]:
+                async with Client(agent + "/mcp") as direct, Client(registry + "/mcp") as through:
+                    plain = await _timed(direct, "forecast", {"city": "Oslo"}, calls)
+                    proxied = await _timed(
+                        through, "call_agent", {"identifier": ENTRY, "tool": "forecast", "arguments": {"city": "Oslo"}}, calls
+                    )
+                return plain, proxied
+
+            plain, proxied = anyio.run(run)
+    (d50, d99), (r50, r99) = _percentiles(plain), _percentiles(proxied)
+    return {"direct_p50": d50, "direct_p99": d99, "registry_p50": r50, "registry_p99": r99}
+
+
+def tokens(data: Path, largest: int = 5) -> list[tuple[str, int, int, int]]:
+    """(server, tools, compact tokens, full tokens) for the catalogs' servers with the most tools."""
+    tokenizer = Tokenizer.from_file(str(REPO / "models" / "tokenizer.json"))
+    tokenizer.no_truncation()
+    servers = []
+    for catalog in sorted(data.glob("*/catalog.json")):
+        for entry in json.loads(catalog.read_text(encoding="utf-8"))["entries"]:
+            listed = (entry.get("data") or {}).get("tools") or []
+            if listed:
+                servers.append((entry["identifier"], listed))
+    found = []
+    for identifier, listed in sorted(servers, key=lambda s: -len(s[1]))[:largest]:
+        full = [ToolSummary(name=t["name"], description=t.get("description"), inputSchema=t.get("inputSchema")) for t in listed]
+
+        def count(shown: list[ToolSummary], identifier: str = identifier) -> int:
+            answer = AgentTools(identifier=identifier, protocol="mcp", endpoint="https://example.org/mcp", tools=shown)
+            return len(tokenizer.encode(answer.model_dump_json()).ids)
+
+        found.append((identifier, len(listed), count([compact(t) for t in full]), count(full)))
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    args = parser.parse_args()
+    figures = overhead(args.calls)
+    ratio = figures["registry_p50"] / figures["direct_p50"]
+    print(f"calls of one MCP tool, {args.calls} each (ms)")
+    print(f"  direct            p50 {figures['direct_p50']:7.2f}  p99 {figures['direct_p99']:7.2f}")
+    print(f"  through registry  p50 {figures['registry_p50']:7.2f}  p99 {figures['registry_p99']:7.2f}")
+    print(
+        f"  ratio p50 {ratio:.2f}x, p99 {figures['registry_p99'] / figures['direct_p99']:.2f}x; "
+        f"target p50 <= 1.3 x direct + 5 ms = {1.3 * figures['direct_p50'] + 5:.2f} ms"
+    )
+    if args.data.is_dir():
+        print("get_agent_tools tokens (bundled tokenizer), the servers with the most tools")
+        for identifier, count, small, whole in tokens(args.data):
+            print(f"  {identifier:<60} {count:3d} tools  compact {small:6d}  full {whole:6d}")
+
+
+if __name__ == "__main__":
+    main()
