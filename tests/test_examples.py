@@ -1,4 +1,5 @@
-"""examples/search_client.py works end to end: a real `ard-mcp serve` subprocess driven over stdio by the MCP SDK."""
+"""The examples work end to end: a real `ard-mcp serve` subprocess driven over stdio by the MCP SDK (search_client.py),
+and through it real agents found and called (use_agents.py)."""
 
 from __future__ import annotations
 
@@ -63,3 +64,18 @@ def test_search_client_registers_searches_and_explores(tmp_path: Path) -> None:
     assert "application/mcp-server-card+json (5)" in out
     assert 'text/markdown; profile="urn:air:agent-skills" (1)' in out
     assert re.search(r"^tags: finance \(4\)", out, re.MULTILINE), out
+
+
+def test_use_agents_finds_lists_and_calls_an_mcp_server_and_an_a2a_agent(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "use_agents.py"), "--data-dir", str(tmp_path / "registry")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, f"stdout:\n{run.stdout}\nstderr:\n{run.stderr[-3000:]}"
+    assert "found urn:air:units.example:mcp:converter (mcp at http://127.0.0.1:" in run.stdout
+    assert 'call_agent convert_temperature -> {"result": 69.8}' in run.stdout
+    assert "found urn:air:poems.example:agents:haiku (a2a at http://127.0.0.1:" in run.stdout
+    assert re.search(r"call_agent haiku -> .*autumn leaves at dawn", run.stdout), run.stdout
