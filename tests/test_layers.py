@@ -15,6 +15,7 @@ MAX_LINES = 410
 LAYERS = {  # a module may import from its own layer and those below
     "ard_mcp": 0,
     "ard_mcp.errors": 0,
+    "ard_mcp.secret_files": 0,
     "ard_mcp.net": 1,  # reaching other hosts: needs nothing of the registry, and every room that fetches stands on it
     "ard_mcp.formats": 2,
     "ard_mcp.config": 2,  # names the registry with an identifier, so it reads them through formats

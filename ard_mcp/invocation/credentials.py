@@ -9,14 +9,11 @@ HEADER is `bearer` (sent as `Authorization: Bearer VALUE`) or a header name endi
 
 from __future__ import annotations
 
-import logging
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from ard_mcp.formats.identifiers import is_publisher_domain, within
-
-log = logging.getLogger(__name__)
+from ard_mcp.secret_files import read_secrets
 
 
 @dataclass(frozen=True)
@@ -38,14 +35,8 @@ class AgentCredentials:
 
     @classmethod
     def load(cls, path: Path) -> AgentCredentials:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ValueError(f"agent credentials file {path}: {exc.strerror or exc}") from None
-        if path.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-            log.warning("agent credentials file %s is readable by other users; chmod 600 it", path)
         found = []
-        for number, line in enumerate(text.splitlines(), 1):
+        for number, line in enumerate(read_secrets(path, "agent credentials file").splitlines(), 1):
             fields = line.split("#", 1)[0].split(None, 2)
             if not fields:
                 continue

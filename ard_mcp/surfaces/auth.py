@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from ard_mcp.formats.identifiers import is_publisher_domain
 from ard_mcp.invocation.policy import INVOKE_SCOPE, Caller
 from ard_mcp.search.visibility import ANONYMOUS as NOBODY
 from ard_mcp.search.visibility import EVERYONE, Viewer
+from ard_mcp.secret_files import read_secrets
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import AccessToken
@@ -92,14 +92,8 @@ class TokenStore:
     @classmethod
     def load(cls, path: Path) -> TokenStore:
         """Read a token file; a missing, empty or weak file is an error, never "no tokens"."""
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ValueError(f"token file {path}: {exc.strerror or exc}") from None
-        if path.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-            log.warning("token file %s is readable by other users; chmod 600 it", path)
         tokens: dict[str, str | Principal] = {}
-        for number, line in enumerate(text.splitlines(), 1):
+        for number, line in enumerate(read_secrets(path, "token file").splitlines(), 1):
             fields = line.split("#", 1)[0].split()
             where = f"token file {path}, line {number}"
             if not fields:

@@ -22,7 +22,7 @@ import httpx
 
 from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable, ArdError, InvalidArgument
 from ard_mcp.invocation.calls import Outcome, Progress, Target, ToolSummary, TransportFactory
-from ard_mcp.invocation.clients.bounds import Bounded, leaves, strings_in, text_of, transport_failure, within
+from ard_mcp.invocation.clients.bounds import Bounded, failure_of, strings_in, text_of, within
 
 if TYPE_CHECKING:
     from a2a.client import Client
@@ -82,7 +82,7 @@ class A2aAgentClient:
                         return _outcome({"parts": _parts(reply.message)}, False)
                     raise AgentUnreachable("the agent answered message/send with neither a message nor a task")
         except Exception as exc:
-            failure = _failure(exc, bounded)
+            failure = failure_of(exc, bounded, _a2a_failure)
             if failure is None:
                 raise
             raise failure from exc
@@ -183,33 +183,25 @@ def _outcome(result: dict[str, Any], is_error: bool) -> Outcome:
     return Outcome(result=result, is_error=is_error, texts=strings_in(parts))
 
 
-def _failure(exc: Exception, bounded: Bounded) -> ArdError | None:
-    """What went wrong, as the registry names it: a transport failure the SDK wrapped, an HTTP status, or the
-    agent's own A2A error (its 4xx-class errors passed back as the agent's)."""
+def _a2a_failure(leaf: BaseException) -> ArdError | None:
+    """An HTTP status, or the agent's own A2A error (its 4xx-class errors passed back as the agent's)."""
     from a2a.client import A2AClientError, A2AClientTimeoutError
     from a2a.utils.errors import A2A_ERROR_MAPPING, A2AError
 
-    if isinstance(exc, ArdError):
-        return exc
-    if bounded.failure is not None and (failure := transport_failure(bounded.failure)) is not None:
-        return failure
-    for leaf in leaves(exc):
-        if (failure := transport_failure(leaf)) is not None:
-            return failure
-        if isinstance(leaf, A2AClientTimeoutError):
-            return AgentTimeout(f"the agent did not answer in time: {leaf}")
-        cause = leaf.__cause__
-        if isinstance(leaf, A2AClientError) and isinstance(cause, httpx.HTTPStatusError):
-            status = cause.response.status_code
-            if 400 <= status < 500:
-                return AgentError(f"the agent answered {status}: {cause.response.reason_phrase}", status)
-            return AgentUnreachable(f"the agent answered {status}")
-        if isinstance(leaf, A2AClientError):
-            return AgentUnreachable(f"the agent's answer is not an A2A one: {leaf}")
-        if isinstance(leaf, A2AError):
-            mapping = A2A_ERROR_MAPPING.get(type(leaf))
-            status = mapping.http_code if mapping else 400
-            if status >= 500:
-                return AgentUnreachable(f"the agent failed: {leaf.message}")
-            return AgentError(f"the agent refused the message: {leaf.message}", status)
+    if isinstance(leaf, A2AClientTimeoutError):
+        return AgentTimeout(f"the agent did not answer in time: {leaf}")
+    cause = leaf.__cause__
+    if isinstance(leaf, A2AClientError) and isinstance(cause, httpx.HTTPStatusError):
+        status = cause.response.status_code
+        if 400 <= status < 500:
+            return AgentError(f"the agent answered {status}: {cause.response.reason_phrase}", status)
+        return AgentUnreachable(f"the agent answered {status}")
+    if isinstance(leaf, A2AClientError):
+        return AgentUnreachable(f"the agent's answer is not an A2A one: {leaf}")
+    if isinstance(leaf, A2AError):
+        mapping = A2A_ERROR_MAPPING.get(type(leaf))
+        status = mapping.http_code if mapping else 400
+        if status >= 500:
+            return AgentUnreachable(f"the agent failed: {leaf.message}")
+        return AgentError(f"the agent refused the message: {leaf.message}", status)
     return None

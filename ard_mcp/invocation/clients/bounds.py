@@ -10,7 +10,7 @@ it saw: a client that ends in a vague error asks it what really happened.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -105,6 +105,20 @@ def leaves(exc: BaseException) -> Iterator[BaseException]:
             yield from leaves(inner)
     else:
         yield exc
+
+
+def failure_of(exc: Exception, bounded: Bounded, protocol: Callable[[BaseException], ArdError | None]) -> ArdError | None:
+    """What went wrong, as the registry names it: one of its own errors as it is; else a failure below the
+    protocol, first the one the guarded transport saw (an SDK may have turned it into a vague error), then one
+    among the exceptions the SDK raised; else what `protocol` makes of one of those. None when nothing is known."""
+    if isinstance(exc, ArdError):
+        return exc
+    if bounded.failure is not None and (failure := transport_failure(bounded.failure)) is not None:
+        return failure
+    for leaf in leaves(exc):
+        if (failure := transport_failure(leaf)) is not None or (failure := protocol(leaf)) is not None:
+            return failure
+    return None
 
 
 @contextlib.contextmanager

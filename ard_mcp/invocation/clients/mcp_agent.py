@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from typing import Any, TypeVar
 
 import httpx2
@@ -27,7 +28,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from ard_mcp import __version__
 from ard_mcp.errors import AgentError, AgentUnreachable, ArdError
 from ard_mcp.invocation.calls import Outcome, Progress, Target, ToolSummary, TransportFactory
-from ard_mcp.invocation.clients.bounds import Bounded, leaves, strings_in, text_of, transport_failure, within
+from ard_mcp.invocation.clients.bounds import Bounded, failure_of, strings_in, text_of, within
 from ard_mcp.net.httpx2_bridge import Httpx2Bridge
 
 DISCOVERED_TTL = 60.0
@@ -73,7 +74,7 @@ class McpAgentClient:
                     return await work(client)
         except Exception as exc:
             self._discovered.pop(key, None)
-            failure = _failure(exc, bounded, target.url, what if connected else None)
+            failure = failure_of(exc, bounded, partial(_mcp_failure, url=target.url, during=what if connected else None))
             if failure is None:
                 raise
             raise failure from exc
@@ -141,27 +142,20 @@ async def _session(target: Target, bounded: Bounded, prior: tuple[str, mcp_types
         yield await stack.enter_async_context(Client(streams, cache=None, client_info=info, **known))
 
 
-def _failure(exc: Exception, bounded: Bounded, url: str, during: str | None) -> ArdError | None:
-    """What went wrong: first a transport failure the SDK may have turned into a vague error, then the MCP
-    error itself. `during` is None while connecting: a failed handshake means no MCP server answered at `url`."""
-    if isinstance(exc, ArdError):
-        return exc
-    if bounded.failure is not None and (failure := transport_failure(bounded.failure)) is not None:
-        return failure
-    for leaf in leaves(exc):
-        if (failure := transport_failure(leaf)) is not None:
-            return failure
-        if isinstance(leaf, httpx2.HTTPStatusError):  # the SSE transport's GET, answered with an error status
-            status = leaf.response.status_code
-            if status in (401, 403):
-                return AgentError(f"the MCP server refused the connection ({status}): check this agent's credentials", status)
-            return AgentUnreachable(f"no MCP server answered at {url}: {status}")
-        if isinstance(leaf, MCPError):
-            if during is None:
-                return AgentUnreachable(f"no MCP server answered at {url}: {leaf.message}")
-            if leaf.code in _BROKEN:
-                return AgentUnreachable(f"the MCP server failed during {during}: {leaf.message}")
-            return AgentError(f"the MCP server refused {during}: {leaf.message} (code {leaf.code})", 400)
-        if isinstance(leaf, httpx2.TransportError):
-            return AgentUnreachable(f"could not reach the MCP server ({type(leaf).__name__}: {leaf})")
+def _mcp_failure(leaf: BaseException, url: str, during: str | None) -> ArdError | None:
+    """An HTTP status of the SSE stream, or the MCP error itself. `during` is None while connecting: a failed
+    handshake means no MCP server answered at `url`."""
+    if isinstance(leaf, httpx2.HTTPStatusError):  # the SSE transport's GET, answered with an error status
+        status = leaf.response.status_code
+        if status in (401, 403):
+            return AgentError(f"the MCP server refused the connection ({status}): check this agent's credentials", status)
+        return AgentUnreachable(f"no MCP server answered at {url}: {status}")
+    if isinstance(leaf, MCPError):
+        if during is None:
+            return AgentUnreachable(f"no MCP server answered at {url}: {leaf.message}")
+        if leaf.code in _BROKEN:
+            return AgentUnreachable(f"the MCP server failed during {during}: {leaf.message}")
+        return AgentError(f"the MCP server refused {during}: {leaf.message} (code {leaf.code})", 400)
+    if isinstance(leaf, httpx2.TransportError):
+        return AgentUnreachable(f"could not reach the MCP server ({type(leaf).__name__}: {leaf})")
     return None
