@@ -18,9 +18,8 @@ from ard_mcp.config import Config
 from ard_mcp.formats import registration
 from ard_mcp.formats.entry_facts import trust_values
 from ard_mcp.invocation.audit import AuditLog
-from ard_mcp.invocation.calls import Limits
 from ard_mcp.invocation.credentials import AgentCredentials
-from ard_mcp.invocation.policy import InvocationPolicy
+from ard_mcp.invocation.policy import InvocationPolicy, Limits
 from ard_mcp.registry import Registry
 from ard_mcp.surfaces.auth import Principal, TokenStore
 from ard_mcp.surfaces.mcp_server import build_server

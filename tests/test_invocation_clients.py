@@ -17,10 +17,11 @@ import pytest
 from google.protobuf.json_format import MessageToDict
 
 from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable, InvalidArgument
-from ard_mcp.invocation.calls import Limits, Target
+from ard_mcp.invocation.calls import Target
 from ard_mcp.invocation.clients import client_for
 from ard_mcp.invocation.clients.a2a_agent import ANY_SKILL, INPUT
 from ard_mcp.invocation.clients.http_agent import ANY_OPERATION
+from ard_mcp.invocation.policy import Limits
 from ard_mcp.net.guard import GuardedTransport, NetworkPolicy, SystemResolver
 from tests.agent_servers import A2A_PATH, Recording, a2a_agent, a2a_card, aidip_agent, mcp_agent, paged_mcp_agent, serving
 

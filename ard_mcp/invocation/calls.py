@@ -11,6 +11,7 @@ from pydantic import Field, RootModel
 
 from ard_mcp.formats.catalog import WireModel
 from ard_mcp.formats.messages import TrustFinding
+from ard_mcp.invocation.policy import Limits
 
 if TYPE_CHECKING:
     import httpx
@@ -21,13 +22,6 @@ Protocol_ = Literal["mcp", "a2a", "http"]
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 """(progress, total, message): what a client reports while a call runs (MCP progress notifications)."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    connect: float = 5.0  # seconds to open a connection
-    total: float = 60.0  # seconds for the whole call, a running A2A task followed to its end included
-    max_bytes: int = 2 * 2**20  # the most of an agent's answer read
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ard_mcp.errors import PermissionDenied
-from ard_mcp.invocation.calls import Limits
 from ard_mcp.invocation.credentials import AgentCredentials
+
+
+@dataclass(frozen=True)
+class Limits:
+    """One call's bounds (light to import: the command line's defaults come from here)."""
+
+    connect: float = 5.0  # seconds to open a connection
+    total: float = 60.0  # seconds for the whole call, a running A2A task followed to its end included
+    max_bytes: int = 2 * 2**20  # the most of an agent's answer read
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from typing import Any
 
 from ard_mcp.formats import entry_facts, media_types
 from ard_mcp.formats.mcp_server import REMOTE_TRANSPORT_KEY, REMOTE_URL_KEY
-from ard_mcp.invocation.calls import Limits, Protocol_, Target
+from ard_mcp.invocation.calls import Protocol_, Target
+from ard_mcp.invocation.policy import Limits
 from ard_mcp.net.urls import RefusedUrl, check_url
 
 _SSE = ("sse", "http+sse")

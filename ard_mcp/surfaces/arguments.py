@@ -12,8 +12,7 @@ from typing import TypeVar
 from ard_mcp import __version__
 from ard_mcp.config import default_data_dir, env
 from ard_mcp.formats.limits import DEFAULT_MAX_ENTRY_BYTES
-from ard_mcp.invocation.calls import Limits
-from ard_mcp.invocation.policy import PUBLISHER_SERVED
+from ard_mcp.invocation.policy import PUBLISHER_SERVED, Limits
 from ard_mcp.surfaces.rest.ratelimit import DEFAULT_RATE_LIMITS
 from ard_mcp.surfaces.rest.settings import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES
 from ard_mcp.trust.policy import TRUST_POLICIES

@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from ard_mcp.invocation.calls import Limits
 from ard_mcp.invocation.credentials import AgentCredentials
-from ard_mcp.invocation.policy import InvocationPolicy
+from ard_mcp.invocation.policy import InvocationPolicy, Limits
 from ard_mcp.surfaces.arguments import csv_list
 
 

@@ -17,7 +17,7 @@ import anyio
 import httpx
 
 from ard_mcp.errors import AgentTimeout, AgentUnreachable, ArdError
-from ard_mcp.invocation.calls import Limits
+from ard_mcp.invocation.policy import Limits
 from ard_mcp.net.guard import BlockedAddress
 
 _STRINGS = 1000  # the most strings of one answer handed to screening (an answer is max_bytes at most anyway)
