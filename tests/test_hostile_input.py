@@ -105,6 +105,22 @@ def test_endpoints_of_every_format_pointing_at_cloud_metadata_are_refused(url: s
             read_entry(registration.to_entry(document, default_id="urn:air:example.net:agents:x"))
 
 
+@pytest.mark.parametrize(("url", "address"), SPELLINGS, ids=IDS)
+def test_trust_manifest_urls_pointing_at_cloud_metadata_are_refused(url: str, address: str) -> None:
+    """An attestation's document and the governance document are served to clients, and a JWKS attestation is
+    fetched by the verifier: the same check as `url`, naming the field."""
+    attestation = {"type": "JWKS", "uri": url, "mediaType": "application/jwk-set+json"}
+    for trust, field in (
+        ({"identity": "https://example.com", "attestations": [attestation]}, "entry.trustManifest.attestations[0].uri"),
+        (
+            {"identity": "https://example.com", "trustSchema": {"identifier": "x", "version": "1", "governanceUri": url}},
+            "entry.trustManifest.trustSchema.governanceUri",
+        ),
+    ):
+        with pytest.raises(InvalidArgument, match=re.escape(f"{field}: {points_to(url, address)}")):
+            read_entry(entry(WEATHER, trustManifest=trust))
+
+
 def test_limits_leave_real_entries_alone_and_the_entry_size_is_configurable() -> None:
     assert read_entry(entry(WEATHER, description="Weather\tforecasts\nfor the week."))[0].displayName == WEATHER["displayName"]
     assert read_entry(entry(WEATHER, data=None, url="http://localhost:8080/mcp"))[0].url == "http://localhost:8080/mcp"  # local dev

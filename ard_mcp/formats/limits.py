@@ -103,6 +103,20 @@ def check_endpoints(entry: Mapping[str, Any], where: str) -> None:
                 raise InvalidArgument(str(exc)) from None
 
 
+def _trust_urls(trust: Any, where: str) -> list[tuple[str, str]]:
+    """The URLs a trust manifest names (attestation documents, the governance document), which are served to
+    clients and fetched by the verifier (a JWKS attestation): `(field, url)`, URLs with an authority only."""
+    if not isinstance(trust, Mapping):
+        return []
+    attestations = trust.get("attestations")
+    listed = attestations if isinstance(attestations, list) else []
+    found = [(f"{where}.attestations[{i}].uri", a.get("uri")) for i, a in enumerate(listed) if isinstance(a, Mapping)]
+    schema = trust.get("trustSchema")
+    if isinstance(schema, Mapping):
+        found.append((f"{where}.trustSchema.governanceUri", schema.get("governanceUri")))
+    return [(field, value) for field, value in found if isinstance(value, str) and "://" in value]
+
+
 def check_entry(raw: Mapping[str, Any], where: str, limits: EntryLimits) -> None:
     """Refuse an entry over a limit or pointing where no client should go, naming the field and the rule.
     Checked on input only: entries stored before a limit existed stay readable."""
@@ -117,6 +131,11 @@ def check_entry(raw: Mapping[str, Any], where: str, limits: EntryLimits) -> None
         _texts(raw.get(name), f"{where}.{name}", MAX_LONG_TEXT)
     if isinstance(raw.get("url"), str):
         check_url(raw["url"], f"{where}.url")
+    for field, value in _trust_urls(raw.get("trustManifest"), f"{where}.trustManifest"):
+        try:
+            urls.check_url(value, field, any_scheme=True)
+        except urls.RefusedUrl as exc:
+            raise InvalidArgument(str(exc)) from None
     metadata = raw.get("metadata")
     if isinstance(metadata, Mapping) and len(metadata) > MAX_ITEMS:
         raise InvalidArgument(f"{where}.metadata: more than {MAX_ITEMS} keys ({len(metadata)})")
