@@ -14,6 +14,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 import httpx
 
 from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable, ArdError, InvalidArgument, NotFound, PermissionDenied
@@ -51,6 +52,7 @@ class Invoker:
         return GuardedTransport(NetworkPolicy(self.policy.allow_private_networks), self.resolver)
 
     def _target(self, reference: str, viewer: Viewer) -> tuple[str, TrustFinding | None, Target | Offline]:
+        """The entry's target and trust finding (store reads: run in a worker thread, off the event loop)."""
         entry = self.registry.get(reference, viewer)
         found = target_of(entry.stored(), self.policy.limits)
         if isinstance(found, Target):  # the operator's credentials for this agent, never the caller's
@@ -61,7 +63,7 @@ class Invoker:
         """The entry's callable surface, compact (`compact`): an MCP server's live tools/list (when invocation
         is allowed), an A2A agent's skills, an AIDIP agent's operations; with `tool`, that one tool with its
         full input schema. An offline entry says why."""
-        identifier, trust, target = self._target(reference, viewer)
+        identifier, trust, target = await anyio.to_thread.run_sync(self._target, reference, viewer)
         if isinstance(target, Offline):
             return AgentTools(identifier=identifier, tools=[], offline=target.reason, trust=trust)
         if target.protocol == "mcp":
@@ -98,7 +100,7 @@ class Invoker:
         started = time.monotonic()
         record = AuditRecord(at="", caller=caller.name, identifier=reference, tool=tool or "", outcome="refused", durationMs=0.0)
         try:
-            identifier, trust, target = self._target(reference, viewer)
+            identifier, trust, target = await anyio.to_thread.run_sync(self._target, reference, viewer)
             record.identifier = identifier
             self.policy.check(identifier, trust.status if trust else None, caller.may_invoke)
             if isinstance(target, Offline):
