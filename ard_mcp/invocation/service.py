@@ -47,9 +47,19 @@ class Invoker:
         self.resolver = resolver or SystemResolver()
         self.audit = AuditLog(registry.config.data_dir)
         self._tools: dict[str, tuple[float, list[ToolSummary]]] = {}
+        self._pool: GuardedTransport | None = None
 
     def _transport(self) -> httpx.AsyncBaseTransport:
-        return GuardedTransport(NetworkPolicy(self.policy.allow_private_networks), self.resolver)
+        """One guarded connection pool for every call: a connection to an agent is kept alive between calls
+        (made on first use, so a registry that never calls an agent opens none)."""
+        if self._pool is None:
+            self._pool = GuardedTransport(NetworkPolicy(self.policy.allow_private_networks), self.resolver)
+        return self._pool
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            await self._pool.aclose()
+            self._pool = None
 
     def _target(self, reference: str, viewer: Viewer) -> tuple[str, TrustFinding | None, Target | Offline]:
         """The entry's target and trust finding (store reads: run in a worker thread, off the event loop)."""

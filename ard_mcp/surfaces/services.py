@@ -78,11 +78,13 @@ class Services:
         return self._resolver
 
     def invoker(self, registry: Registry) -> Invoker:
-        """The agent caller over `registry` (one per serving registry: its tool-list cache is shared)."""
-        if self._invoker is None or self._invoker.registry is not registry:
+        """The agent caller over `registry`: one for the services, so its connection pool and tool-list cache
+        are shared by every surface and request (a registry opened again, as stdio's opens lazily, is followed)."""
+        if self._invoker is None:
             from ard_mcp.invocation.service import Invoker
 
             self._invoker = Invoker(registry, self.invocation, self.resolver())
+        self._invoker.registry = registry
         return self._invoker
 
     async def trust_findings(self, entry: Mapping[str, Any]) -> set[tuple[str, str]] | None:
@@ -98,3 +100,5 @@ class Services:
             await self._federation.aclose()
         if self._trust is not None:
             await self._trust.aclose()
+        if self._invoker is not None:
+            await self._invoker.aclose()

@@ -81,7 +81,8 @@ class Bounded(httpx.AsyncBaseTransport):
         )
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        """Leaves `inner` open: its connection pool belongs to its owner (`Invoker`), which keeps connections
+        to an agent alive between calls and closes the pool once."""
 
 
 def transport_failure(exc: BaseException) -> ArdError | None:
