@@ -113,11 +113,14 @@ async def ask(client: httpx.AsyncClient) -> tuple[list[dict[str, Any]], str]:
     return response.json()["results"], " | ".join(response.headers.get_list(WARNING_HEADER))
 
 
-async def test_a_malicious_upstream_changes_no_local_result_and_its_text_reaches_the_host_screened(data_dir: Path) -> None:
+@pytest.mark.parametrize("policy", ["refuse-invalid", "publisher-only"])  # publisher-only refuses what refuse-invalid does
+async def test_a_malicious_upstream_changes_no_local_result_and_its_text_reaches_the_host_screened(
+    data_dir: Path, policy: TrustPolicy
+) -> None:
     with Publisher() as site:
         site.put("/.well-known/jwks.json", jwks())
         site.put("/search", {"results": [HIJACK, INJECTED, FILE_URL, FORGED, SIGNED, BARE, POSING]})
-        async with federating(data_dir, site, site.origin, policy="refuse-invalid") as client:
+        async with federating(data_dir, site, site.origin, policy=policy) as client:
             assert (await client.post("/agents", json=PDF)).status_code == 201
             results, warnings = await ask(client)
     by_id = {r["identifier"].rsplit(":", 1)[1]: r for r in results}
@@ -138,7 +141,7 @@ async def test_a_malicious_upstream_changes_no_local_result_and_its_text_reaches
     assert injected["evidence"]["trust"]["status"] == "self-asserted"
     assert injected["evidence"]["matchedWords"] == ["weather"]  # a "word" that is chat-template syntax is not a word
     assert results[-1] is injected
-    # a file: url never reaches a client; refuse-invalid leaves the forged signature out
+    # a file: url never reaches a client; the policy leaves the forged signature out
     assert "files" not in by_id and "must be an http or https URL" in warnings
     assert "forged" not in by_id and "its trust manifest is invalid" in warnings
     # this registry checked the genuine signature itself, with the publisher's keys

@@ -38,7 +38,7 @@ from ard_mcp.formats.limits import EntryLimits
 from ard_mcp.formats.messages import SearchResult, TrustFinding
 from ard_mcp.formats.untrusted import model_directed, strip_entry
 from ard_mcp.search.tuning import Tuning
-from ard_mcp.trust.policy import TrustPolicy
+from ard_mcp.trust.policy import TrustPolicy, refused_by
 from ard_mcp.trust.service import TrustChecks
 from ard_mcp.trust.status import TrustResult, now_iso
 
@@ -84,7 +84,7 @@ class Screening:
         received = now_iso()
         results: list[SearchResult] = []
         for row, trust in zip(read, found, strict=True):
-            if self.policy == "refuse-invalid" and trust.status == "invalid":
+            if trust.status in refused_by(self.policy):
                 notes.append(f"result {row.entry.identifier} left out: its trust manifest is invalid ({trust.reason})")
                 continue
             results.append(self._result(row, trust, source, received))
