@@ -80,12 +80,13 @@ def _texts(value: Any, where: str, limit: int) -> None:
         _text(item, f"{where}[{i}]", limit)
 
 
-def check_url(value: str, where: str) -> None:
-    """A URL an entry hands to every client that searches (its `url`, an endpoint it names): only http(s),
-    and never where `ard_mcp.net.urls` refuses to go, in any spelling (`http://2852039166/` is
-    169.254.169.254, cloud metadata). `file:`, `javascript:`, `data:` and the like were accepted before."""
+def check_url(value: str, where: str, *, any_scheme: bool = False) -> None:
+    """A URL an entry hands to every client that searches (its `url`, an endpoint it names): only http(s)
+    unless `any_scheme`, and never where `ard_mcp.net.urls` refuses to go, in any spelling
+    (`http://2852039166/` is 169.254.169.254, cloud metadata). `file:`, `javascript:`, `data:` and the like
+    were accepted before."""
     try:
-        urls.check_url(value, where)
+        urls.check_url(value, where, any_scheme)
     except urls.RefusedUrl as exc:
         raise InvalidArgument(str(exc)) from None
 
@@ -97,10 +98,7 @@ def check_endpoints(entry: Mapping[str, Any], where: str) -> None:
     for binding in entry_facts.bindings_of(entry):
         endpoint = binding.get("endpoint")
         if isinstance(endpoint, str) and "://" in endpoint:
-            try:
-                urls.check_url(endpoint, f"{where}.data", any_scheme=True)
-            except urls.RefusedUrl as exc:
-                raise InvalidArgument(str(exc)) from None
+            check_url(endpoint, f"{where}.data", any_scheme=True)
 
 
 def _trust_urls(trust: Any, where: str) -> list[tuple[str, str]]:
@@ -132,10 +130,7 @@ def check_entry(raw: Mapping[str, Any], where: str, limits: EntryLimits) -> None
     if isinstance(raw.get("url"), str):
         check_url(raw["url"], f"{where}.url")
     for field, value in _trust_urls(raw.get("trustManifest"), f"{where}.trustManifest"):
-        try:
-            urls.check_url(value, field, any_scheme=True)
-        except urls.RefusedUrl as exc:
-            raise InvalidArgument(str(exc)) from None
+        check_url(value, field, any_scheme=True)
     metadata = raw.get("metadata")
     if isinstance(metadata, Mapping) and len(metadata) > MAX_ITEMS:
         raise InvalidArgument(f"{where}.metadata: more than {MAX_ITEMS} keys ({len(metadata)})")
