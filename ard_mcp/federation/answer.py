@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ard_mcp.formats.media_types import is_json
+
 KNOWN_FIELDS = ("results", "referrals", "pageToken")  # the ARD SearchResponse's top-level fields
 _DECODER = json.JSONDecoder()
 _SPACE = " \t\n\r"
@@ -33,12 +35,6 @@ class Answer:
 
     rows: list[Any] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-
-def is_json(content_type: str | None) -> bool:
-    """Whether a Content-Type names JSON: `application/json` or any `+json` type, parameters aside."""
-    media = (content_type or "").split(";", 1)[0].strip().lower()
-    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
 def read_answer(data: bytes, content_type: str | None, limit: int) -> Answer:

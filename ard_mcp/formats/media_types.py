@@ -10,6 +10,8 @@ the new one, ignores case and parameters (`; version=1.0`), but keeps `profile`,
 
 from __future__ import annotations
 
+import re
+
 MCP_SERVER_CARD = "application/mcp-server-card+json"
 MCP_SERVER_V05 = "application/mcp-server+json"  # v0.5's name of the same type
 A2A_AGENT_CARD = "application/a2a-agent-card+json"
@@ -21,6 +23,7 @@ AGENT_SKILLS_GZIP = "application/agent-skills+gzip"
 AGENT_SKILLS_MARKDOWN = 'text/markdown; profile="urn:air:agent-skills"'
 
 _RENAMED = {MCP_SERVER_V05: MCP_SERVER_CARD}
+_JSON = re.compile(r"application/([\w.-]+\+)?json")  # application/json, application/a2a-agent-card+json
 _KEPT_PARAMETERS = ("profile",)
 
 
@@ -34,3 +37,9 @@ def canonical_type(media_type: str) -> str:
         if name.strip().lower() in _KEPT_PARAMETERS:
             kept.append(f'{name.strip().lower()}="{value.strip().strip(chr(34))}"')
     return "; ".join([_RENAMED.get(base, base), *kept])
+
+
+def is_json(content_type: str | None) -> bool:
+    """Whether a Content-Type names JSON: `application/json` or an `application/...+json` type, parameters
+    (`; charset=utf-8`) and case aside. What a REST write must send, and what an upstream registry must answer."""
+    return bool(_JSON.fullmatch((content_type or "").split(";", 1)[0].strip().lower()))

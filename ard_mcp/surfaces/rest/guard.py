@@ -12,7 +12,6 @@ refused by the MCP endpoint)."""
 from __future__ import annotations
 
 import json
-import re
 
 import anyio
 from starlette.requests import Request
@@ -27,6 +26,7 @@ from ard_mcp.errors import (
     RequestTimeout,
     UnsupportedMediaType,
 )
+from ard_mcp.formats.media_types import is_json
 from ard_mcp.surfaces.mcp_server import INVOKE_TOOLS, WRITE_TOOLS
 from ard_mcp.surfaces.rest.errors import error_response
 from ard_mcp.surfaces.rest.operations import dialect_for, is_invocation, is_write
@@ -34,7 +34,6 @@ from ard_mcp.surfaces.rest.ratelimit import Limiter
 from ard_mcp.surfaces.rest.settings import HttpSettings, is_loopback
 
 _SIMPLE_BODY_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data", "text/plain")
-_JSON_TYPE = re.compile(r"application/([\w.-]+\+)?json")  # application/json, application/a2a-agent-card+json
 _BODY_METHODS = ("POST", "PUT")
 _MCP_PATHS = ("/mcp", "/sse", "/messages")
 
@@ -85,7 +84,7 @@ class GuardMiddleware:
             )
         if request.method in _BODY_METHODS and not mcp:
             media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-            if write and not _JSON_TYPE.fullmatch(media_type):
+            if write and not is_json(media_type):
                 return UnsupportedMediaType(
                     f"a write's body must be JSON sent with Content-Type: application/json (got {media_type or 'no Content-Type'})"
                 )
