@@ -22,7 +22,7 @@ import httpx
 
 from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable, ArdError, InvalidArgument
 from ard_mcp.invocation.calls import Outcome, Progress, Target, ToolSummary, TransportFactory
-from ard_mcp.invocation.clients.bounds import Bounded, failure_of, strings_in, text_of, within
+from ard_mcp.invocation.clients.bounds import Bounded, raise_named, strings_in, text_of, within
 
 if TYPE_CHECKING:
     from a2a.client import Client
@@ -82,10 +82,7 @@ class A2aAgentClient:
                         return _outcome({"parts": _parts(reply.message)}, False)
                     raise AgentUnreachable("the agent answered message/send with neither a message nor a task")
         except Exception as exc:
-            failure = failure_of(exc, bounded, _a2a_failure)
-            if failure is None:
-                raise
-            raise failure from exc
+            raise_named(exc, bounded, _a2a_failure)
 
 
 def _skills(target: Target) -> dict[str, Mapping[str, Any]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import httpx
@@ -120,6 +120,14 @@ def failure_of(exc: Exception, bounded: Bounded, protocol: Callable[[BaseExcepti
         if (failure := transport_failure(leaf)) is not None or (failure := protocol(leaf)) is not None:
             return failure
     return None
+
+
+def raise_named(exc: Exception, bounded: Bounded, protocol: Callable[[BaseException], ArdError | None]) -> NoReturn:
+    """Raise what went wrong as the registry names it (`failure_of`), else `exc` as it is."""
+    failure = failure_of(exc, bounded, protocol)
+    if failure is None or failure is exc:
+        raise exc
+    raise failure from exc
 
 
 @contextlib.contextmanager

@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 
 from ard_mcp import __version__
-from ard_mcp.errors import AgentError, AgentUnreachable, ArdError, InvalidArgument
+from ard_mcp.errors import AgentError, AgentUnreachable, InvalidArgument
 from ard_mcp.invocation.calls import Outcome, Progress, Target, ToolSummary, TransportFactory
-from ard_mcp.invocation.clients.bounds import Bounded, strings_in, text_of, transport_failure, within
+from ard_mcp.invocation.clients.bounds import Bounded, raise_named, strings_in, text_of, within
 
 MAX_REDIRECTS = 3
 ANY_OPERATION = "invoke"  # the one tool of an agent that names no operations
@@ -59,9 +59,11 @@ class HttpAgentClient:
                 async with httpx.AsyncClient(transport=bounded, headers=headers, timeout=timeout) as client:
                     return await _post(client, target.url, body)
         except Exception as exc:  # the guard's refusal and the size cap come as they are, httpx's errors as httpx's
-            if isinstance(exc, ArdError) or (failure := transport_failure(exc)) is None:
-                raise
-            raise failure from exc
+            raise_named(exc, bounded, _no_protocol_failure)
+
+
+def _no_protocol_failure(leaf: BaseException) -> None:
+    """Plain HTTP has no failures of its own beyond the status, which `_outcome` reads."""
 
 
 def _operations(target: Target) -> dict[str, dict[str, Any]]:

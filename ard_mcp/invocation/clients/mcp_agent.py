@@ -28,7 +28,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from ard_mcp import __version__
 from ard_mcp.errors import AgentError, AgentUnreachable, ArdError
 from ard_mcp.invocation.calls import Outcome, Progress, Target, ToolSummary, TransportFactory
-from ard_mcp.invocation.clients.bounds import Bounded, failure_of, strings_in, text_of, within
+from ard_mcp.invocation.clients.bounds import Bounded, raise_named, strings_in, text_of, within
 from ard_mcp.net.httpx2_bridge import Httpx2Bridge
 
 DISCOVERED_TTL = 60.0
@@ -74,10 +74,7 @@ class McpAgentClient:
                     return await work(client)
         except Exception as exc:
             self._discovered.pop(key, None)
-            failure = failure_of(exc, bounded, partial(_mcp_failure, url=target.url, during=what if connected else None))
-            if failure is None:
-                raise
-            raise failure from exc
+            raise_named(exc, bounded, partial(_mcp_failure, url=target.url, during=what if connected else None))
 
 
 def _forward(to: Progress) -> ProgressFnT:
