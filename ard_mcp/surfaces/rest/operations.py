@@ -309,16 +309,22 @@ OPERATIONS: tuple[Operation, ...] = (
 _PATTERNS: tuple[tuple[re.Pattern[str], Operation], ...] = tuple((compile_path(op.route_path)[0], op) for op in OPERATIONS)
 
 
+def _operation(method: str, path: str) -> Operation | None:
+    """The operation a request is for, if any."""
+    path = path.rstrip("/") or "/"
+    return next((op for pattern, op in _PATTERNS if op.method == method and pattern.match(path)), None)
+
+
 def is_invocation(method: str, path: str) -> bool:
     """Whether the request calls an agent through the registry (rate-limited as an invocation)."""
-    path = path.rstrip("/") or "/"
-    return any(op.invocation and op.method == method and pattern.match(path) for pattern, op in _PATTERNS)
+    op = _operation(method, path)
+    return op is not None and op.invocation
 
 
 def is_write(method: str, path: str) -> bool:
     """Whether the request is for a write operation (rate-limited as a write)."""
-    path = path.rstrip("/") or "/"
-    return any(op.write and op.method == method and pattern.match(path) for pattern, op in _PATTERNS)
+    op = _operation(method, path)
+    return op is not None and op.write
 
 
 def dialect_for(method: str, path: str) -> Dialect:
