@@ -407,10 +407,13 @@ def pooling_of(source: Path) -> tuple[str, bool]:
     config = source / "1_Pooling" / "config.json"
     if config.is_file():
         raw = json.loads(config.read_text())
-        if raw.get("pooling_mode_cls_token"):
-            pooling = "cls"
-        elif not raw.get("pooling_mode_mean_tokens", True):
-            raise SystemExit(f"{config}: only mean or CLS pooling is supported")
+        # sentence-transformers 5+ writes {"pooling_mode": "mean"}; older versions one boolean per mode
+        mode = raw.get("pooling_mode")
+        if mode is None:
+            mode = "cls" if raw.get("pooling_mode_cls_token") else "mean" if raw.get("pooling_mode_mean_tokens", True) else "other"
+        if mode not in ("mean", "cls"):
+            raise SystemExit(f"{config}: only mean or CLS pooling is supported, not {mode!r}")
+        pooling = mode
     modules = source / "modules.json"
     if modules.is_file():
         normalize = any(m.get("type", "").endswith("Normalize") for m in json.loads(modules.read_text()))

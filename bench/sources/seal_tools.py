@@ -4,11 +4,11 @@
   typed `application/openapi+json` since each is a described HTTP-style API. The tool's `field`
   ("Chemical Engineering/Forensic engineering") gives the tags, and the record itself, with its
   parameters as JSON Schema, is the entry's one `data.tools` item.
-* Queries: `Seal-Tools_Dataset/dev.jsonl` (700 instances; train.jsonl is not in the snapshot and the test
-  splits are left for a held-out run). `relevant` is every distinct tool the instance calls. The kind is
-  `single-tool` or `multi-tool` by the number of *distinct* tools called (a "difficult" instance that
-  calls one tool three times is a single-tool retrieval problem); the source's easy/difficult label is
-  kept as `category`.
+* Queries: `Seal-Tools_Dataset/dev.jsonl` (700 instances; train.jsonl is not in the snapshot; the two test
+  splits, `TEST_INSTANCES`, are read only by `bench/train_pairs.py`, for training pairs). `relevant` is every
+  distinct tool the instance calls. The kind is `single-tool` or `multi-tool` by the number of *distinct*
+  tools called (a "difficult" instance that calls one tool three times is a single-tool retrieval problem);
+  the source's easy/difficult label is kept as `category`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ NAME = "seal-tools"
 REPO = "fairyshine/Seal-Tools"
 PUBLISHER = "seal-tools.example.org"
 TOOLS = "Seal-Tools_Dataset/tool.jsonl"
-INSTANCES = "Seal-Tools_Dataset/dev.jsonl"
+INSTANCES = ("Seal-Tools_Dataset/dev.jsonl",)
+TEST_INSTANCES = ("Seal-Tools_Dataset/test_in_domain.jsonl", "Seal-Tools_Dataset/test_out_domain.jsonl")
 
 
 def _entry(record: dict[str, Any], ident: str) -> dict[str, Any]:
@@ -40,7 +41,7 @@ def _entry(record: dict[str, Any], ident: str) -> dict[str, Any]:
     )
 
 
-def build(git_dir: Path) -> Dataset:
+def build(git_dir: Path, instance_files: tuple[str, ...] = INSTANCES) -> Dataset:
     snapshot = Snapshot(git_dir)
     records = snapshot.jsonl(TOOLS)
     ids = {
@@ -50,7 +51,7 @@ def build(git_dir: Path) -> Dataset:
     entries = [_entry(record, ids[record["api_name"]]) for record in records]
 
     queries = []
-    for instance in snapshot.jsonl(INSTANCES):
+    for instance in (item for path in instance_files for item in snapshot.jsonl(path)):
         called = list(dict.fromkeys(call["api"] for call in instance.get("calling") or []))
         if not called or any(api not in ids for api in called):
             continue  # a tool the catalog does not hold: no fair label
