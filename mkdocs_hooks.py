@@ -24,13 +24,13 @@ HELP_COLUMNS = "100"
 
 @contextmanager
 def _neutral_environment() -> Iterator[None]:
-    """Defaults read from the environment (`ARD_MCP_*`, the data directory under $HOME) are the builder's,
+    """Defaults read from the environment (`ARD_MCP_*`, the data directory under the builder's home) are the builder's,
     not the reader's: build the parser as on a fresh account, with help wrapped at a fixed width."""
     saved = dict(os.environ)
     try:
         for name in [n for n in os.environ if n.startswith("ARD_MCP_") or n == "XDG_DATA_HOME"]:
             del os.environ[name]
-        os.environ.update(HOME="~", COLUMNS=HELP_COLUMNS)
+        os.environ.update(XDG_DATA_HOME="~/.local/share", COLUMNS=HELP_COLUMNS)
         yield
     finally:
         os.environ.clear()
@@ -53,9 +53,9 @@ def cli_reference() -> str:
 
     with _neutral_environment():
         parser = build_parser()
-        lines = ["## ard-mcp", "", "```text", parser.format_help().rstrip(), "```", ""]
+        lines = ["### ard-mcp", "", "```text", parser.format_help().rstrip(), "```", ""]
         for name, (summary, sub) in subcommands(parser).items():
-            lines += [f"## ard-mcp {name}", "", f"{summary[:1].upper()}{summary[1:]}.", ""]
+            lines += [f"### ard-mcp {name}", "", f"{summary[:1].upper()}{summary[1:].rstrip('.')}.", ""]
             lines += ["```text", sub.format_help().rstrip(), "```", ""]
     return "\n".join(lines)
 
@@ -96,7 +96,7 @@ def _body_schema(content: dict[str, Any]) -> str:
 
 
 def _operation(path: str, method: str, op: dict[str, Any]) -> list[str]:
-    lines = [f"### {method.upper()} `{path}`", "", f"{op.get('summary', '')}.", ""]
+    lines = [f"### {method.upper()} `{path}`", "", f"{op.get('summary', '').rstrip('.')}.", ""]
     lines.append(f"Operation `{op['operationId']}`" + (", needs a bearer token when the server has tokens." if op.get("security") else "."))
     lines.append("")
     if op.get("parameters"):
