@@ -103,7 +103,8 @@ def _operation(path: str, method: str, op: dict[str, Any]) -> list[str]:
         lines += ["| parameter | in | type | what it is |", "|---|---|---|---|"]
         for p in op["parameters"]:
             required = " (required)" if p.get("required") else ""
-            lines.append(f"| `{p['name']}`{required} | {p['in']} | {schema_type(p.get('schema', {}))} | {_cell(p.get('description', ''))} |")
+            kind = schema_type(p.get("schema", {}))
+            lines.append(f"| `{p['name']}`{required} | {p['in']} | {kind} | {_cell(p.get('description', ''))} |")
         lines.append("")
     if "requestBody" in op:
         body = op["requestBody"]
@@ -126,9 +127,8 @@ def _schema(name: str, schema: dict[str, Any]) -> list[str]:
     lines += ["| field | type | required | default | what it is |", "|---|---|---|---|---|"]
     for field, spec in properties.items():
         default = f"`{json.dumps(spec['default'])}`" if "default" in spec else ""
-        lines.append(
-            f"| `{field}` | {schema_type(spec)} | {'yes' if field in required else ''} | {_cell(default)} | {_cell(spec.get('description', ''))} |"
-        )
+        needed = "yes" if field in required else ""
+        lines.append(f"| `{field}` | {schema_type(spec)} | {needed} | {_cell(default)} | {_cell(spec.get('description', ''))} |")
     if schema.get("additionalProperties") is False:
         lines += ["", "No other fields are accepted."]
     return [*lines, ""]

@@ -95,7 +95,7 @@ def _help(argv: list[str]) -> str:
 def _sections(markdown: str) -> dict[str, str]:
     """Each `### ard-mcp NAME` section of the CLI page, by NAME."""
     parts = re.split(r"^### ard-mcp ?(\S*)\s*$", markdown, flags=re.MULTILINE)
-    return {name: body for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
 
 
 def test_cli_reference_covers_every_subcommand_and_flag() -> None:
