@@ -866,7 +866,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="embed at most this many of the texts (a seeded uniform sample, same order) for the raw model figure; "
         "0 = all (default %(default)s)",
     )
-    parser.add_argument("--markdown", action="store_true", help="also print the table as Markdown (for the README)")
+    parser.add_argument("--markdown", action="store_true", help="also print the table as Markdown (for docs/benchmarks.md)")
     parser.add_argument(
         "--vector-cache",
         type=Path,

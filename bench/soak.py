@@ -5,7 +5,7 @@
 
 Runs `python -m pytest -m soak tests/test_reliability.py` with those sizes in `ARD_MCP_SOAK_*` (the test
 file's defaults are the short version CI runs), has the tests write their figures to a JSON file
-(`ARD_MCP_SOAK_REPORT`), and prints them as the Markdown table the README's "Reliability" section shows.
+(`ARD_MCP_SOAK_REPORT`), and prints them as the Markdown table docs/reliability.md shows.
 The exit status is pytest's.
 """
 

@@ -3,7 +3,7 @@ real `ard-mcp` processes that can be killed with SIGKILL, a look into a data dir
 latency percentiles.
 
 Sizes come from the environment, with short defaults for CI; `ARD_MCP_SOAK_*` names the long version
-(see the README's "Reliability" section)."""
+(see docs/reliability.md)."""
 
 from __future__ import annotations
 

@@ -329,7 +329,7 @@ def test_a_backup_restored_and_reindexed_finds_the_entries(tmp_path: Path) -> No
     finally:
         datadir.release(claim)
 
-    fresh = tmp_path / "fresh"  # the README's restore steps: the backup as the store of an empty data directory
+    fresh = tmp_path / "fresh"  # the restore steps of docs/backup.md: the backup as the store of an empty data directory
     fresh.mkdir()
     shutil.copyfile(tmp_path / "backup.sqlite3", fresh / "catalog.sqlite3")
     reindexed = ard("reindex", data_dir=fresh)

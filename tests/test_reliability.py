@@ -19,7 +19,7 @@ embedded Chroma, clients speak HTTP and MCP over loopback TCP.
 - What the suite found, kept as regression tests: `trustManifest.attestations: true` crashed registration
   and ingest (a 500, an unexpected exception, a traceback) instead of being refused.
 
-Short by default (CI); the long version sets the sizes through the environment (README, "Reliability"):
+Short by default (CI); the long version sets the sizes through the environment (docs/reliability.md):
 
     ARD_MCP_SOAK_SECONDS=60 ARD_MCP_SOAK_CLIENTS=30 ARD_MCP_SOAK_KILLS=12 ARD_MCP_SOAK_FUZZ_EXAMPLES=200 \
         ARD_MCP_SOAK_REST_FUZZ_EXAMPLES=50 python -m pytest -m soak -s tests/test_reliability.py

@@ -40,7 +40,7 @@ _HIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069
 
 @dataclass(frozen=True)
 class EntryLimits:
-    """The configurable limit (`--max-entry-bytes`); the others are constants, documented in the README."""
+    """The configurable limit (`--max-entry-bytes`); the others are constants, documented in docs/accepted-input.md ("Limits")."""
 
     max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES
 

@@ -10,7 +10,7 @@ covers) reaches the cutoff, and then lists every candidate down to the floor (th
 secondary steps of a task score lower than the main one but are still wanted). A query whose confidence
 stays below the cutoff is not left empty: its closest few candidates come back marked low-confidence,
 because for a host model an empty list where a fitting agent exists is the worst outcome, and a score
-alone cannot tell a near miss from a poorly described fit (README "Search quality" has the measured
+alone cannot tell a near miss from a poorly described fit (docs/search-quality.md has the measured
 trade-off). Evidence texts are fetched only for the page that is returned.
 
 An entry whose text is aimed at a model (`ard_mcp.formats.untrusted`: instruction overrides, chat-template

@@ -54,7 +54,7 @@ class Tuning:
     # of 104 instead of 4).
     confidence_weights: tuple[float, float, float] = (0.739, 2.313, -1.527)
     cutoff: int = 28  # the confidence a query needs to be answered with confidence
-    floor: int = 10  # a confident answer lists candidates down to this score; README "Search quality" has the trade-off
+    floor: int = 10  # a confident answer lists candidates down to this score; docs/search-quality.md has the trade-off
     tentative: int = 5  # below the cutoff a query still gets at least this many closest candidates, marked low-confidence
     evidence_examples: int = 3
     # A flagged entry's relevance is multiplied by this (1.0 turns the demotion off). At 0.09 its score is at most 9, under

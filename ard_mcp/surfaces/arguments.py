@@ -132,7 +132,8 @@ def crawl_options(parser: argparse.ArgumentParser) -> None:
         "--allow-private-networks",
         action="store_true",
         default=_truthy(env("ALLOW_PRIVATE_NETWORKS")),
-        help="let the crawler fetch from loopback, private and link-local addresses (ARD_MCP_ALLOW_PRIVATE_NETWORKS)",
+        help="let the crawler fetch from loopback, private and reserved addresses; never link-local or cloud metadata ones "
+        "(ARD_MCP_ALLOW_PRIVATE_NETWORKS)",
     )
     parser.add_argument(
         "--dns-server", default=env("DNS_SERVER"), metavar="HOST[:PORT]", help="resolve names through this DNS server (ARD_MCP_DNS_SERVER)"

@@ -3,7 +3,7 @@
 ARD §5.1 signs the trust manifest alone: a good signature proves the publisher wrote the manifest, not the
 entry's description, url or data, so the same manifest copied onto another entry still verifies. Where the
 signed manifest names the entry it belongs to, that is checked here, and the reason says what the
-signature covers either way (`docs/trust-binding.md`):
+signature covers either way (`docs/trust.md`):
 
 - a `provenance` item with relation `publishedFrom` names the artifact the entry was published from: its
   `sourceId` must be the entry's identifier or url, else the manifest belongs to another entry (`invalid`);

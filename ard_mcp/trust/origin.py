@@ -8,7 +8,7 @@ home page, its DNS records). Anything else is a *third-party claim*: it is store
 `third-party` and the serving host in the reason, never replaces or blocks the publisher's own entry, and
 is never `verified`, since ARD §5.1 signs the trust manifest alone and a copied manifest verifies anywhere
 (issue #31: an impostor crawled first held `urn:air:alpha.test:agent:weather`, and alpha's genuine manifest
-copied onto evil.test's entry was reported verified). `docs/trust-binding.md` sets out the rule.
+copied onto evil.test's entry was reported verified). `docs/trust.md` sets out the rule.
 
 Registrations need no such check: a credential may only write the publishers it is scoped to (`auth`), and
 the local operator (stdio, the command line, an open loopback registry) vouches for what it registers.
