@@ -7,7 +7,7 @@ A *source* is a set of labelled queries over an *index*:
   (740 entries; `<shared>/data/README.md`);
 * `seal-tools`, `toolalpaca`, `mcp-bench`: built by `bench/build_sources.py` from the public repositories
   into `bench/.data/<name>/` (catalog and dev queries), each over an index of its own catalog;
-* `no-answer` (25 queries) and `no-answer-hard` (our own, written to be hard: near-miss topics, absent
+* `no-answer` (25 queries) and `no-answer-hard` (our own, written to be hard: near-miss topics, word-sense near misses, absent
   tools, other languages, long tasks), over the shared index: no entry fits any of them.
 
 Every dev source is ranked from the same collected candidates under any tuning (`Ranker.select`), so a

@@ -98,7 +98,7 @@ def train(base: Path, rows: list[dict[str, str]], out: Path, steps: int | None, 
         max_steps=steps if steps else -1,
         per_device_train_batch_size=batch,
         learning_rate=3e-5,
-        warmup_ratio=0.1,
+        warmup_steps=0.1,  # a float is a share of the steps (transformers 5)
         seed=SEED,
         data_seed=SEED,
         batch_sampler=BatchSamplers.NO_DUPLICATES,

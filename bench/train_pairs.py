@@ -53,7 +53,7 @@ from ard_mcp.formats.identifiers import normalize_identifier
 from ard_mcp.formats.leniency import read_entry
 from ard_mcp.formats.manifests import file_entries
 from ard_mcp.index.embedding import Embedder, load_embedder
-from ard_mcp.index.example_texts import extract_examples
+from ard_mcp.index.example_texts import extract_examples, humanize
 
 DEFAULT_OUT = suite.BUILT / "training" / "pairs.jsonl"
 #: Catalog self-pairs per entry at most, so a 40-tool server does not outweigh forty one-tool entries.
@@ -135,7 +135,7 @@ def query_rows(source: str, judgements: Sequence[Judgement], catalog: Catalog, m
 
 
 def _words(text: str) -> set[str]:
-    return set(tokenize(text))
+    return set(tokenize(humanize(text)))
 
 
 def catalog_rows(catalog: Catalog) -> Iterator[dict[str, str]]:
