@@ -36,6 +36,7 @@ from ard_mcp.config import Config  # noqa: E402
 from ard_mcp.invocation.calls import AgentTools, ToolSummary  # noqa: E402
 from ard_mcp.invocation.compact import compact  # noqa: E402
 from ard_mcp.invocation.policy import InvocationPolicy  # noqa: E402
+from ard_mcp.surfaces.cli import configure_logging  # noqa: E402
 from ard_mcp.surfaces.rest.app import build_app  # noqa: E402
 from ard_mcp.surfaces.rest.settings import HttpSettings  # noqa: E402
 from tests.agent_servers import aidip_agent, mcp_agent, serving  # noqa: E402
@@ -75,6 +76,7 @@ def _posted(client: httpx.Client, url: str, body: dict[str, Any], calls: int) ->
 def overhead(calls: int) -> dict[str, tuple[list[float], list[float]]]:
     """(direct, through the registry) samples in ms: an MCP tool over MCP, and an AIDIP agent over REST."""
     server = mcp_agent()
+    configure_logging("info")  # as `ard-mcp serve` logs (the SDK's server set up rich logging of every request)
     policy = InvocationPolicy(enabled=True, allow_private_networks=True)
     with (
         tempfile.TemporaryDirectory() as data,

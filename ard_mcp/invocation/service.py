@@ -16,14 +16,17 @@ from typing import Any
 
 import anyio
 import httpx
+from anyio.abc import TaskGroup
 
 from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable, ArdError, InvalidArgument, NotFound, PermissionDenied
 from ard_mcp.formats.messages import TrustFinding
 from ard_mcp.formats.timestamps import utc_text
 from ard_mcp.formats.untrusted import text_findings
 from ard_mcp.invocation.audit import AuditLog, AuditRecord
-from ard_mcp.invocation.calls import AgentTools, Invocation, Progress, Target, ToolSummary
+from ard_mcp.invocation.calls import AgentClient, AgentTools, Invocation, Progress, Protocol_, Target, ToolSummary
 from ard_mcp.invocation.clients import client_for
+from ard_mcp.invocation.clients.mcp_agent import McpAgentClient
+from ard_mcp.invocation.clients.mcp_sessions import SessionPool
 from ard_mcp.invocation.compact import compact
 from ard_mcp.invocation.policy import Caller, InvocationPolicy
 from ard_mcp.invocation.targets import Offline, target_of
@@ -41,13 +44,18 @@ class Invoker:
         registry: Registry,
         policy: InvocationPolicy,
         resolver: Resolver | None = None,
+        keep: TaskGroup | None = None,
     ) -> None:
+        """`keep`: the serving registry's background task group, where MCP sessions are kept between calls
+        (`clients.mcp_sessions`); without it each MCP call opens its own session."""
         self.registry = registry
         self.policy = policy
         self.resolver = resolver or SystemResolver()
         self.audit = AuditLog(registry.config.data_dir)
         self._tools: dict[str, tuple[float, list[ToolSummary]]] = {}
         self._pool: GuardedTransport | None = None
+        self._sessions = SessionPool(keep) if keep is not None else None
+        self._mcp = McpAgentClient(self._sessions) if self._sessions is not None else None
 
     def _transport(self) -> httpx.AsyncBaseTransport:
         """One guarded connection pool for every call: a connection to an agent is kept alive between calls
@@ -56,7 +64,12 @@ class Invoker:
             self._pool = GuardedTransport(NetworkPolicy(self.policy.allow_private_networks), self.resolver)
         return self._pool
 
+    def _client(self, protocol: Protocol_) -> AgentClient:
+        return self._mcp if protocol == "mcp" and self._mcp is not None else client_for(protocol)
+
     async def aclose(self) -> None:
+        if self._sessions is not None:
+            self._sessions.close_all()
         if self._pool is not None:
             await self._pool.aclose()
             self._pool = None
@@ -91,7 +104,7 @@ class Invoker:
         kept = self._tools.get(target.url)
         if kept is not None and time.monotonic() - kept[0] < TOOLS_TTL:
             return kept[1]
-        listed = await client_for(target.protocol).tools(target, self._transport)
+        listed = await self._client(target.protocol).tools(target, self._transport)
         if target.protocol == "mcp":
             self._tools[target.url] = (time.monotonic(), listed)
         return listed
@@ -119,7 +132,7 @@ class Invoker:
             if not isinstance(arguments, dict):
                 raise InvalidArgument("arguments: must be a JSON object")
             tool = record.tool = tool or await self._only_tool(target)
-            outcome = await client_for(target.protocol).call(target, self._transport, tool, arguments, progress)
+            outcome = await self._client(target.protocol).call(target, self._transport, tool, arguments, progress)
         except ArdError as exc:
             record.outcome, record.status, record.detail = _failure(exc), exc.http_status, exc.message
             self._audited(record, started)
@@ -144,7 +157,7 @@ class Invoker:
         """The tool to call when none is named: the agent's only one (an A2A skill or an AIDIP operation, known
         without a call); an MCP server's tools are listed by get_agent_tools first."""
         if target.protocol != "mcp":
-            names = [t.name for t in await client_for(target.protocol).tools(target, self._transport)]
+            names = [t.name for t in await self._client(target.protocol).tools(target, self._transport)]
             if len(names) == 1:
                 return names[0]
             raise InvalidArgument(f"tool: name the tool to call, one of {', '.join(names)}")

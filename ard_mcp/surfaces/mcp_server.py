@@ -186,6 +186,7 @@ def build_server(
             warm_up_soon(opening.warm_up)
         try:
             async with anyio.create_task_group() as background:
+                shared_services.attach(background)
                 if crawl is not None and crawl.background_refresh:
                     background.start_soon(refresh_forever, opening, crawl)
                 yield opening

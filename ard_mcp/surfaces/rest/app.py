@@ -109,6 +109,7 @@ def build_app(
             warm_up_soon(opened.warm_up)
         try:
             async with anyio.create_task_group() as background:
+                services.attach(background)
                 if settings.crawl is not None and settings.crawl.background_refresh:
                     background.start_soon(refresh_forever, lambda: opened, settings.crawl)
                 if settings.transport == "sse":
