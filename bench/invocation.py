@@ -150,7 +150,7 @@ def main() -> None:
     if args.data.is_dir():
         print("get_agent_tools tokens (bundled tokenizer), the servers with the most tools")
         for identifier, count, small, whole in tokens(args.data):
-            print(f"  {identifier:<60} {count:3d} tools  compact {small:6d}  full {whole:6d}")
+            print(f"  {identifier:<60} {count:3d} tools  compact {small:6d} ({small * 20 / count:5.0f} per 20 tools)  full {whole:6d}")
 
 
 if __name__ == "__main__":

@@ -264,4 +264,28 @@ def test_a_listed_tool_is_a_line_and_its_arguments() -> None:
         description="The forecast for a city.",
         arguments="city: string, days?: integer, unit?: celsius|fahrenheit, tags?: string[], when?: string|null, extra?: any",
     )
-    assert compact(ToolSummary(name="x", description="y" * 300)).description == "y" * 99 + "…"
+    assert compact(ToolSummary(name="x", description="y" * 300)).description == "y" * 79 + "…"
+    assert compact(ToolSummary(name="x", description="word " * 30)).description == ("word " * 15).strip() + "…"  # cut at a word
+
+
+def test_long_enums_and_argument_lists_are_abbreviated() -> None:
+    from ard_mcp.invocation.calls import ToolSummary
+    from ard_mcp.invocation.compact import MAX_OPTIONAL, compact
+
+    regions = ["KR", "BR", "EUNE", "EUW", "LAN", "LAS", "NA", "OCE"]
+    schema = {
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "enum": regions},
+            "mode": {"enum": ["RANKED", "FLEX", "URF"]},
+            "name": {"enum": ["a-very-long-enumeration-value-that-goes-on-and-on", "b"]},
+            "title": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+            **{f"option_{i}": {"type": "number"} for i in range(10)},
+        },
+        "required": ["region", "mode", "name"],
+    }
+    arguments = compact(ToolSummary(name="x", inputSchema=schema)).arguments
+    assert arguments is not None
+    assert arguments.startswith("region: KR|BR|EUNE|…(+5), mode: RANKED|FLEX|URF, name: a-very-long-enumeration…|…(+1), title?: string")
+    assert arguments.endswith(f"option_{MAX_OPTIONAL - 2}?: number, +{11 - MAX_OPTIONAL} optional")
+    assert compact(ToolSummary(name="x", inputSchema={"type": "object", "properties": {}})).arguments is None
