@@ -134,6 +134,22 @@ class Recording:
         return [h.get(name) for h in self.headers]
 
 
+class Locked:
+    """An ASGI app answering 401 (an AIDIP error object) to every request without `X-API-Key: KEY`."""
+
+    KEY = "the-right-key"
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"x-api-key") != self.KEY.encode():
+            refusal = JSONResponse({"error": {"code": "Unauthorized", "message": "No API key."}}, 401, {"WWW-Authenticate": "ApiKey"})
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 # -- AIDIP HTTP agent --------------------------------------------------------------------------------------
 
 

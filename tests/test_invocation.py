@@ -25,7 +25,7 @@ from ard_mcp.surfaces.auth import Principal, TokenStore
 from ard_mcp.surfaces.mcp_server import build_server
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.surfaces.services import Services
-from tests.agent_servers import a2a_agent, a2a_card, aidip_agent, mcp_agent, serving
+from tests.agent_servers import Locked, a2a_agent, a2a_card, aidip_agent, mcp_agent, serving
 from tests.http_support import running
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
@@ -173,6 +173,18 @@ async def test_rest_invoke_answers_the_agents_json_and_its_errors(tmp_path: Path
         assert (await client.get("/invocations", headers=_bearer(CALLER))).status_code == 403
         spec = (await client.get("/openapi.json")).json()
         assert set(spec["paths"]["/agents/{id}/invoke"]["post"]["responses"]) >= {"200", "400", "401", "403", "404", "502", "504"}
+
+
+async def test_an_mcp_agent_refusing_the_registrys_credentials_is_passed_back_as_its_401(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with serving(lambda base: Locked(mcp_agent().streamable_http_app(streamable_http_path="/mcp"))) as base:
+        _registry_with(data, [(mcp_entry(base + "/mcp"), None)])
+        async with running(data, HttpSettings(tokens=TOKENS, invocation=POLICY)) as client:
+            refused = await client.post(f"/agents/{WEATHER_MCP}/invoke?operation=forecast", json={"city": "Oslo"}, headers=_bearer(CALLER))
+    assert refused.status_code == 401 and refused.json()["error"]["code"] == "AgentError"
+    assert "check this agent's credentials" in refused.json()["error"]["message"]
+    assert "www-authenticate" not in refused.headers  # the agent's refusal, not a challenge to the registry's caller
+    assert [(r.outcome, r.status) for r in AuditLog(data).newest(1)] == [("agent-error", 401)]
 
 
 async def test_the_policy_is_enforced_on_every_rule(tmp_path: Path, agents: dict[str, str]) -> None:

@@ -23,7 +23,7 @@ from ard_mcp.invocation.clients.a2a_agent import ANY_SKILL, INPUT
 from ard_mcp.invocation.clients.http_agent import ANY_OPERATION
 from ard_mcp.invocation.policy import Limits
 from ard_mcp.net.guard import GuardedTransport, NetworkPolicy, SystemResolver
-from tests.agent_servers import A2A_PATH, Recording, a2a_agent, a2a_card, aidip_agent, mcp_agent, paged_mcp_agent, serving
+from tests.agent_servers import A2A_PATH, Locked, Recording, a2a_agent, a2a_card, aidip_agent, mcp_agent, paged_mcp_agent, serving
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -110,6 +110,19 @@ async def test_mcp_endpoint_that_is_no_mcp_server_is_unreachable(mcp: tuple[Targ
     wrong = mcp[0].url.rsplit("/", 1)[0] + "/nothing-here"
     with pytest.raises(AgentUnreachable, match="no MCP server answered"):
         await client_for("mcp").tools(replace(mcp[0], url=wrong), guarded)
+
+
+@pytest.mark.parametrize("kind", ["streamable-http", "sse"])
+async def test_mcp_server_that_refuses_the_credentials_is_the_agents_401(kind: str) -> None:
+    server = mcp_agent()
+    app = server.sse_app() if kind == "sse" else server.streamable_http_app(streamable_http_path="/mcp")
+    with serving(lambda base: Locked(app)) as base:
+        locked = Target("mcp", base + ("/sse" if kind == "sse" else "/mcp"), transport_kind=kind, limits=LIMITS)
+        with pytest.raises(AgentError, match=r"refused the request \(401\): check this agent's credentials") as raised:
+            await client_for("mcp").call(locked, guarded, "forecast", {"city": "Oslo"}, None)
+        assert raised.value.http_status == 401
+        opened = replace(locked, headers={"X-API-Key": Locked.KEY})
+        assert (await client_for("mcp").call(opened, guarded, "forecast", {"city": "Oslo"}, None)).result["city"] == "Oslo"
 
 
 @pytest.mark.parametrize("kind", ["streamable-http", "sse"])

@@ -16,7 +16,7 @@ from ard_mcp.invocation.calls import Target
 from ard_mcp.invocation.clients.mcp_agent import McpAgentClient
 from ard_mcp.invocation.clients.mcp_sessions import SessionPool
 from ard_mcp.invocation.policy import Limits
-from tests.agent_servers import Recording, mcp_agent, serving
+from tests.agent_servers import Locked, Recording, mcp_agent, serving
 from tests.test_invocation_clients import LIMITS, QUICK, guarded
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
@@ -123,3 +123,19 @@ async def test_a_kept_session_connects_through_the_network_policy(pool: SessionP
         with pytest.raises(AgentUnreachable, match="network policy"):
             await McpAgentClient(pool).call(refused, guarded, "forecast", {"city": "Oslo"}, None)
     assert loopback_only == [] and len(pool) == 0
+
+
+async def test_callers_waiting_on_a_refused_session_each_get_the_agents_401(pool: SessionPool) -> None:
+    with serving(lambda base: Locked(mcp_agent().streamable_http_app(streamable_http_path="/mcp"))) as base:
+        locked = Target("mcp", base + "/mcp", transport_kind="streamable-http", limits=LIMITS)
+        statuses: list[int] = []
+
+        async def one() -> None:
+            with pytest.raises(AgentError) as raised:
+                await McpAgentClient(pool).call(locked, guarded, "forecast", {"city": "Oslo"}, None)
+            statuses.append(raised.value.http_status)
+
+        async with anyio.create_task_group() as group:
+            for _ in range(3):
+                group.start_soon(one)
+    assert statuses == [401, 401, 401] and len(pool) == 0

@@ -54,17 +54,25 @@ class _Capped(httpx.AsyncByteStream):
 
 
 class Bounded(httpx.AsyncBaseTransport):
-    """`inner` (the guarded transport) with every response body capped at `max_bytes` as it streams, and the
-    first failure of a request or of a body kept in `failure`."""
+    """`inner` (the guarded transport) with every response body capped at `max_bytes` as it streams, the
+    first failure of a request or of a body kept in `failure`, and the first 401 or 403 the agent answered in
+    `denied` (the MCP SDK turns a refused POST into a JSON-RPC "error response" without its status)."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport, max_bytes: int) -> None:
         self._inner = inner
         self.max_bytes = max_bytes
         self.failure: Exception | None = None
+        self.denied: int | None = None
 
     def keep(self, exc: Exception) -> None:
         if self.failure is None:
             self.failure = exc
+
+    def learn(self, other: Bounded) -> None:
+        """Take what `other` saw where this saw nothing: a call that waited on a session another call opened
+        names that opening's failure as the opener does."""
+        self.failure = self.failure or other.failure
+        self.denied = self.denied or other.denied
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         try:
@@ -73,6 +81,8 @@ class Bounded(httpx.AsyncBaseTransport):
             self.keep(exc)
             raise
         assert isinstance(response.stream, httpx.AsyncByteStream)
+        if response.status_code in (401, 403) and self.denied is None:
+            self.denied = response.status_code
         return httpx.Response(
             response.status_code,
             headers=response.headers,

@@ -76,6 +76,8 @@ class McpAgentClient:
                     return await work(client)
         except Exception as exc:
             self._discovered.pop(key, None)
+            if bounded.denied is not None and not isinstance(exc, ArdError):
+                raise _denied(bounded.denied) from exc
             raise_named(exc, bounded, partial(_mcp_failure, url=target.url, during=what if connected else None))
 
     def _session(
@@ -156,13 +158,18 @@ async def _opened(target: Target, bounded: Bounded, prior: tuple[str, mcp_types.
         yield await stack.enter_async_context(Client(streams, cache=None, client_info=info, **known))
 
 
+def _denied(status: int) -> AgentError:
+    """The agent refused this registry's request (401, 403): the agent's own 4xx, passed back as it is."""
+    return AgentError(f"the MCP server refused the request ({status}): check this agent's credentials", status)
+
+
 def _mcp_failure(leaf: BaseException, url: str, during: str | None) -> ArdError | None:
     """An HTTP status of the SSE stream, or the MCP error itself. `during` is None while connecting: a failed
     handshake means no MCP server answered at `url`."""
     if isinstance(leaf, httpx2.HTTPStatusError):  # the SSE transport's GET, answered with an error status
         status = leaf.response.status_code
         if status in (401, 403):
-            return AgentError(f"the MCP server refused the connection ({status}): check this agent's credentials", status)
+            return _denied(status)
         return AgentUnreachable(f"no MCP server answered at {url}: {status}")
     if isinstance(leaf, MCPError):
         if during is None:

@@ -81,6 +81,7 @@ class SessionPool:
         try:
             await kept.ready.wait()
             if kept.error is not None:
+                bounded.learn(kept.bounded)
                 raise kept.error
             assert kept.client is not None
             yield kept.client, kept.bounded
