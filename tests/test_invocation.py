@@ -127,13 +127,22 @@ async def test_a_client_attached_only_to_the_registry_finds_inspects_and_calls_a
         ]
         assert echo_id == ECHO
         skills = _text(await client.call_tool("get_agent_tools", {"identifier": echo_id}))
-        assert [t["name"] for t in skills["tools"]] == ["echo", "later", "fail"]
+        assert [t["name"] for t in skills["tools"]] == ["echo", "later", "steps", "fail"]
         later = _text(await client.call_tool("call_agent", {"identifier": echo_id, "tool": "later", "arguments": {"text": "hi"}}))
         assert later["protocol"] == "a2a" and later["result"]["state"] == "completed"
+        told: list[str | None] = []
+
+        async def status(done: float, total: float | None, message: str | None) -> None:
+            told.append(message)
+
+        steps = await client.call_tool(
+            "call_agent", {"identifier": echo_id, "tool": "steps", "arguments": {"text": "hi"}}, progress_callback=status
+        )
+        assert _text(steps)["result"]["state"] == "completed" and told[-1] == "completed"
         sneaky = _text(await client.call_tool("call_agent", {"identifier": WEATHER_MCP, "tool": "sneaky"}))
         assert sneaky["warnings"] and "instruction override" in sneaky["warnings"][0]
     outcomes = [(r.tool, r.outcome) for r in AuditLog(tmp_path / "data").newest(10)]
-    assert outcomes[:4] == [("sneaky", "ok"), ("later", "ok"), ("forecast", "ok"), ("count", "ok")]
+    assert outcomes[:5] == [("sneaky", "ok"), ("steps", "ok"), ("later", "ok"), ("forecast", "ok"), ("count", "ok")]
 
 
 def _registry_with(data: Path, entries: list[tuple[dict[str, Any], set[tuple[str, str]] | None]], hide: str | None = None) -> None:

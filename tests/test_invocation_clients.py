@@ -23,7 +23,7 @@ from ard_mcp.invocation.clients.a2a_agent import ANY_SKILL, INPUT
 from ard_mcp.invocation.clients.http_agent import ANY_OPERATION
 from ard_mcp.invocation.policy import Limits
 from ard_mcp.net.guard import GuardedTransport, NetworkPolicy, SystemResolver
-from tests.agent_servers import A2A_PATH, Locked, Recording, a2a_agent, a2a_card, aidip_agent, mcp_agent, paged_mcp_agent, serving
+from tests.agent_servers import A2A_PATH, STEPS, Locked, Recording, a2a_agent, a2a_card, aidip_agent, mcp_agent, paged_mcp_agent, serving
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -161,7 +161,7 @@ def a2a(a2a_server: tuple[str, Recording]) -> Target:
 async def test_a2a_skills_are_the_tools_without_a_call(a2a: Target, loopback_only: list[str]) -> None:
     offline = Target("a2a", "http://192.0.2.1/a2a", card=a2a.card)
     tools = await client_for("a2a").tools(offline, guarded)
-    assert [t.name for t in tools] == ["echo", "later", "fail"]
+    assert [t.name for t in tools] == ["echo", "later", "steps", "fail"]
     assert tools[0].description == f"Sends back what it was sent.\nMore detail.\n{INPUT}"
     assert tools[0].inputSchema is not None and tools[0].inputSchema["properties"]["text"]["type"] == "string"
     registered = Target("a2a", a2a.url, operations=({"name": "summarize", "description": "Summaries."},))
@@ -183,6 +183,39 @@ async def test_a2a_running_task_is_followed_to_its_end(a2a: Target) -> None:
     outcome = await client_for("a2a").call(a2a, guarded, "later", {"text": "the report"}, None)
     assert outcome.result["state"] == "completed" and not outcome.is_error
     assert outcome.result["artifacts"][0]["parts"] == [{"text": "done: the report"}] and outcome.texts == ["done: the report"]
+
+
+async def test_a2a_task_progress_is_told_while_it_is_polled(a2a: Target, a2a_server: tuple[str, Recording]) -> None:
+    told: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        told.append((done, total, message))
+
+    a2a_server[1].headers.clear()
+    outcome = await client_for("a2a").call(a2a, guarded, "steps", {"text": "the report"}, progress)
+    assert outcome.result["state"] == "completed" and outcome.texts == ["done: the report"]
+    assert [done for done, _, _ in told] == list(range(1, len(told) + 1)) and told[-1][2] == "completed"
+    assert told[0][2] is not None and told[0][2].startswith(("submitted", "working"))
+    assert "text/event-stream" not in a2a_server[1].seen("accept")  # the card says the agent does not stream: polled
+
+
+async def test_a2a_streaming_agent_tells_every_status_update(a2a_server: tuple[str, Recording]) -> None:
+    made: dict[str, Recording] = {}
+    with serving(lambda base: made.setdefault(base, Recording(a2a_agent(base, streaming=True)))) as base:
+        card = MessageToDict(a2a_card(base, streaming=True))
+        streaming = Target("a2a", base + A2A_PATH, transport_kind="JSONRPC", card=card, limits=LIMITS)
+        told: list[str | None] = []
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            told.append(message)
+
+        outcome = await client_for("a2a").call(streaming, guarded, "steps", {"text": "the report"}, progress)
+        assert outcome.result["state"] == "completed" and outcome.texts == ["done: the report"]
+        assert [m for m in told if m and "step" in m] == [f"working: step {i} of {STEPS}" for i in range(1, STEPS + 1)]
+        assert told[-1] == "completed" and "text/event-stream" in made[base].seen("accept")
+        made[base].headers.clear()
+        quiet = await client_for("a2a").call(streaming, guarded, "steps", {"text": "x"}, None)  # no progress asked: polled
+        assert quiet.result["state"] == "completed" and "text/event-stream" not in made[base].seen("accept")
 
 
 async def test_a2a_failed_task_is_an_error_result(a2a: Target) -> None:
