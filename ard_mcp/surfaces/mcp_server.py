@@ -128,6 +128,11 @@ class _Opening:
         self._registry: Registry | None = None
         self._lock = threading.Lock()
 
+    @property
+    def ready(self) -> Registry | None:
+        """The registry if it is open, without waiting for it."""
+        return self._registry
+
     def __call__(self) -> Registry:
         with self._lock:
             if self._registry is None:
@@ -153,6 +158,13 @@ class _Opening:
 def _registry(ctx: Context) -> Registry:
     opened = cast("Callable[[], Registry]", ctx.request_context.lifespan_context)  # what `build_server`'s lifespan yields
     return opened()
+
+
+def _open_registry(ctx: Context) -> Registry | None:
+    """The registry where it is open already (the HTTP app's always is), without waiting; None while the
+    server's own is still to be opened (`_registry` opens it, in a worker thread)."""
+    opened = cast("Callable[[], Registry]", ctx.request_context.lifespan_context)
+    return opened.ready if isinstance(opened, _Opening) else opened()
 
 
 def build_server(
@@ -394,7 +406,12 @@ def build_server(
 
     add_crawl_tool(server, writer, _registry, crawl)
     add_invoke_tools(
-        server, _registry, shared_services.invoker, viewer, lambda ctx: tokens.caller(ctx.headers) if tokens is not None else LOCAL
+        server,
+        _registry,
+        _open_registry,
+        shared_services.invoker,
+        viewer,
+        lambda ctx: tokens.caller(ctx.headers) if tokens is not None else LOCAL,
     )
 
     @server.resource(AGENT_RESOURCE, name="agent", title="Catalog entry", mime_type="application/json")
