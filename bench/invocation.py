@@ -2,9 +2,10 @@
 
 1. Overhead: a local MCP agent (streamable HTTP on loopback), a local AIDIP agent and the registry (`ard-mcp`'s
    HTTP app with invocation allowed) run in this process's threads. One MCP client calls the agent's tool
-   directly, `calls` times over one session, and another calls the same tool through the registry's
-   `call_agent`, as a host attached only to ard-mcp would; one HTTP client POSTs to the AIDIP agent directly and
-   through `POST /agents/{id}/invoke`. Prints p50 and p99 of each and their ratio (target: through the registry
+   directly over one session, and another calls the same tool through the registry's `call_agent`, as a host
+   attached only to ard-mcp would; one HTTP client POSTs to the AIDIP agent directly and through
+   `POST /agents/{id}/invoke`. The direct and the proxied calls take turns, `calls` of each, so the load of a
+   shared machine weighs on both alike. Prints p50 and p99 of each and their ratio (target: through the registry
    at most 1.3x the direct p50 plus 5 ms).
 2. Tokens: the `get_agent_tools` answer for the MCP servers with the most tools in the benchmark catalogs
    (their tools and input schemas as published), compact and full, counted with the bundled tokenizer
@@ -49,28 +50,34 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
     return float(np.percentile(samples, 50)), float(np.percentile(samples, 99))
 
 
-async def _timed(client: Client, tool: str, arguments: dict[str, Any], calls: int) -> list[float]:
-    for _ in range(10):  # warm-up: connections, the registry's first look-ups
-        await client.call_tool(tool, arguments)
-    samples = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        result = await client.call_tool(tool, arguments)
-        samples.append((time.perf_counter() - started) * 1000)
-        assert not result.is_error, result.content
-    return samples
+async def _alternated(direct: Client, through: Client, tool: str, arguments: dict[str, Any], calls: int) -> tuple[list[float], list[float]]:
+    """`calls` calls of `tool` directly and as many through the registry's `call_agent`, one of each in turn,
+    so that a busy moment of a shared machine falls on both alike."""
+    proxied = {"identifier": ENTRY, "tool": tool, "arguments": arguments}
+    plain: list[float] = []
+    through_registry: list[float] = []
+    for i in range(calls + 10):  # the first 10 of each warm up: connections, sessions, the registry's first look-ups
+        for client, name, args, samples in ((direct, tool, arguments, plain), (through, "call_agent", proxied, through_registry)):
+            started = time.perf_counter()
+            result = await client.call_tool(name, args)
+            if i >= 10:
+                samples.append((time.perf_counter() - started) * 1000)
+            assert not result.is_error, result.content
+    return plain, through_registry
 
 
-def _posted(client: httpx.Client, url: str, body: dict[str, Any], calls: int) -> list[float]:
-    for _ in range(10):
-        client.post(url, json=body)
-    samples = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        answer = client.post(url, json=body)
-        samples.append((time.perf_counter() - started) * 1000)
-        assert answer.status_code == 200, answer.text
-    return samples
+def _posted(client: httpx.Client, direct: str, through: str, body: dict[str, Any], calls: int) -> tuple[list[float], list[float]]:
+    """The same for a POST to the agent and to the registry's `/agents/{id}/invoke`."""
+    plain: list[float] = []
+    through_registry: list[float] = []
+    for i in range(calls + 10):
+        for url, samples in ((direct, plain), (through, through_registry)):
+            started = time.perf_counter()
+            answer = client.post(url, json=body)
+            if i >= 10:
+                samples.append((time.perf_counter() - started) * 1000)
+            assert answer.status_code == 200, answer.text
+    return plain, through_registry
 
 
 def overhead(calls: int) -> dict[str, tuple[list[float], list[float]]]:
@@ -98,18 +105,13 @@ def overhead(calls: int) -> dict[str, tuple[list[float], list[float]]]:
 
             async def run() -> tuple[list[float], list[float]]:
                 async with Client(agent + "/mcp") as direct, Client(registry + "/mcp") as through:
-                    plain = await _timed(direct, "forecast", {"city": "Oslo"}, calls)
-                    proxied = await _timed(
-                        through, "call_agent", {"identifier": ENTRY, "tool": "forecast", "arguments": {"city": "Oslo"}}, calls
-                    )
-                return plain, proxied
+                    return await _alternated(direct, through, "forecast", {"city": "Oslo"}, calls)
 
             body = {"text": "hello", "target_language": "fr"}
             return {
                 "MCP tool over MCP (call_agent)": anyio.run(run),
-                "AIDIP agent over REST (POST /agents/{id}/invoke)": (
-                    _posted(http, aidip + "/translate", body, calls),
-                    _posted(http, f"{registry}/agents/{TRANSLATOR}/invoke", body, calls),
+                "AIDIP agent over REST (POST /agents/{id}/invoke)": _posted(
+                    http, aidip + "/translate", f"{registry}/agents/{TRANSLATOR}/invoke", body, calls
                 ),
             }
 

@@ -6,6 +6,7 @@ loopback (`tests.agent_servers`), the real registry, real MCP clients."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -240,6 +241,31 @@ async def test_an_agent_at_a_private_address_is_refused_unless_the_operator_allo
     async with running(data, HttpSettings(tokens=TOKENS, invocation=policy)) as client:
         refused = await client.post(f"/agents/{TRANSLATOR}/invoke", json={"target_language": "fr"}, headers=_bearer(CALLER))
     assert refused.status_code == 502 and "127.0.0.1" in refused.json()["error"]["message"]
+
+
+async def test_a_resolved_entry_is_kept_a_second_for_its_viewer_only(tmp_path: Path, agents: dict[str, str]) -> None:
+    from ard_mcp.errors import NotFound
+    from ard_mcp.invocation.policy import LOCAL
+    from ard_mcp.invocation.service import RESOLVED_TTL, Invoker
+    from ard_mcp.search.visibility import ANONYMOUS, EVERYONE
+
+    data = tmp_path / "data"
+    _registry_with(data, [(aidip_entry(agents["aidip"]), None)], hide=TRANSLATOR)
+    registry = Registry(Config(data))
+    invoker = Invoker(registry, POLICY)
+    body = {"text": "hello", "target_language": "fr"}
+    try:
+        owner = EVERYONE  # sees the hidden entry; an anonymous caller does not
+        assert (await invoker.call(TRANSLATOR, None, body, owner, LOCAL)).result["translated_text"] == "[fr] hello"
+        with pytest.raises(NotFound):  # kept for the viewer who may see it, never for another
+            await invoker.call(TRANSLATOR, None, body, ANONYMOUS, LOCAL)
+        registry.deregister(TRANSLATOR, None, EVERYONE)
+        time.sleep(RESOLVED_TTL)
+        with pytest.raises(NotFound):
+            await invoker.call(TRANSLATOR, None, body, owner, LOCAL)
+    finally:
+        await invoker.aclose()
+        registry.close()
 
 
 async def test_an_offline_entry_says_why(tmp_path: Path) -> None:

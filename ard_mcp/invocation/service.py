@@ -3,8 +3,12 @@ protocol's client, the screening of what comes back, and the audit log, in one p
 the REST route behave alike.
 
 A remote MCP server's live `tools/list` is kept for `TOOLS_TTL` seconds per endpoint: a host that inspects
-a server and then calls it asks the server once. Everything an agent returns is third-party content: its
-texts are screened for text aimed at a model (`formats.untrusted`), and the answer says so.
+a server and then calls it asks the server once. What an entry resolves to for a viewer (its target, with
+the operator's credentials, and its trust finding) is kept for `RESOLVED_TTL` seconds: reading it from the
+store, in a worker thread, cost a call 0.9 ms (`bench/invocation.py`), and a host calling an agent calls it
+in runs; an entry changed, hidden or deleted, a trust status turned invalid, is seen within that second.
+Everything an agent returns is third-party content: its texts are screened for text aimed at a model
+(`formats.untrusted`), and the answer says so.
 """
 
 from __future__ import annotations
@@ -35,7 +39,10 @@ from ard_mcp.registry import Registry
 from ard_mcp.search.visibility import Viewer
 
 TOOLS_TTL = 60.0
+RESOLVED_TTL = 1.0
+MAX_RESOLVED = 1000  # entries kept resolved at most (the cache is emptied when full)
 MAX_WARNINGS = 10
+Resolved = tuple[str, TrustFinding | None, Target | Offline]
 
 
 class Invoker:
@@ -53,6 +60,7 @@ class Invoker:
         self.resolver = resolver or SystemResolver()
         self.audit = AuditLog(registry.config.data_dir)
         self._tools: dict[str, tuple[float, list[ToolSummary]]] = {}
+        self._resolved: dict[tuple[Registry, str, Viewer], tuple[float, Resolved]] = {}
         self._pool: GuardedTransport | None = None
         self._sessions = SessionPool(keep) if keep is not None else None
         self._mcp = McpAgentClient(self._sessions) if self._sessions is not None else None
@@ -74,7 +82,19 @@ class Invoker:
             await self._pool.aclose()
             self._pool = None
 
-    def _target(self, reference: str, viewer: Viewer) -> tuple[str, TrustFinding | None, Target | Offline]:
+    async def _resolve(self, reference: str, viewer: Viewer) -> Resolved:
+        """`_target`, kept for `RESOLVED_TTL` seconds per registry, reference and viewer (failures are not kept)."""
+        key, now = (self.registry, reference, viewer), time.monotonic()
+        kept = self._resolved.get(key)
+        if kept is not None and now - kept[0] < RESOLVED_TTL:
+            return kept[1]
+        found = await anyio.to_thread.run_sync(self._target, reference, viewer)
+        if len(self._resolved) >= MAX_RESOLVED:
+            self._resolved.clear()
+        self._resolved[key] = (now, found)
+        return found
+
+    def _target(self, reference: str, viewer: Viewer) -> Resolved:
         """The entry's target and trust finding (store reads: run in a worker thread, off the event loop)."""
         entry = self.registry.get(reference, viewer)
         found = target_of(entry.stored(), self.policy.limits)
@@ -86,7 +106,7 @@ class Invoker:
         """The entry's callable surface, compact (`compact`): an MCP server's live tools/list (when invocation
         is allowed), an A2A agent's skills, an AIDIP agent's operations; with `tool`, that one tool with its
         full input schema. An offline entry says why."""
-        identifier, trust, target = await anyio.to_thread.run_sync(self._target, reference, viewer)
+        identifier, trust, target = await self._resolve(reference, viewer)
         if isinstance(target, Offline):
             return AgentTools(identifier=identifier, tools=[], offline=target.reason, trust=trust)
         if target.protocol == "mcp":
@@ -123,7 +143,7 @@ class Invoker:
         started = time.monotonic()
         record = AuditRecord(at="", caller=caller.name, identifier=reference, tool=tool or "", outcome="refused", durationMs=0.0)
         try:
-            identifier, trust, target = await anyio.to_thread.run_sync(self._target, reference, viewer)
+            identifier, trust, target = await self._resolve(reference, viewer)
             record.identifier = identifier
             self.policy.check(identifier, trust.status if trust else None, caller.may_invoke)
             if isinstance(target, Offline):
