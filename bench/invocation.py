@@ -1,7 +1,8 @@
 """What calling an agent through the registry costs, and what `get_agent_tools` costs a host in tokens.
 
-1. Overhead: a local MCP agent (streamable HTTP on loopback), a local AIDIP agent and the registry (`ard-mcp`'s
-   HTTP app with invocation allowed) run in this process's threads. One MCP client calls the agent's tool
+1. Overhead: a local MCP agent (streamable HTTP on loopback) and a local AIDIP agent run in a process of their
+   own, the registry (`ard-mcp`'s HTTP app with invocation allowed, logging as `ard-mcp serve` does) in this
+   process's threads. One MCP client calls the agent's tool
    directly over one session, and another calls the same tool through the registry's `call_agent`, as a host
    attached only to ard-mcp would; one HTTP client POSTs to the AIDIP agent directly and through
    `POST /agents/{id}/invoke`. The direct and the proxied calls take turns, `calls` of each, so the load of a
@@ -18,9 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +44,7 @@ from ard_mcp.invocation.policy import InvocationPolicy  # noqa: E402
 from ard_mcp.surfaces.cli import configure_logging  # noqa: E402
 from ard_mcp.surfaces.rest.app import build_app  # noqa: E402
 from ard_mcp.surfaces.rest.settings import HttpSettings  # noqa: E402
-from tests.agent_servers import aidip_agent, mcp_agent, serving  # noqa: E402
+from tests.agent_servers import serving  # noqa: E402
 
 ENTRY = "urn:air:weather.example:mcp:forecast"
 TRANSLATOR = "urn:air:agents.example:translate"
@@ -80,16 +84,39 @@ def _posted(client: httpx.Client, direct: str, through: str, body: dict[str, Any
     return plain, through_registry
 
 
+_AGENTS = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from ard_mcp.surfaces.cli import configure_logging
+from tests.agent_servers import aidip_agent, mcp_agent, serving
+server = mcp_agent()
+configure_logging("warning")
+with serving(lambda b: server.streamable_http_app(streamable_http_path="/mcp")) as agent, serving(lambda b: aidip_agent()) as aidip:
+    print(agent, aidip, flush=True)
+    sys.stdin.read()
+"""
+
+
+@contextmanager
+def _agents() -> Iterator[tuple[str, str]]:
+    """The MCP agent and the AIDIP agent, served by a process of their own (as an agent is another process, or
+    another machine: in this one's threads they took the GIL from the registry while it worked); their base URLs."""
+    process = subprocess.Popen([sys.executable, "-c", _AGENTS, str(REPO)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        agent, aidip = process.stdout.readline().split()
+        yield agent, aidip
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=30)
+
+
 def overhead(calls: int) -> dict[str, tuple[list[float], list[float]]]:
     """(direct, through the registry) samples in ms: an MCP tool over MCP, and an AIDIP agent over REST."""
-    server = mcp_agent()
-    configure_logging("info")  # as `ard-mcp serve` logs (the SDK's server set up rich logging of every request)
+    configure_logging("info")  # as `ard-mcp serve` logs
     policy = InvocationPolicy(enabled=True, allow_private_networks=True)
-    with (
-        tempfile.TemporaryDirectory() as data,
-        serving(lambda base: server.streamable_http_app(streamable_http_path="/mcp")) as agent,
-        serving(lambda base: aidip_agent()) as aidip,
-    ):
+    with tempfile.TemporaryDirectory() as data, _agents() as (agent, aidip):
         app = build_app(Config(Path(data)), HttpSettings(invocation=policy), warm=False)
         with serving(lambda base: app) as registry, httpx.Client(timeout=60) as http:
             entry = {

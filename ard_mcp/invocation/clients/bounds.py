@@ -83,12 +83,8 @@ class Bounded(httpx.AsyncBaseTransport):
         assert isinstance(response.stream, httpx.AsyncByteStream)
         if response.status_code in (401, 403) and self.denied is None:
             self.denied = response.status_code
-        return httpx.Response(
-            response.status_code,
-            headers=response.headers,
-            stream=_Capped(response.stream, self, response.headers.get("content-length")),
-            extensions=response.extensions,
-        )
+        response.stream = _Capped(response.stream, self, response.headers.get("content-length"))  # not read yet: swapped in place
+        return response
 
     async def aclose(self) -> None:
         """Leaves `inner` open: its connection pool belongs to its owner (`Invoker`), which keeps connections
