@@ -20,7 +20,7 @@ from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable, InvalidAr
 from ard_mcp.invocation.calls import Target
 from ard_mcp.invocation.clients import client_for
 from ard_mcp.invocation.clients.a2a_agent import ANY_SKILL, INPUT
-from ard_mcp.invocation.clients.http_agent import ANY_OPERATION
+from ard_mcp.invocation.clients.http_agent import ANY_OPERATION, HttpAgentClient
 from ard_mcp.invocation.policy import Limits
 from ard_mcp.net.guard import GuardedTransport, NetworkPolicy, SystemResolver
 from tests.agent_servers import A2A_PATH, STEPS, Locked, Recording, a2a_agent, a2a_card, aidip_agent, mcp_agent, paged_mcp_agent, serving
@@ -318,6 +318,23 @@ async def test_http_call_sends_the_operators_headers_and_follows_a_redirect_on_i
     assert outcome.result == {"key": "operator-secret"}
     outcome = await client_for("http").call(Target("http", aidip + "/moved"), guarded, ANY_OPERATION, {"target_language": "de"}, None)
     assert outcome.result["translated_text"] == "[de] "
+
+
+async def test_http_call_tells_how_long_it_has_waited_while_the_agent_works(aidip: str) -> None:
+    told: list[tuple[float, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        told.append((done, message))
+
+    patient = HttpAgentClient(waiting_every=0.5)
+    outcome = await patient.call(Target("http", aidip + "/slow", limits=LIMITS), guarded, ANY_OPERATION, {}, progress)
+    assert outcome.result == {"late": True}
+    assert len(told) >= 3 and 0.5 <= told[0][0] < 2 and told[0][1] == f"waiting for the agent's answer ({told[0][0]:g} s)"
+    assert [done for done, _ in told] == sorted(done for done, _ in told)
+    with pytest.raises(AgentUnreachable, match="failed with 500"):  # failures come as they do without progress
+        await patient.call(Target("http", aidip + "/fails", limits=LIMITS), guarded, ANY_OPERATION, {}, progress)
+    with pytest.raises(AgentTimeout, match=r"within 0\.2 s"):
+        await patient.call(Target("http", aidip + "/slow", limits=QUICK), guarded, ANY_OPERATION, {}, progress)
 
 
 @pytest.mark.parametrize(
