@@ -22,6 +22,7 @@ from ard_mcp.federation.settings import FederationSettings, load_upstreams
 from ard_mcp.formats.limits import EntryLimits
 from ard_mcp.surfaces.arguments import build_parser, csv_list
 from ard_mcp.surfaces.invocation_settings import invocation_policy, print_invocations
+from ard_mcp.surfaces.log_setup import configure_logging
 from ard_mcp.surfaces.rest.ratelimit import RateLimits
 from ard_mcp.surfaces.rest.settings import is_loopback
 from ard_mcp.trust.policy import demoted_by
@@ -386,14 +387,6 @@ COMMANDS: dict[str, Any] = {
     "backup": _backup,
     "invocations": print_invocations,
 }
-
-
-def configure_logging(level: str) -> None:
-    """Logs to stderr at `level`, the libraries that log every request (httpx, the MCP server) only from
-    warnings: a line per request cost the invocation benchmark's registry path 3 ms a call."""
-    logging.basicConfig(level=level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
-    for noisy in ("chromadb", "httpx", "httpx2", "mcp.server.lowlevel"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def main(argv: list[str] | None = None) -> int:
