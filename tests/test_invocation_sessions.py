@@ -9,12 +9,14 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 
 import anyio
+import mcp_types
 import pytest
+from mcp import MCPError
 
 from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable
 from ard_mcp.invocation.calls import Target
 from ard_mcp.invocation.clients.mcp_agent import McpAgentClient
-from ard_mcp.invocation.clients.mcp_sessions import SessionPool
+from ard_mcp.invocation.clients.mcp_sessions import SessionPool, refused_only
 from ard_mcp.invocation.policy import Limits
 from tests.agent_servers import Locked, Recording, mcp_agent, serving
 from tests.test_invocation_clients import LIMITS, QUICK, guarded
@@ -92,6 +94,14 @@ async def test_a_failed_call_closes_the_session_and_the_next_opens_another(
         await client.call(small, guarded, "verbose", {"size": 5_000}, None)
     assert (await client.call(small, guarded, "forecast", {"city": "Oslo"}, None)).result["city"] == "Oslo"
     assert len(recording.headers) > 2  # the second call opened a new session: more than its one request
+
+
+def test_only_the_agents_refusal_of_one_call_keeps_its_session() -> None:
+    assert refused_only(MCPError(mcp_types.INVALID_PARAMS, "the city is unknown"))
+    assert refused_only(MCPError(4001, "an error code of the agent's own"))
+    for code in (mcp_types.INVALID_REQUEST, mcp_types.CONNECTION_CLOSED, mcp_types.INTERNAL_ERROR, mcp_types.REQUEST_TIMEOUT):
+        assert not refused_only(MCPError(code, "Session terminated"))
+    assert not refused_only(TimeoutError()) and not refused_only(AgentUnreachable("over the limit"))
 
 
 async def test_idle_sessions_close_and_shutdown_closes_all(agent: tuple[str, str, Recording, Recording]) -> None:

@@ -30,12 +30,15 @@ from ard_mcp import __version__
 from ard_mcp.errors import AgentError, AgentUnreachable, ArdError
 from ard_mcp.invocation.calls import Outcome, Progress, Target, ToolSummary, TransportFactory
 from ard_mcp.invocation.clients.bounds import Bounded, raise_named, strings_in, text_of, within
-from ard_mcp.invocation.clients.mcp_sessions import BROKEN, SessionPool
+from ard_mcp.invocation.clients.mcp_sessions import SessionPool
 from ard_mcp.net.httpx2_bridge import Httpx2Bridge
 
 DISCOVERED_TTL = 60.0
 _MAX_PAGES = 20  # tools/list pages followed: a server whose cursor never ends cannot hold a call
 _T = TypeVar("_T")
+# What the SDK answers for a stream that broke, a body it could not parse or a 5xx: the agent failed, it
+# did not refuse the request.
+_BROKEN = {mcp_types.CONNECTION_CLOSED, mcp_types.INTERNAL_ERROR, mcp_types.PARSE_ERROR}
 
 
 class McpAgentClient:
@@ -174,7 +177,7 @@ def _mcp_failure(leaf: BaseException, url: str, during: str | None) -> ArdError 
     if isinstance(leaf, MCPError):
         if during is None:
             return AgentUnreachable(f"no MCP server answered at {url}: {leaf.message}")
-        if leaf.code in BROKEN:
+        if leaf.code in _BROKEN:
             return AgentUnreachable(f"the MCP server failed during {during}: {leaf.message}")
         return AgentError(f"the MCP server refused {during}: {leaf.message} (code {leaf.code})", 400)
     if isinstance(leaf, httpx2.TransportError):

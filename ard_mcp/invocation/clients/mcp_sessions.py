@@ -36,9 +36,6 @@ from ard_mcp.invocation.clients.bounds import Bounded
 log = logging.getLogger(__name__)
 MAX_SESSIONS = 32
 IDLE_S = 120.0
-BROKEN = {mcp_types.CONNECTION_CLOSED, mcp_types.INTERNAL_ERROR, mcp_types.PARSE_ERROR}
-"""What the SDK answers for a stream that broke, a body it could not parse or a 5xx: the agent failed, it
-did not refuse the request."""
 
 Opener = Callable[[Bounded], AbstractAsyncContextManager[Client]]
 
@@ -55,8 +52,10 @@ class _Kept:
 
 
 def refused_only(exc: BaseException) -> bool:
-    """Whether the agent refused this one call (a JSON-RPC error of its own), its session still sound."""
-    return isinstance(exc, MCPError) and exc.code not in BROKEN
+    """Whether the agent refused this one call, its session still sound: invalid arguments, or an error code of
+    the agent's own (outside the range JSON-RPC and MCP reserve, -32768 to -32000). Any other error closes the
+    session, a legacy server's "Session terminated" (it restarted and forgot the session) among them."""
+    return isinstance(exc, MCPError) and (exc.code == mcp_types.INVALID_PARAMS or not -32768 <= exc.code <= -32000)
 
 
 class SessionPool:
