@@ -1,10 +1,12 @@
 """What calling an agent through the registry costs, and what `get_agent_tools` costs a host in tokens.
 
-1. Overhead: a local MCP agent (streamable HTTP on loopback), a local AIDIP agent and the registry (`ard-mcp`'s
-   HTTP app with invocation allowed) run in this process's threads. One MCP client calls the agent's tool
-   directly, `calls` times over one session, and another calls the same tool through the registry's
-   `call_agent`, as a host attached only to ard-mcp would; one HTTP client POSTs to the AIDIP agent directly and
-   through `POST /agents/{id}/invoke`. Prints p50 and p99 of each and their ratio (target: through the registry
+1. Overhead: a local MCP agent (streamable HTTP on loopback) and a local AIDIP agent run in a process of their
+   own, the registry (`ard-mcp`'s HTTP app with invocation allowed, logging as `ard-mcp serve` does) in this
+   process's threads. One MCP client calls the agent's tool
+   directly over one session, and another calls the same tool through the registry's `call_agent`, as a host
+   attached only to ard-mcp would; one HTTP client POSTs to the AIDIP agent directly and through
+   `POST /agents/{id}/invoke`. The direct and the proxied calls take turns, `calls` of each, so the load of a
+   shared machine weighs on both alike. Prints p50 and p99 of each and their ratio (target: through the registry
    at most 1.3x the direct p50 plus 5 ms).
 2. Tokens: the `get_agent_tools` answer for the MCP servers with the most tools in the benchmark catalogs
    (their tools and input schemas as published), compact and full, counted with the bundled tokenizer
@@ -17,9 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +41,10 @@ from ard_mcp.config import Config  # noqa: E402
 from ard_mcp.invocation.calls import AgentTools, ToolSummary  # noqa: E402
 from ard_mcp.invocation.compact import compact  # noqa: E402
 from ard_mcp.invocation.policy import InvocationPolicy  # noqa: E402
+from ard_mcp.surfaces.log_setup import configure_logging  # noqa: E402
 from ard_mcp.surfaces.rest.app import build_app  # noqa: E402
 from ard_mcp.surfaces.rest.settings import HttpSettings  # noqa: E402
-from tests.agent_servers import aidip_agent, mcp_agent, serving  # noqa: E402
+from tests.agent_servers import serving  # noqa: E402
 
 ENTRY = "urn:air:weather.example:mcp:forecast"
 TRANSLATOR = "urn:air:agents.example:translate"
@@ -48,39 +54,69 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
     return float(np.percentile(samples, 50)), float(np.percentile(samples, 99))
 
 
-async def _timed(client: Client, tool: str, arguments: dict[str, Any], calls: int) -> list[float]:
-    for _ in range(10):  # warm-up: connections, the registry's first look-ups
-        await client.call_tool(tool, arguments)
-    samples = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        result = await client.call_tool(tool, arguments)
-        samples.append((time.perf_counter() - started) * 1000)
-        assert not result.is_error, result.content
-    return samples
+async def _alternated(direct: Client, through: Client, tool: str, arguments: dict[str, Any], calls: int) -> tuple[list[float], list[float]]:
+    """`calls` calls of `tool` directly and as many through the registry's `call_agent`, one of each in turn,
+    so that a busy moment of a shared machine falls on both alike."""
+    proxied = {"identifier": ENTRY, "tool": tool, "arguments": arguments}
+    plain: list[float] = []
+    through_registry: list[float] = []
+    for i in range(calls + 10):  # the first 10 of each warm up: connections, sessions, the registry's first look-ups
+        for client, name, args, samples in ((direct, tool, arguments, plain), (through, "call_agent", proxied, through_registry)):
+            started = time.perf_counter()
+            result = await client.call_tool(name, args)
+            if i >= 10:
+                samples.append((time.perf_counter() - started) * 1000)
+            assert not result.is_error, result.content
+    return plain, through_registry
 
 
-def _posted(client: httpx.Client, url: str, body: dict[str, Any], calls: int) -> list[float]:
-    for _ in range(10):
-        client.post(url, json=body)
-    samples = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        answer = client.post(url, json=body)
-        samples.append((time.perf_counter() - started) * 1000)
-        assert answer.status_code == 200, answer.text
-    return samples
+def _posted(client: httpx.Client, direct: str, through: str, body: dict[str, Any], calls: int) -> tuple[list[float], list[float]]:
+    """The same for a POST to the agent and to the registry's `/agents/{id}/invoke`."""
+    plain: list[float] = []
+    through_registry: list[float] = []
+    for i in range(calls + 10):
+        for url, samples in ((direct, plain), (through, through_registry)):
+            started = time.perf_counter()
+            answer = client.post(url, json=body)
+            if i >= 10:
+                samples.append((time.perf_counter() - started) * 1000)
+            assert answer.status_code == 200, answer.text
+    return plain, through_registry
+
+
+_AGENTS = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from ard_mcp.surfaces.log_setup import configure_logging
+from tests.agent_servers import aidip_agent, mcp_agent, serving
+server = mcp_agent()
+configure_logging("warning")
+with serving(lambda b: server.streamable_http_app(streamable_http_path="/mcp")) as agent, serving(lambda b: aidip_agent()) as aidip:
+    print(agent, aidip, flush=True)
+    sys.stdin.read()
+"""
+
+
+@contextmanager
+def _agents() -> Iterator[tuple[str, str]]:
+    """The MCP agent and the AIDIP agent, served by a process of their own (as an agent is another process, or
+    another machine: in this one's threads they took the GIL from the registry while it worked); their base URLs."""
+    process = subprocess.Popen([sys.executable, "-c", _AGENTS, str(REPO)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        agent, aidip = process.stdout.readline().split()
+        yield agent, aidip
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=30)
 
 
 def overhead(calls: int) -> dict[str, tuple[list[float], list[float]]]:
     """(direct, through the registry) samples in ms: an MCP tool over MCP, and an AIDIP agent over REST."""
-    server = mcp_agent()
+    configure_logging("info")  # as `ard-mcp serve` logs
     policy = InvocationPolicy(enabled=True, allow_private_networks=True)
-    with (
-        tempfile.TemporaryDirectory() as data,
-        serving(lambda base: server.streamable_http_app(streamable_http_path="/mcp")) as agent,
-        serving(lambda base: aidip_agent()) as aidip,
-    ):
+    with tempfile.TemporaryDirectory() as data, _agents() as (agent, aidip):
         app = build_app(Config(Path(data)), HttpSettings(invocation=policy), warm=False)
         with serving(lambda base: app) as registry, httpx.Client(timeout=60) as http:
             entry = {
@@ -96,18 +132,13 @@ def overhead(calls: int) -> dict[str, tuple[list[float], list[float]]]:
 
             async def run() -> tuple[list[float], list[float]]:
                 async with Client(agent + "/mcp") as direct, Client(registry + "/mcp") as through:
-                    plain = await _timed(direct, "forecast", {"city": "Oslo"}, calls)
-                    proxied = await _timed(
-                        through, "call_agent", {"identifier": ENTRY, "tool": "forecast", "arguments": {"city": "Oslo"}}, calls
-                    )
-                return plain, proxied
+                    return await _alternated(direct, through, "forecast", {"city": "Oslo"}, calls)
 
             body = {"text": "hello", "target_language": "fr"}
             return {
                 "MCP tool over MCP (call_agent)": anyio.run(run),
-                "AIDIP agent over REST (POST /agents/{id}/invoke)": (
-                    _posted(http, aidip + "/translate", body, calls),
-                    _posted(http, f"{registry}/agents/{TRANSLATOR}/invoke", body, calls),
+                "AIDIP agent over REST (POST /agents/{id}/invoke)": _posted(
+                    http, aidip + "/translate", f"{registry}/agents/{TRANSLATOR}/invoke", body, calls
                 ),
             }
 
@@ -148,7 +179,7 @@ def main() -> None:
     if args.data.is_dir():
         print("get_agent_tools tokens (bundled tokenizer), the servers with the most tools")
         for identifier, count, small, whole in tokens(args.data):
-            print(f"  {identifier:<60} {count:3d} tools  compact {small:6d}  full {whole:6d}")
+            print(f"  {identifier:<60} {count:3d} tools  compact {small:6d} ({small * 20 / count:5.0f} per 20 tools)  full {whole:6d}")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, TaskState
 from google.protobuf.json_format import MessageToDict
 from mcp import MCPError
 from mcp.server.lowlevel import Server
@@ -134,6 +134,22 @@ class Recording:
         return [h.get(name) for h in self.headers]
 
 
+class Locked:
+    """An ASGI app answering 401 (an AIDIP error object) to every request without `X-API-Key: KEY`."""
+
+    KEY = "the-right-key"
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"x-api-key") != self.KEY.encode():
+            refusal = JSONResponse({"error": {"code": "Unauthorized", "message": "No API key."}}, 401, {"WWW-Authenticate": "ApiKey"})
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 # -- AIDIP HTTP agent --------------------------------------------------------------------------------------
 
 
@@ -189,8 +205,9 @@ A2A_PATH = "/a2a/jsonrpc"
 
 
 class _Executor(AgentExecutor):
-    """One agent, three skills, chosen by the message's `skill` metadata: `echo` answers a message at once
-    with what it was sent, `later` starts a task and completes it a moment later, `fail` fails its task."""
+    """One agent, four skills, chosen by the message's `skill` metadata: `echo` answers a message at once
+    with what it was sent, `later` starts a task and completes it a moment later, `steps` tells three steps
+    of its task's work in status messages before it completes, `fail` fails its task."""
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.message is not None
@@ -202,8 +219,12 @@ class _Executor(AgentExecutor):
         await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         await updater.start_work()
+        if skill == "steps":
+            for step in range(1, STEPS + 1):
+                await asyncio.sleep(0.1)
+                await updater.update_status(TaskState.TASK_STATE_WORKING, new_message([new_text_part(f"step {step} of {STEPS}")]))
         await asyncio.sleep(0.3)
-        if skill == "later":
+        if skill in ("later", "steps"):
             await updater.add_artifact([new_text_part(f"done: {context.get_user_input()}")], name="report")
             await updater.complete()
         else:
@@ -213,24 +234,28 @@ class _Executor(AgentExecutor):
         raise NotImplementedError
 
 
-def a2a_card(base: str) -> AgentCard:
+STEPS = 3
+
+
+def a2a_card(base: str, streaming: bool = False) -> AgentCard:
     return AgentCard(
         name="Echo Agent",
         description="Echoes, works a while, or fails.",
         version="1.0.0",
         supported_interfaces=[AgentInterface(url=base + A2A_PATH, protocol_binding="JSONRPC", protocol_version="1.0")],
-        capabilities=AgentCapabilities(streaming=False),
+        capabilities=AgentCapabilities(streaming=streaming),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain", "application/json"],
         skills=[
             AgentSkill(id="echo", name="Echo", description="Sends back what it was sent.\nMore detail.", tags=["test"]),
             AgentSkill(id="later", name="Later", description="Answers through a task.", tags=["test"]),
+            AgentSkill(id="steps", name="Steps", description="Tells each step of its task.", tags=["test"]),
             AgentSkill(id="fail", name="Fail", description="Always fails.", tags=["test"]),
         ],
     )
 
 
-def a2a_agent(base: str) -> Starlette:
-    card = a2a_card(base)
+def a2a_agent(base: str, streaming: bool = False) -> Starlette:
+    card = a2a_card(base, streaming)
     handler = DefaultRequestHandler(agent_executor=_Executor(), task_store=InMemoryTaskStore(), agent_card=card)
     return Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, A2A_PATH, enable_v0_3_compat=True)])

@@ -6,6 +6,7 @@ loopback (`tests.agent_servers`), the real registry, real MCP clients."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from ard_mcp.surfaces.auth import Principal, TokenStore
 from ard_mcp.surfaces.mcp_server import build_server
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.surfaces.services import Services
-from tests.agent_servers import a2a_agent, a2a_card, aidip_agent, mcp_agent, serving
+from tests.agent_servers import Locked, a2a_agent, a2a_card, aidip_agent, mcp_agent, serving
 from tests.http_support import running
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
@@ -127,13 +128,22 @@ async def test_a_client_attached_only_to_the_registry_finds_inspects_and_calls_a
         ]
         assert echo_id == ECHO
         skills = _text(await client.call_tool("get_agent_tools", {"identifier": echo_id}))
-        assert [t["name"] for t in skills["tools"]] == ["echo", "later", "fail"]
+        assert [t["name"] for t in skills["tools"]] == ["echo", "later", "steps", "fail"]
         later = _text(await client.call_tool("call_agent", {"identifier": echo_id, "tool": "later", "arguments": {"text": "hi"}}))
         assert later["protocol"] == "a2a" and later["result"]["state"] == "completed"
+        told: list[str | None] = []
+
+        async def status(done: float, total: float | None, message: str | None) -> None:
+            told.append(message)
+
+        steps = await client.call_tool(
+            "call_agent", {"identifier": echo_id, "tool": "steps", "arguments": {"text": "hi"}}, progress_callback=status
+        )
+        assert _text(steps)["result"]["state"] == "completed" and told[-1] == "completed"
         sneaky = _text(await client.call_tool("call_agent", {"identifier": WEATHER_MCP, "tool": "sneaky"}))
         assert sneaky["warnings"] and "instruction override" in sneaky["warnings"][0]
     outcomes = [(r.tool, r.outcome) for r in AuditLog(tmp_path / "data").newest(10)]
-    assert outcomes[:4] == [("sneaky", "ok"), ("later", "ok"), ("forecast", "ok"), ("count", "ok")]
+    assert outcomes[:5] == [("sneaky", "ok"), ("steps", "ok"), ("later", "ok"), ("forecast", "ok"), ("count", "ok")]
 
 
 def _registry_with(data: Path, entries: list[tuple[dict[str, Any], set[tuple[str, str]] | None]], hide: str | None = None) -> None:
@@ -173,6 +183,18 @@ async def test_rest_invoke_answers_the_agents_json_and_its_errors(tmp_path: Path
         assert (await client.get("/invocations", headers=_bearer(CALLER))).status_code == 403
         spec = (await client.get("/openapi.json")).json()
         assert set(spec["paths"]["/agents/{id}/invoke"]["post"]["responses"]) >= {"200", "400", "401", "403", "404", "502", "504"}
+
+
+async def test_an_mcp_agent_refusing_the_registrys_credentials_is_passed_back_as_its_401(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with serving(lambda base: Locked(mcp_agent().streamable_http_app(streamable_http_path="/mcp"))) as base:
+        _registry_with(data, [(mcp_entry(base + "/mcp"), None)])
+        async with running(data, HttpSettings(tokens=TOKENS, invocation=POLICY)) as client:
+            refused = await client.post(f"/agents/{WEATHER_MCP}/invoke?operation=forecast", json={"city": "Oslo"}, headers=_bearer(CALLER))
+    assert refused.status_code == 401 and refused.json()["error"]["code"] == "AgentError"
+    assert "check this agent's credentials" in refused.json()["error"]["message"]
+    assert "www-authenticate" not in refused.headers  # the agent's refusal, not a challenge to the registry's caller
+    assert [(r.outcome, r.status) for r in AuditLog(data).newest(1)] == [("agent-error", 401)]
 
 
 async def test_the_policy_is_enforced_on_every_rule(tmp_path: Path, agents: dict[str, str]) -> None:
@@ -221,6 +243,31 @@ async def test_an_agent_at_a_private_address_is_refused_unless_the_operator_allo
     assert refused.status_code == 502 and "127.0.0.1" in refused.json()["error"]["message"]
 
 
+async def test_a_resolved_entry_is_kept_a_second_for_its_viewer_only(tmp_path: Path, agents: dict[str, str]) -> None:
+    from ard_mcp.errors import NotFound
+    from ard_mcp.invocation.policy import LOCAL
+    from ard_mcp.invocation.service import RESOLVED_TTL, Invoker
+    from ard_mcp.search.visibility import ANONYMOUS, EVERYONE
+
+    data = tmp_path / "data"
+    _registry_with(data, [(aidip_entry(agents["aidip"]), None)], hide=TRANSLATOR)
+    registry = Registry(Config(data))
+    invoker = Invoker(registry, POLICY)
+    body = {"text": "hello", "target_language": "fr"}
+    try:
+        owner = EVERYONE  # sees the hidden entry; an anonymous caller does not
+        assert (await invoker.call(TRANSLATOR, None, body, owner, LOCAL)).result["translated_text"] == "[fr] hello"
+        with pytest.raises(NotFound):  # kept for the viewer who may see it, never for another
+            await invoker.call(TRANSLATOR, None, body, ANONYMOUS, LOCAL)
+        registry.deregister(TRANSLATOR, None, EVERYONE)
+        time.sleep(RESOLVED_TTL)
+        with pytest.raises(NotFound):
+            await invoker.call(TRANSLATOR, None, body, owner, LOCAL)
+    finally:
+        await invoker.aclose()
+        registry.close()
+
+
 async def test_an_offline_entry_says_why(tmp_path: Path) -> None:
     server = build_server(Config(tmp_path / "data"), warm=False, services=Services("http://registry.test", invocation=POLICY))
     local_only = {**mcp_entry("http://unused.example/mcp"), "data": {"name": "local", "packages": [{"registryType": "pypi"}]}}
@@ -264,4 +311,28 @@ def test_a_listed_tool_is_a_line_and_its_arguments() -> None:
         description="The forecast for a city.",
         arguments="city: string, days?: integer, unit?: celsius|fahrenheit, tags?: string[], when?: string|null, extra?: any",
     )
-    assert compact(ToolSummary(name="x", description="y" * 300)).description == "y" * 99 + "…"
+    assert compact(ToolSummary(name="x", description="y" * 300)).description == "y" * 79 + "…"
+    assert compact(ToolSummary(name="x", description="word " * 30)).description == ("word " * 15).strip() + "…"  # cut at a word
+
+
+def test_long_enums_and_argument_lists_are_abbreviated() -> None:
+    from ard_mcp.invocation.calls import ToolSummary
+    from ard_mcp.invocation.compact import MAX_OPTIONAL, compact
+
+    regions = ["KR", "BR", "EUNE", "EUW", "LAN", "LAS", "NA", "OCE"]
+    schema = {
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "enum": regions},
+            "mode": {"enum": ["RANKED", "FLEX", "URF"]},
+            "name": {"enum": ["a-very-long-enumeration-value-that-goes-on-and-on", "b"]},
+            "title": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+            **{f"option_{i}": {"type": "number"} for i in range(10)},
+        },
+        "required": ["region", "mode", "name"],
+    }
+    arguments = compact(ToolSummary(name="x", inputSchema=schema)).arguments
+    assert arguments is not None
+    assert arguments.startswith("region: KR|BR|EUNE|…(+5), mode: RANKED|FLEX|URF, name: a-very-long-enumeration…|…(+1), title?: string")
+    assert arguments.endswith(f"option_{MAX_OPTIONAL - 2}?: number, +{11 - MAX_OPTIONAL} optional")
+    assert compact(ToolSummary(name="x", inputSchema={"type": "object", "properties": {}})).arguments is None

@@ -20,10 +20,10 @@ from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable, InvalidAr
 from ard_mcp.invocation.calls import Target
 from ard_mcp.invocation.clients import client_for
 from ard_mcp.invocation.clients.a2a_agent import ANY_SKILL, INPUT
-from ard_mcp.invocation.clients.http_agent import ANY_OPERATION
+from ard_mcp.invocation.clients.http_agent import ANY_OPERATION, HttpAgentClient
 from ard_mcp.invocation.policy import Limits
 from ard_mcp.net.guard import GuardedTransport, NetworkPolicy, SystemResolver
-from tests.agent_servers import A2A_PATH, Recording, a2a_agent, a2a_card, aidip_agent, mcp_agent, paged_mcp_agent, serving
+from tests.agent_servers import A2A_PATH, STEPS, Locked, Recording, a2a_agent, a2a_card, aidip_agent, mcp_agent, paged_mcp_agent, serving
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -113,6 +113,19 @@ async def test_mcp_endpoint_that_is_no_mcp_server_is_unreachable(mcp: tuple[Targ
 
 
 @pytest.mark.parametrize("kind", ["streamable-http", "sse"])
+async def test_mcp_server_that_refuses_the_credentials_is_the_agents_401(kind: str) -> None:
+    server = mcp_agent()
+    app = server.sse_app() if kind == "sse" else server.streamable_http_app(streamable_http_path="/mcp")
+    with serving(lambda base: Locked(app)) as base:
+        locked = Target("mcp", base + ("/sse" if kind == "sse" else "/mcp"), transport_kind=kind, limits=LIMITS)
+        with pytest.raises(AgentError, match=r"refused the request \(401\): check this agent's credentials") as raised:
+            await client_for("mcp").call(locked, guarded, "forecast", {"city": "Oslo"}, None)
+        assert raised.value.http_status == 401
+        opened = replace(locked, headers={"X-API-Key": Locked.KEY})
+        assert (await client_for("mcp").call(opened, guarded, "forecast", {"city": "Oslo"}, None)).result["city"] == "Oslo"
+
+
+@pytest.mark.parametrize("kind", ["streamable-http", "sse"])
 async def test_mcp_connections_go_through_the_network_policy(kind: str, loopback_only: list[str]) -> None:
     with pytest.raises(AgentUnreachable, match="network policy"):
         await client_for("mcp").tools(Target("mcp", "http://169.254.169.254/mcp", transport_kind=kind), guarded)
@@ -148,7 +161,7 @@ def a2a(a2a_server: tuple[str, Recording]) -> Target:
 async def test_a2a_skills_are_the_tools_without_a_call(a2a: Target, loopback_only: list[str]) -> None:
     offline = Target("a2a", "http://192.0.2.1/a2a", card=a2a.card)
     tools = await client_for("a2a").tools(offline, guarded)
-    assert [t.name for t in tools] == ["echo", "later", "fail"]
+    assert [t.name for t in tools] == ["echo", "later", "steps", "fail"]
     assert tools[0].description == f"Sends back what it was sent.\nMore detail.\n{INPUT}"
     assert tools[0].inputSchema is not None and tools[0].inputSchema["properties"]["text"]["type"] == "string"
     registered = Target("a2a", a2a.url, operations=({"name": "summarize", "description": "Summaries."},))
@@ -170,6 +183,39 @@ async def test_a2a_running_task_is_followed_to_its_end(a2a: Target) -> None:
     outcome = await client_for("a2a").call(a2a, guarded, "later", {"text": "the report"}, None)
     assert outcome.result["state"] == "completed" and not outcome.is_error
     assert outcome.result["artifacts"][0]["parts"] == [{"text": "done: the report"}] and outcome.texts == ["done: the report"]
+
+
+async def test_a2a_task_progress_is_told_while_it_is_polled(a2a: Target, a2a_server: tuple[str, Recording]) -> None:
+    told: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        told.append((done, total, message))
+
+    a2a_server[1].headers.clear()
+    outcome = await client_for("a2a").call(a2a, guarded, "steps", {"text": "the report"}, progress)
+    assert outcome.result["state"] == "completed" and outcome.texts == ["done: the report"]
+    assert [done for done, _, _ in told] == list(range(1, len(told) + 1)) and told[-1][2] == "completed"
+    assert told[0][2] is not None and told[0][2].startswith(("submitted", "working"))
+    assert "text/event-stream" not in a2a_server[1].seen("accept")  # the card says the agent does not stream: polled
+
+
+async def test_a2a_streaming_agent_tells_every_status_update(a2a_server: tuple[str, Recording]) -> None:
+    made: dict[str, Recording] = {}
+    with serving(lambda base: made.setdefault(base, Recording(a2a_agent(base, streaming=True)))) as base:
+        card = MessageToDict(a2a_card(base, streaming=True))
+        streaming = Target("a2a", base + A2A_PATH, transport_kind="JSONRPC", card=card, limits=LIMITS)
+        told: list[str | None] = []
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            told.append(message)
+
+        outcome = await client_for("a2a").call(streaming, guarded, "steps", {"text": "the report"}, progress)
+        assert outcome.result["state"] == "completed" and outcome.texts == ["done: the report"]
+        assert [m for m in told if m and "step" in m] == [f"working: step {i} of {STEPS}" for i in range(1, STEPS + 1)]
+        assert told[-1] == "completed" and "text/event-stream" in made[base].seen("accept")
+        made[base].headers.clear()
+        quiet = await client_for("a2a").call(streaming, guarded, "steps", {"text": "x"}, None)  # no progress asked: polled
+        assert quiet.result["state"] == "completed" and "text/event-stream" not in made[base].seen("accept")
 
 
 async def test_a2a_failed_task_is_an_error_result(a2a: Target) -> None:
@@ -272,6 +318,23 @@ async def test_http_call_sends_the_operators_headers_and_follows_a_redirect_on_i
     assert outcome.result == {"key": "operator-secret"}
     outcome = await client_for("http").call(Target("http", aidip + "/moved"), guarded, ANY_OPERATION, {"target_language": "de"}, None)
     assert outcome.result["translated_text"] == "[de] "
+
+
+async def test_http_call_tells_how_long_it_has_waited_while_the_agent_works(aidip: str) -> None:
+    told: list[tuple[float, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        told.append((done, message))
+
+    patient = HttpAgentClient(waiting_every=0.5)
+    outcome = await patient.call(Target("http", aidip + "/slow", limits=LIMITS), guarded, ANY_OPERATION, {}, progress)
+    assert outcome.result == {"late": True}
+    assert len(told) >= 3 and 0.5 <= told[0][0] < 2 and told[0][1] == f"waiting for the agent's answer ({told[0][0]:g} s)"
+    assert [done for done, _ in told] == sorted(done for done, _ in told)
+    with pytest.raises(AgentUnreachable, match="failed with 500"):  # failures come as they do without progress
+        await patient.call(Target("http", aidip + "/fails", limits=LIMITS), guarded, ANY_OPERATION, {}, progress)
+    with pytest.raises(AgentTimeout, match=r"within 0\.2 s"):
+        await patient.call(Target("http", aidip + "/slow", limits=QUICK), guarded, ANY_OPERATION, {}, progress)
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,11 @@ how long, how many bytes; never the arguments or the answer), appended to `invoc
 directory, which an operator reads with `ard-mcp invocations` or `GET /invocations`.
 
 A line is written with one `write` on a file opened for appending, so processes sharing the data directory
-interleave whole lines. Reading takes the newest lines from the end of the file, and skips one that is not
-a JSON object (a line cut by a crash) rather than failing.
+interleave whole lines; it reaches the operating system before the call's answer goes out (no fsync: a
+crash of the machine, not of the registry, can lose the newest lines). The directory is made once, on the
+first line: making it on every line took 0.4 ms a call (`bench/invocation.py`, profiled). Reading takes
+the newest lines from the end of the file, and skips one that is not a JSON object (a line cut by a crash)
+rather than failing.
 """
 
 from __future__ import annotations
@@ -50,11 +53,14 @@ class InvocationLog(WireModel):
 class AuditLog:
     def __init__(self, directory: Path) -> None:
         self.path = directory / FILE
+        self._made = False
 
     def append(self, record: AuditRecord) -> None:
         line = (record.model_dump_json() + "\n").encode()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self._made:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._made = True
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 os.write(fd, line)

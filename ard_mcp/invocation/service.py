@@ -3,8 +3,12 @@ protocol's client, the screening of what comes back, and the audit log, in one p
 the REST route behave alike.
 
 A remote MCP server's live `tools/list` is kept for `TOOLS_TTL` seconds per endpoint: a host that inspects
-a server and then calls it asks the server once. Everything an agent returns is third-party content: its
-texts are screened for text aimed at a model (`formats.untrusted`), and the answer says so.
+a server and then calls it asks the server once. What an entry resolves to for a viewer (its target, with
+the operator's credentials, and its trust finding) is kept for `RESOLVED_TTL` seconds: reading it from the
+store, in a worker thread, cost a call 0.9 ms (`bench/invocation.py`), and a host calling an agent calls it
+in runs; an entry changed, hidden or deleted, a trust status turned invalid, is seen within that second.
+Everything an agent returns is third-party content: its texts are screened for text aimed at a model
+(`formats.untrusted`), and the answer says so.
 """
 
 from __future__ import annotations
@@ -16,14 +20,17 @@ from typing import Any
 
 import anyio
 import httpx
+from anyio.abc import TaskGroup
 
 from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable, ArdError, InvalidArgument, NotFound, PermissionDenied
 from ard_mcp.formats.messages import TrustFinding
 from ard_mcp.formats.timestamps import utc_text
 from ard_mcp.formats.untrusted import text_findings
 from ard_mcp.invocation.audit import AuditLog, AuditRecord
-from ard_mcp.invocation.calls import AgentTools, Invocation, Progress, Target, ToolSummary
+from ard_mcp.invocation.calls import AgentClient, AgentTools, Invocation, Progress, Protocol_, Target, ToolSummary
 from ard_mcp.invocation.clients import client_for
+from ard_mcp.invocation.clients.mcp_agent import McpAgentClient
+from ard_mcp.invocation.clients.mcp_sessions import SessionPool
 from ard_mcp.invocation.compact import compact
 from ard_mcp.invocation.policy import Caller, InvocationPolicy
 from ard_mcp.invocation.targets import Offline, target_of
@@ -32,7 +39,10 @@ from ard_mcp.registry import Registry
 from ard_mcp.search.visibility import Viewer
 
 TOOLS_TTL = 60.0
+RESOLVED_TTL = 1.0
+MAX_RESOLVED = 1000  # entries kept resolved at most (the cache is emptied when full)
 MAX_WARNINGS = 10
+Resolved = tuple[str, TrustFinding | None, Target | Offline]
 
 
 class Invoker:
@@ -41,13 +51,19 @@ class Invoker:
         registry: Registry,
         policy: InvocationPolicy,
         resolver: Resolver | None = None,
+        keep: TaskGroup | None = None,
     ) -> None:
+        """`keep`: the serving registry's background task group, where MCP sessions are kept between calls
+        (`clients.mcp_sessions`); without it each MCP call opens its own session."""
         self.registry = registry
         self.policy = policy
         self.resolver = resolver or SystemResolver()
         self.audit = AuditLog(registry.config.data_dir)
         self._tools: dict[str, tuple[float, list[ToolSummary]]] = {}
+        self._resolved: dict[tuple[Registry, str, Viewer], tuple[float, Resolved]] = {}
         self._pool: GuardedTransport | None = None
+        self._sessions = SessionPool(keep) if keep is not None else None
+        self._mcp = McpAgentClient(self._sessions) if self._sessions is not None else None
 
     def _transport(self) -> httpx.AsyncBaseTransport:
         """One guarded connection pool for every call: a connection to an agent is kept alive between calls
@@ -56,12 +72,29 @@ class Invoker:
             self._pool = GuardedTransport(NetworkPolicy(self.policy.allow_private_networks), self.resolver)
         return self._pool
 
+    def _client(self, protocol: Protocol_) -> AgentClient:
+        return self._mcp if protocol == "mcp" and self._mcp is not None else client_for(protocol)
+
     async def aclose(self) -> None:
+        if self._sessions is not None:
+            self._sessions.close_all()
         if self._pool is not None:
             await self._pool.aclose()
             self._pool = None
 
-    def _target(self, reference: str, viewer: Viewer) -> tuple[str, TrustFinding | None, Target | Offline]:
+    async def _resolve(self, reference: str, viewer: Viewer) -> Resolved:
+        """`_target`, kept for `RESOLVED_TTL` seconds per registry, reference and viewer (failures are not kept)."""
+        key, now = (self.registry, reference, viewer), time.monotonic()
+        kept = self._resolved.get(key)
+        if kept is not None and now - kept[0] < RESOLVED_TTL:
+            return kept[1]
+        found = await anyio.to_thread.run_sync(self._target, reference, viewer)
+        if len(self._resolved) >= MAX_RESOLVED:
+            self._resolved.clear()
+        self._resolved[key] = (now, found)
+        return found
+
+    def _target(self, reference: str, viewer: Viewer) -> Resolved:
         """The entry's target and trust finding (store reads: run in a worker thread, off the event loop)."""
         entry = self.registry.get(reference, viewer)
         found = target_of(entry.stored(), self.policy.limits)
@@ -73,7 +106,7 @@ class Invoker:
         """The entry's callable surface, compact (`compact`): an MCP server's live tools/list (when invocation
         is allowed), an A2A agent's skills, an AIDIP agent's operations; with `tool`, that one tool with its
         full input schema. An offline entry says why."""
-        identifier, trust, target = await anyio.to_thread.run_sync(self._target, reference, viewer)
+        identifier, trust, target = await self._resolve(reference, viewer)
         if isinstance(target, Offline):
             return AgentTools(identifier=identifier, tools=[], offline=target.reason, trust=trust)
         if target.protocol == "mcp":
@@ -91,7 +124,7 @@ class Invoker:
         kept = self._tools.get(target.url)
         if kept is not None and time.monotonic() - kept[0] < TOOLS_TTL:
             return kept[1]
-        listed = await client_for(target.protocol).tools(target, self._transport)
+        listed = await self._client(target.protocol).tools(target, self._transport)
         if target.protocol == "mcp":
             self._tools[target.url] = (time.monotonic(), listed)
         return listed
@@ -110,7 +143,7 @@ class Invoker:
         started = time.monotonic()
         record = AuditRecord(at="", caller=caller.name, identifier=reference, tool=tool or "", outcome="refused", durationMs=0.0)
         try:
-            identifier, trust, target = await anyio.to_thread.run_sync(self._target, reference, viewer)
+            identifier, trust, target = await self._resolve(reference, viewer)
             record.identifier = identifier
             self.policy.check(identifier, trust.status if trust else None, caller.may_invoke)
             if isinstance(target, Offline):
@@ -119,7 +152,7 @@ class Invoker:
             if not isinstance(arguments, dict):
                 raise InvalidArgument("arguments: must be a JSON object")
             tool = record.tool = tool or await self._only_tool(target)
-            outcome = await client_for(target.protocol).call(target, self._transport, tool, arguments, progress)
+            outcome = await self._client(target.protocol).call(target, self._transport, tool, arguments, progress)
         except ArdError as exc:
             record.outcome, record.status, record.detail = _failure(exc), exc.http_status, exc.message
             self._audited(record, started)
@@ -144,7 +177,7 @@ class Invoker:
         """The tool to call when none is named: the agent's only one (an A2A skill or an AIDIP operation, known
         without a call); an MCP server's tools are listed by get_agent_tools first."""
         if target.protocol != "mcp":
-            names = [t.name for t in await client_for(target.protocol).tools(target, self._transport)]
+            names = [t.name for t in await self._client(target.protocol).tools(target, self._transport)]
             if len(names) == 1:
                 return names[0]
             raise InvalidArgument(f"tool: name the tool to call, one of {', '.join(names)}")

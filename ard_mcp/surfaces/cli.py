@@ -22,6 +22,7 @@ from ard_mcp.federation.settings import FederationSettings, load_upstreams
 from ard_mcp.formats.limits import EntryLimits
 from ard_mcp.surfaces.arguments import build_parser, csv_list
 from ard_mcp.surfaces.invocation_settings import invocation_policy, print_invocations
+from ard_mcp.surfaces.log_setup import configure_logging
 from ard_mcp.surfaces.rest.ratelimit import RateLimits
 from ard_mcp.surfaces.rest.settings import is_loopback
 from ard_mcp.trust.policy import demoted_by
@@ -395,11 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["serve", *argv]
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
-    )
-    for noisy in ("chromadb", "httpx", "mcp.server.lowlevel"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    configure_logging(args.log_level)
     try:
         return int(COMMANDS[args.command](args))
     except ArdError as exc:

@@ -39,12 +39,16 @@ CALL = (
 def add_invoke_tools(
     server: MCPServer[Any],
     registry_of: Callable[[Context], Registry],
+    open_registry: Callable[[Context], Registry | None],
     invoker_of: Callable[[Registry], Invoker],
     viewer: Callable[[Context], Viewer],
     caller: Callable[[Context], Caller],
 ) -> None:
     async def opened(ctx: Context) -> Invoker:
-        return invoker_of(await anyio.to_thread.run_sync(registry_of, ctx))
+        """The invoker over the registry, opened in a worker thread where it is not open yet (a hop to a
+        thread cost a call through the registry 0.8 ms, `bench/invocation.py`, so an open one is taken as it is)."""
+        registry = open_registry(ctx)
+        return invoker_of(registry if registry is not None else await anyio.to_thread.run_sync(registry_of, ctx))
 
     @server.tool(title="Get agent tools", description=TOOLS, annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True))
     async def get_agent_tools(

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
-import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal, ParamSpec, TypeVar, cast
@@ -41,12 +39,13 @@ from ard_mcp.formats.messages import (
     SearchResponse,
 )
 from ard_mcp.formats.registration import Format
-from ard_mcp.index import datadir
 from ard_mcp.invocation.policy import LOCAL
 from ard_mcp.search.criteria import Criteria
 from ard_mcp.search.query import SearchQuery
 from ard_mcp.search.visibility import EVERYONE, Viewer
 from ard_mcp.surfaces.auth import ANONYMOUS, Principal, TokenStore
+from ard_mcp.surfaces.lazy_registry import Opening, open_registry, warm_up_soon
+from ard_mcp.surfaces.lazy_registry import registry_of as _registry
 from ard_mcp.surfaces.mcp_crawl import add_crawl_tool
 from ard_mcp.surfaces.mcp_invoke import add_invoke_tools
 from ard_mcp.surfaces.services import Services
@@ -58,7 +57,6 @@ from ard_mcp.web.settings import CrawlSettings
 if TYPE_CHECKING:  # imported when first opened: they bring numpy, SQLite and the ranking, which tools/list needs none of
     from ard_mcp.registry import Registry
 
-log = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -107,54 +105,6 @@ def _as_tool(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def warm_up_soon(warm_up: Callable[[], None], delay: float = 1.0) -> None:
-    """Warm up in the background once the client's handshake is likely over: importing Chroma and
-    onnxruntime holds the GIL for about a second, which would otherwise delay the first `tools/list`
-    (measured 0.85 s -> 1.09 s). A request that comes first loads what it needs itself."""
-    timer = threading.Timer(delay, warm_up)
-    timer.daemon = True
-    timer.start()
-
-
-class _Opening:
-    """The server's own registry, opened by the first request or by the warm-up, whichever comes first.
-
-    The data directory is claimed at start, so a directory in use still fails the start with its clear
-    error; opening the registry itself (numpy, SQLite, the ranking: ~0.15 s) waits until it is needed."""
-
-    def __init__(self, config: Config) -> None:
-        self._config = config
-        self._claimed = datadir.claim_for(config)
-        self._registry: Registry | None = None
-        self._lock = threading.Lock()
-
-    def __call__(self) -> Registry:
-        with self._lock:
-            if self._registry is None:
-                from ard_mcp.registry import Registry
-
-                self._registry = Registry(self._config, claimed=self._claimed)
-            return self._registry
-
-    def warm_up(self) -> None:
-        try:
-            self().warm_up()
-        except ArdError as exc:  # e.g. an index built with another model: every tool call says so too
-            log.error("%s", exc.message)
-
-    def close(self) -> None:
-        with self._lock:
-            if self._registry is not None:
-                self._registry.close()
-            else:
-                datadir.release(self._claimed)
-
-
-def _registry(ctx: Context) -> Registry:
-    opened = cast("Callable[[], Registry]", ctx.request_context.lifespan_context)  # what `build_server`'s lifespan yields
-    return opened()
-
-
 def build_server(
     config: Config,
     *,
@@ -181,11 +131,12 @@ def build_server(
         if shared is not None:
             yield shared
             return
-        opening = _Opening(config)
+        opening = Opening(config)
         if warm:
             warm_up_soon(opening.warm_up)
         try:
             async with anyio.create_task_group() as background:
+                shared_services.attach(background)
                 if crawl is not None and crawl.background_refresh:
                     background.start_soon(refresh_forever, opening, crawl)
                 yield opening
@@ -393,7 +344,12 @@ def build_server(
 
     add_crawl_tool(server, writer, _registry, crawl)
     add_invoke_tools(
-        server, _registry, shared_services.invoker, viewer, lambda ctx: tokens.caller(ctx.headers) if tokens is not None else LOCAL
+        server,
+        _registry,
+        open_registry,
+        shared_services.invoker,
+        viewer,
+        lambda ctx: tokens.caller(ctx.headers) if tokens is not None else LOCAL,
     )
 
     @server.resource(AGENT_RESOURCE, name="agent", title="Catalog entry", mime_type="application/json")

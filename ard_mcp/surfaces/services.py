@@ -19,6 +19,8 @@ from ard_mcp.trust.policy import TrustPolicy
 from ard_mcp.web.settings import CrawlSettings
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from ard_mcp.federation.service import Federation
     from ard_mcp.invocation.service import Invoker
     from ard_mcp.net.guard import Resolver
@@ -49,6 +51,11 @@ class Services:
         self._resolver: Resolver | None = None
         self.invocation = invocation or InvocationPolicy()
         self._invoker: Invoker | None = None
+        self._background: TaskGroup | None = None
+
+    def attach(self, background: TaskGroup) -> None:
+        """The serving registry's background task group, for what outlives one request (kept MCP sessions)."""
+        self._background = background
 
     def federation(self) -> Federation:
         if self._federation is None:
@@ -83,7 +90,7 @@ class Services:
         if self._invoker is None:
             from ard_mcp.invocation.service import Invoker
 
-            self._invoker = Invoker(registry, self.invocation, self.resolver())
+            self._invoker = Invoker(registry, self.invocation, self.resolver(), self._background)
         self._invoker.registry = registry
         return self._invoker
 

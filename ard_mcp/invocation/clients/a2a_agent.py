@@ -6,6 +6,11 @@ The message goes with `returnImmediately` (the client's `polling`): the agent an
 a task, and a running task is polled. So the registry holds no request open for as long as a task runs, and
 an agent that holds a send until its task ends and one that never does take the same path.
 
+Where the caller takes progress (`call_agent` over MCP: the SDK does not say whether the host asked for it)
+and the card says the agent streams, the message goes as `message/stream` instead: each status update is
+passed on as a progress notification as the agent sends it, and the task is read once more when the stream
+ends (its updates are not the whole task). Polling passes on the changes it sees, at most one a poll.
+
 The a2a SDK is imported inside `call` only: it is large, and neither `ard-mcp --help` nor a server's first
 tools/list should pay for it.
 """
@@ -15,6 +20,7 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -26,7 +32,7 @@ from ard_mcp.invocation.clients.bounds import Bounded, raise_named, strings_in, 
 
 if TYPE_CHECKING:
     from a2a.client import Client
-    from a2a.types import AgentCard, Message, Task
+    from a2a.types import AgentCard, Message, StreamResponse, Task, TaskStatus
 
 INPUT = 'Input: {"text": "the message"}; any other fields go along as one data part.'
 INPUT_SCHEMA: dict[str, Any] = {
@@ -43,6 +49,7 @@ _FIRST_POLL = 0.05  # seconds before the first tasks/get, doubled each time up t
 _LAST_POLL = 1.0
 _RUNNING = ("submitted", "working")
 _FAILED = ("failed", "rejected", "canceled", "auth-required")
+_PROGRESS_CHARS = 200  # the most of a status message passed on as a progress message
 
 
 class A2aAgentClient:
@@ -67,22 +74,61 @@ class A2aAgentClient:
         if name not in skills and not (name == ANY_SKILL and not skills):
             raise InvalidArgument(f"{name!r} is not a skill of this agent; its skills: {', '.join(skills) or ANY_SKILL}")
         from a2a.client import ClientConfig, ClientFactory
-        from a2a.types import SendMessageRequest
+        from a2a.types import GetTaskRequest, SendMessageRequest
 
+        card = _card(target)
+        streaming = progress is not None and card.capabilities.streaming
+        told = _Told(progress)
         bounded = Bounded(transport(), target.limits.max_bytes)
         try:
             with within(target.limits):
                 timeout = httpx.Timeout(target.limits.total, connect=target.limits.connect)
                 async with httpx.AsyncClient(transport=bounded, headers=dict(target.headers), timeout=timeout) as http:
-                    config = ClientConfig(streaming=False, polling=True, httpx_client=http, supported_protocol_bindings=list(BINDINGS))
-                    client = ClientFactory(config).create(_card(target))
+                    config = ClientConfig(
+                        streaming=streaming, polling=not streaming, httpx_client=http, supported_protocol_bindings=list(BINDINGS)
+                    )
+                    client = ClientFactory(config).create(card)
+                    task, task_id = None, None
                     async for reply in client.send_message(SendMessageRequest(message=_message(name if skills else None, arguments))):
-                        if reply.HasField("task"):
-                            return _task_outcome(await _followed(client, reply.task))
-                        return _outcome({"parts": _parts(reply.message)}, False)
-                    raise AgentUnreachable("the agent answered message/send with neither a message nor a task")
+                        if reply.HasField("message"):
+                            return _outcome({"parts": _parts(reply.message)}, False)
+                        task_id = await told.event(reply) or task_id
+                        task = reply.task if reply.HasField("task") else task
+                    if task_id is None:
+                        raise AgentUnreachable("the agent answered message/send with neither a message nor a task")
+                    if streaming or task is None:  # the stream's updates are not the whole task: read it as it ended
+                        task = await client.get_task(GetTaskRequest(id=task_id))
+                    return _task_outcome(await _followed(client, task, told))
         except Exception as exc:
             raise_named(exc, bounded, _a2a_failure)
+
+
+@dataclass
+class _Told:
+    """The task's status changes passed on to `progress` as they are seen: the count so far, the state and
+    the start of the agent's status message."""
+
+    progress: Progress | None
+    seen: int = 0
+    last: tuple[str, str] | None = None
+
+    async def event(self, reply: StreamResponse) -> str | None:
+        """Pass on the status a task or status update carries; the task's id, if it names one."""
+        if reply.HasField("task"):
+            await self.status(reply.task.status)
+            return str(reply.task.id)
+        if reply.HasField("status_update"):
+            await self.status(reply.status_update.status)
+            return str(reply.status_update.task_id)
+        return None
+
+    async def status(self, status: TaskStatus) -> None:
+        text = " ".join(p.text for p in status.message.parts if p.text).strip() if status.HasField("message") else ""
+        now = (_state_name(status.state), text[:_PROGRESS_CHARS])
+        if self.progress is None or now == self.last:
+            return
+        self.last, self.seen = now, self.seen + 1
+        await self.progress(self.seen, None, f"{now[0]}: {now[1]}" if now[1] else now[0])
 
 
 def _skills(target: Target) -> dict[str, Mapping[str, Any]]:
@@ -136,23 +182,29 @@ def _message(skill: str | None, arguments: dict[str, Any]) -> Message:
     return message
 
 
-async def _followed(client: Client, task: Task) -> Task:
+async def _followed(client: Client, task: Task, told: _Told) -> Task:
     """The task polled with `tasks/get` until it is no longer running, the delay doubling from 50 ms to 1 s
-    (`within` ends the wait at the call's time limit)."""
+    (`within` ends the wait at the call's time limit), each status change told."""
     from a2a.types import GetTaskRequest
 
     delay = _FIRST_POLL
+    await told.status(task.status)
     while _state(task) in _RUNNING:
         await anyio.sleep(delay)
         delay = min(delay * 2, _LAST_POLL)
         task = await client.get_task(GetTaskRequest(id=task.id))
+        await told.status(task.status)
     return task
 
 
 def _state(task: Task) -> str:
+    return _state_name(task.status.state)
+
+
+def _state_name(state: int) -> str:
     from a2a.types import TaskState
 
-    return str(TaskState.Name(task.status.state)).removeprefix("TASK_STATE_").lower().replace("_", "-")
+    return str(TaskState.Name(state)).removeprefix("TASK_STATE_").lower().replace("_", "-")
 
 
 def _parts(message: Message) -> list[dict[str, Any]]:

@@ -10,17 +10,21 @@ it saw: a client that ends in a vague error asks it what really happened.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any, NoReturn
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, NoReturn, TypeVar
 
 import anyio
 import httpx
 
 from ard_mcp.errors import AgentTimeout, AgentUnreachable, ArdError
+from ard_mcp.invocation.calls import Progress
 from ard_mcp.invocation.policy import Limits
 from ard_mcp.net.guard import BlockedAddress
 
 _STRINGS = 1000  # the most strings of one answer handed to screening (an answer is max_bytes at most anyway)
+WAITING_EVERY = 5.0  # seconds between the progress notifications of a call whose agent tells none of its own
+_T = TypeVar("_T")
 
 
 class AnswerTooLarge(Exception):
@@ -54,17 +58,25 @@ class _Capped(httpx.AsyncByteStream):
 
 
 class Bounded(httpx.AsyncBaseTransport):
-    """`inner` (the guarded transport) with every response body capped at `max_bytes` as it streams, and the
-    first failure of a request or of a body kept in `failure`."""
+    """`inner` (the guarded transport) with every response body capped at `max_bytes` as it streams, the
+    first failure of a request or of a body kept in `failure`, and the first 401 or 403 the agent answered in
+    `denied` (the MCP SDK turns a refused POST into a JSON-RPC "error response" without its status)."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport, max_bytes: int) -> None:
         self._inner = inner
         self.max_bytes = max_bytes
         self.failure: Exception | None = None
+        self.denied: int | None = None
 
     def keep(self, exc: Exception) -> None:
         if self.failure is None:
             self.failure = exc
+
+    def learn(self, other: Bounded) -> None:
+        """Take what `other` saw where this saw nothing: a call that waited on a session another call opened
+        names that opening's failure as the opener does."""
+        self.failure = self.failure or other.failure
+        self.denied = self.denied or other.denied
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         try:
@@ -73,12 +85,10 @@ class Bounded(httpx.AsyncBaseTransport):
             self.keep(exc)
             raise
         assert isinstance(response.stream, httpx.AsyncByteStream)
-        return httpx.Response(
-            response.status_code,
-            headers=response.headers,
-            stream=_Capped(response.stream, self, response.headers.get("content-length")),
-            extensions=response.extensions,
-        )
+        if response.status_code in (401, 403) and self.denied is None:
+            self.denied = response.status_code
+        response.stream = _Capped(response.stream, self, response.headers.get("content-length"))  # not read yet: swapped in place
+        return response
 
     async def aclose(self) -> None:
         """Leaves `inner` open: its connection pool belongs to its owner (`Invoker`), which keeps connections
@@ -138,6 +148,33 @@ def within(limits: Limits) -> Iterator[None]:
             yield
     except TimeoutError:
         raise AgentTimeout(f"the agent did not finish within {limits.total:g} s") from None
+
+
+async def waited(work: Callable[[], Awaitable[_T]], progress: Progress | None, every: float = WAITING_EVERY) -> _T:
+    """`work`'s result, telling `progress` every `every` seconds how long the agent has been at it: an AIDIP
+    agent says nothing until it answers, and a host that hears nothing for long may give up on the call (MCP
+    hosts commonly restart a request's timeout on each progress notification)."""
+    if progress is None:
+        return await work()
+    started, failure, result = time.monotonic(), None, list[_T]()
+
+    async def tick() -> None:
+        while True:
+            await anyio.sleep(every)
+            waited_s = round(time.monotonic() - started, 1)
+            await progress(waited_s, None, f"waiting for the agent's answer ({waited_s:g} s)")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(tick)
+        try:
+            result.append(await work())
+        except Exception as exc:  # raised as it is after the group, not wrapped in the group's ExceptionGroup
+            failure = exc
+        finally:
+            group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return result[0]
 
 
 def text_of(value: object) -> str | None:

@@ -19,7 +19,7 @@ import httpx
 from ard_mcp import __version__
 from ard_mcp.errors import AgentError, AgentUnreachable, InvalidArgument
 from ard_mcp.invocation.calls import Outcome, Progress, Target, ToolSummary, TransportFactory
-from ard_mcp.invocation.clients.bounds import Bounded, raise_named, strings_in, text_of, within
+from ard_mcp.invocation.clients.bounds import WAITING_EVERY, Bounded, raise_named, strings_in, text_of, waited, within
 
 MAX_REDIRECTS = 3
 ANY_OPERATION = "invoke"  # the one tool of an agent that names no operations
@@ -29,7 +29,11 @@ _JSON_TYPES = ("application/json", "text/json")
 
 class HttpAgentClient:
     """`AgentClient` for `Target.protocol == "http"`: `url` the endpoint, `operations` the entry's AIDIP
-    operations (name, description, `inputs` schema)."""
+    operations (name, description, `inputs` schema). An agent tells nothing while it works: a caller that takes
+    progress hears how long it has waited every `waiting_every` seconds (`bounds.waited`)."""
+
+    def __init__(self, waiting_every: float = WAITING_EVERY) -> None:
+        self._waiting_every = waiting_every
 
     async def tools(self, target: Target, transport: TransportFactory) -> list[ToolSummary]:
         operations = _operations(target)
@@ -57,7 +61,7 @@ class HttpAgentClient:
         try:
             with within(target.limits):
                 async with httpx.AsyncClient(transport=bounded, headers=headers, timeout=timeout) as client:
-                    return await _post(client, target.url, body)
+                    return await waited(lambda: _post(client, target.url, body), progress, self._waiting_every)
         except Exception as exc:  # the guard's refusal and the size cap come as they are, httpx's errors as httpx's
             raise_named(exc, bounded, _no_protocol_failure)
 

@@ -2,19 +2,20 @@
 client, every connection through the network policy (`net.httpx2_bridge` hands the SDK's httpx2 requests to
 the guarded transport) and every answer under the call's size cap.
 
-One session per call: the registry keeps no connection to an agent between calls, so a server that stops
-answering costs one call's time limit, never a stuck pool. What a modern server answered to `server/discover`
-is kept for `DISCOVERED_TTL` seconds and handed to the next session (`prior_discover`), so a call is one
-request fewer (the SDK still lists the tools once a session to check a result against its output schema):
-a local tool call took 37 ms with the probe each time and 30 ms with the answer kept (`bench/invocation.py`).
-A legacy server (initialize handshake) is asked the old way every time; a kept answer that fails is forgotten.
+In a serving registry a streamable-HTTP session is kept and shared by the calls to one endpoint
+(`mcp_sessions`: a session per call cost a local tool call 19 ms of the client's time, a kept one 8 ms). An
+SSE session is opened per call: its one long stream would carry every answer of the session under one size
+cap. What a modern server answered to `server/discover` is kept for `DISCOVERED_TTL` seconds and handed to
+the next session it opens (`prior_discover`), one request fewer: a session per call took 37 ms with the probe
+each time and 30 ms with the answer kept (`bench/invocation.py`). A legacy server (initialize handshake) is
+asked the old way every time; a kept answer that fails is forgotten.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from functools import partial
 from typing import Any, TypeVar
 
@@ -29,6 +30,7 @@ from ard_mcp import __version__
 from ard_mcp.errors import AgentError, AgentUnreachable, ArdError
 from ard_mcp.invocation.calls import Outcome, Progress, Target, ToolSummary, TransportFactory
 from ard_mcp.invocation.clients.bounds import Bounded, raise_named, strings_in, text_of, within
+from ard_mcp.invocation.clients.mcp_sessions import SessionPool
 from ard_mcp.net.httpx2_bridge import Httpx2Bridge
 
 DISCOVERED_TTL = 60.0
@@ -40,10 +42,12 @@ _BROKEN = {mcp_types.CONNECTION_CLOSED, mcp_types.INTERNAL_ERROR, mcp_types.PARS
 
 
 class McpAgentClient:
-    """`AgentClient` for `Target.protocol == "mcp"`; `transport_kind` "sse" or "streamable-http" (the default)."""
+    """`AgentClient` for `Target.protocol == "mcp"`; `transport_kind` "sse" or "streamable-http" (the default).
+    With `sessions`, streamable-HTTP sessions are kept there; without, each call opens its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, sessions: SessionPool | None = None) -> None:
         self._discovered: dict[tuple[str, str | None], tuple[float, str, mcp_types.DiscoverResult]] = {}
+        self._sessions = sessions
 
     async def tools(self, target: Target, transport: TransportFactory) -> list[ToolSummary]:
         return await self._run(target, transport, "tools/list", _list_tools)
@@ -58,7 +62,8 @@ class McpAgentClient:
         return await self._run(target, transport, f"tools/call {name!r}", call_tool)
 
     async def _run(self, target: Target, transport: TransportFactory, what: str, work: Callable[[Client], Awaitable[_T]]) -> _T:
-        """`work` in a session of its own, within the call's limits; every failure named as the registry's errors."""
+        """`work` in a kept session or one of its own, within the call's limits; every failure named as the
+        registry's errors."""
         key = (target.url, target.transport_kind)
         kept = self._discovered.get(key)
         prior = kept[1:] if kept is not None and time.monotonic() - kept[0] < DISCOVERED_TTL else None
@@ -66,7 +71,7 @@ class McpAgentClient:
         connected = False
         try:
             with within(target.limits):
-                async with _session(target, bounded, prior) as client:
+                async with self._session(target, bounded, prior) as (client, bounded):
                     connected = True
                     discovered = client.session.discover_result
                     if prior is None and discovered is not None and client.session.protocol_version is not None:
@@ -74,7 +79,24 @@ class McpAgentClient:
                     return await work(client)
         except Exception as exc:
             self._discovered.pop(key, None)
+            if bounded.denied is not None and not isinstance(exc, ArdError):
+                raise _denied(bounded.denied) from exc
             raise_named(exc, bounded, partial(_mcp_failure, url=target.url, during=what if connected else None))
+
+    def _session(
+        self, target: Target, bounded: Bounded, prior: tuple[str, mcp_types.DiscoverResult] | None
+    ) -> AbstractAsyncContextManager[tuple[Client, Bounded]]:
+        """The endpoint's kept session (with the `Bounded` it was opened over), else a session of this call's own."""
+        if self._sessions is None or target.transport_kind == "sse":
+            return _own(_opened(target, bounded, prior), bounded)
+        key = (target.url, target.transport_kind, tuple(sorted(target.headers.items())), target.limits)
+        return self._sessions.session(key, bounded, lambda b: _opened(target, b, prior), target.limits.total)
+
+
+@asynccontextmanager
+async def _own(session: AbstractAsyncContextManager[Client], bounded: Bounded) -> AsyncIterator[tuple[Client, Bounded]]:
+    async with session as client:
+        yield client, bounded
 
 
 def _forward(to: Progress) -> ProgressFnT:
@@ -112,7 +134,7 @@ def _outcome(result: mcp_types.CallToolResult) -> Outcome:
 
 
 @asynccontextmanager
-async def _session(target: Target, bounded: Bounded, prior: tuple[str, mcp_types.DiscoverResult] | None) -> AsyncIterator[Client]:
+async def _opened(target: Target, bounded: Bounded, prior: tuple[str, mcp_types.DiscoverResult] | None) -> AsyncIterator[Client]:
     """A session with the server: a probe first (`server/discover`, else the initialize handshake), or, with
     `prior`, the version and discover answer the server gave before."""
     headers = dict(target.headers)
@@ -139,13 +161,18 @@ async def _session(target: Target, bounded: Bounded, prior: tuple[str, mcp_types
         yield await stack.enter_async_context(Client(streams, cache=None, client_info=info, **known))
 
 
+def _denied(status: int) -> AgentError:
+    """The agent refused this registry's request (401, 403): the agent's own 4xx, passed back as it is."""
+    return AgentError(f"the MCP server refused the request ({status}): check this agent's credentials", status)
+
+
 def _mcp_failure(leaf: BaseException, url: str, during: str | None) -> ArdError | None:
     """An HTTP status of the SSE stream, or the MCP error itself. `during` is None while connecting: a failed
     handshake means no MCP server answered at `url`."""
     if isinstance(leaf, httpx2.HTTPStatusError):  # the SSE transport's GET, answered with an error status
         status = leaf.response.status_code
         if status in (401, 403):
-            return AgentError(f"the MCP server refused the connection ({status}): check this agent's credentials", status)
+            return _denied(status)
         return AgentUnreachable(f"no MCP server answered at {url}: {status}")
     if isinstance(leaf, MCPError):
         if during is None:

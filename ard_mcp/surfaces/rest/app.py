@@ -22,7 +22,8 @@ from starlette.routing import BaseRoute, Route
 from ard_mcp.config import Config
 from ard_mcp.errors import ArdError, MethodNotAllowed, NotFound
 from ard_mcp.registry import Registry
-from ard_mcp.surfaces.mcp_server import build_server, warm_up_soon
+from ard_mcp.surfaces.lazy_registry import warm_up_soon
+from ard_mcp.surfaces.mcp_server import build_server
 from ard_mcp.surfaces.rest.errors import error_response
 from ard_mcp.surfaces.rest.guard import GuardMiddleware
 from ard_mcp.surfaces.rest.openapi import build_openapi
@@ -109,6 +110,7 @@ def build_app(
             warm_up_soon(opened.warm_up)
         try:
             async with anyio.create_task_group() as background:
+                services.attach(background)
                 if settings.crawl is not None and settings.crawl.background_refresh:
                     background.start_soon(refresh_forever, lambda: opened, settings.crawl)
                 if settings.transport == "sse":

@@ -12,7 +12,7 @@ from enum import Enum
 from pydantic import BaseModel
 from starlette.responses import JSONResponse
 
-from ard_mcp.errors import ArdError, RateLimited
+from ard_mcp.errors import AgentError, ArdError, RateLimited
 from ard_mcp.formats import aidip, xu
 from ard_mcp.formats.messages import ErrorBody
 
@@ -38,7 +38,7 @@ def error_response(dialect: Dialect, exc: ArdError, correlation_id: str | None =
     else:
         body = ErrorBody.of(exc.code, exc.message)
     headers = {"X-Correlation-Id": correlation_id}
-    if exc.http_status == 401:
+    if exc.http_status == 401 and not isinstance(exc, AgentError):  # an agent's 401 is no challenge to this registry's caller
         headers["WWW-Authenticate"] = 'Bearer realm="ard-mcp"'
     if isinstance(exc, RateLimited):
         headers["Retry-After"] = str(exc.retry_after)
