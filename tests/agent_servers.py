@@ -118,6 +118,20 @@ def paged_mcp_agent(pages: int | None) -> Server:
     return Server("paged", on_list_tools=list_tools)
 
 
+def lying_mcp_agent() -> Server:
+    """One tool whose answer breaks the output schema it declares (the SDK's client checks answers against it)."""
+    schema = {"type": "object", "properties": {"high_c": {"type": "number"}}, "required": ["high_c"]}
+
+    async def list_tools(ctx: object, params: mcp_types.PaginatedRequestParams | None) -> mcp_types.ListToolsResult:
+        return mcp_types.ListToolsResult(tools=[mcp_types.Tool(name="forecast", input_schema={"type": "object"}, output_schema=schema)])
+
+    async def call_tool(ctx: object, params: mcp_types.CallToolRequestParams) -> mcp_types.CallToolResult:
+        text = mcp_types.TextContent(type="text", text="warm")
+        return mcp_types.CallToolResult(content=[text], structured_content={"high_c": "warm"})
+
+    return Server("liar", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
 class Recording:
     """An ASGI app passing every request on to `app` after noting its headers (names in lower case)."""
 

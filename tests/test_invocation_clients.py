@@ -23,7 +23,19 @@ from ard_mcp.invocation.clients.a2a_agent import ANY_SKILL, INPUT
 from ard_mcp.invocation.clients.http_agent import ANY_OPERATION, HttpAgentClient
 from ard_mcp.invocation.policy import Limits
 from ard_mcp.net.guard import GuardedTransport, NetworkPolicy, SystemResolver
-from tests.agent_servers import A2A_PATH, STEPS, Locked, Recording, a2a_agent, a2a_card, aidip_agent, mcp_agent, paged_mcp_agent, serving
+from tests.agent_servers import (
+    A2A_PATH,
+    STEPS,
+    Locked,
+    Recording,
+    a2a_agent,
+    a2a_card,
+    aidip_agent,
+    lying_mcp_agent,
+    mcp_agent,
+    paged_mcp_agent,
+    serving,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -137,6 +149,17 @@ async def test_mcp_tools_are_read_from_every_page_up_to_a_bound(pages: int | Non
     with serving(lambda base: paged_mcp_agent(pages).streamable_http_app(streamable_http_path="/mcp")) as base:
         tools = await client_for("mcp").tools(Target("mcp", base + "/mcp", limits=LIMITS), guarded)
     assert len(tools) == listed and tools[0].name == "tool_0_0"
+
+
+async def test_an_answer_that_breaks_its_own_output_schema_is_the_agents_failure() -> None:
+    """The SDK's client checks structured content against the tool's declared output schema and raises a bare
+    RuntimeError; the caller gets the registry's 502 naming it, never an unnamed error (a 500 over REST)."""
+    with (
+        serving(lambda base: lying_mcp_agent().streamable_http_app(streamable_http_path="/mcp")) as base,
+        pytest.raises(AgentUnreachable, match="output schema") as caught,
+    ):
+        await client_for("mcp").call(Target("mcp", base + "/mcp", limits=LIMITS), guarded, "forecast", {}, None)
+    assert caught.value.http_status == 502 and "'warm' is not of type 'number'" in str(caught.value)
 
 
 # -- A2A ---------------------------------------------------------------------------------------------------

@@ -182,4 +182,7 @@ def _mcp_failure(leaf: BaseException, url: str, during: str | None) -> ArdError 
         return AgentError(f"the MCP server refused {during}: {leaf.message} (code {leaf.code})", 400)
     if isinstance(leaf, httpx2.TransportError):
         return AgentUnreachable(f"could not reach the MCP server ({type(leaf).__name__}: {leaf})")
+    if type(leaf) is RuntimeError and during is not None:
+        # the SDK's client raises a bare RuntimeError when an answer breaks the tool's own output schema
+        return AgentUnreachable(f"the MCP server's answer to {during} does not match its output schema: {leaf}")
     return None
