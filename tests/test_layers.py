@@ -28,6 +28,7 @@ LAYERS = {  # a module may import from its own layer and those below
     "ard_mcp.federation": 6,
     "ard_mcp.invocation": 6,  # calling what was found: stands on the registry (entries, visibility) and the network layer
     "ard_mcp.surfaces": 7,
+    "ard_mcp.ui": 7,  # the web page: a surface like REST, whose app mounts it (and whose guard knows its form posts)
     "ard_mcp.__main__": 8,
 }
 # Rooms of one layer and the others each may import. The crawler checks trust manifests as entries arrive;

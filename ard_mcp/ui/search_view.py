@@ -1,0 +1,163 @@
+"""The search page's state and what it shows. The URL holds the whole state (`q`, one parameter per
+chosen facet value, `page`), so a search can be shared and bookmarked; the page asks the registry exactly
+what `POST /search` and `POST /explore` ask it: `Registry.search` for the results, `Registry.explore` for
+the facet counts, both over the same filter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from urllib.parse import urlencode
+
+from starlette.datastructures import QueryParams
+
+from ard_mcp.errors import InvalidArgument
+from ard_mcp.formats.catalog import CatalogEntry
+from ard_mcp.formats.entry_facts import CRAWL_SOURCE_KEY, TRUST_STATUS
+from ard_mcp.formats.identifiers import publisher_of
+from ard_mcp.formats.limits import MAX_QUERY_CHARS
+from ard_mcp.formats.messages import FacetRequest, MatchedExample, SearchResult, TrustFinding
+from ard_mcp.registry import Registry
+from ard_mcp.search.paging import encode_token
+from ard_mcp.search.query import SearchQuery
+from ard_mcp.search.visibility import Viewer
+
+PAGE_SIZE = 10
+MAX_PAGE = 1000  # a page number past this is a typo, not a browse (10,000 results deep)
+FACET_LIMIT = 8
+# URL parameter, filter field, heading: the facets the sidebar shows, in order.
+FACETS: tuple[tuple[str, str, str], ...] = (
+    ("type", "type", "Type"),
+    ("tag", "tags", "Tags"),
+    ("publisher", "publisher", "Publisher"),
+    ("trust", TRUST_STATUS, "Trust status"),
+    ("source", f"metadata.{CRAWL_SOURCE_KEY}", "Crawl source"),
+)
+_FIELD = {param: field for param, field, _ in FACETS}
+
+
+@dataclass(frozen=True)
+class PageState:
+    """A search page's URL, parsed: the task, the chosen facet values, the page number."""
+
+    text: str = ""
+    chosen: tuple[tuple[str, str], ...] = ()  # (parameter, value), in the order they were chosen
+    page: int = 1
+
+    @classmethod
+    def of(cls, params: QueryParams) -> PageState:
+        text = params.get("q", "").strip()[:MAX_QUERY_CHARS]
+        chosen = tuple(dict.fromkeys((p, v) for p, v in params.multi_items() if p in _FIELD and v))
+        raw = params.get("page", "1")
+        if not (raw.isdigit() and 1 <= int(raw) <= MAX_PAGE):
+            raise InvalidArgument(f"page: must be a whole number from 1 to {MAX_PAGE} (got {raw[:20]!r})")
+        return cls(text, chosen, int(raw))
+
+    def filter(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for param, value in self.chosen:
+            out.setdefault(_FIELD[param], []).append(value)
+        return out
+
+    def url(self, *, add: tuple[str, str] | None = None, remove: tuple[str, str] | None = None, page: int = 1) -> str:
+        """This state's URL with one facet value added or removed, at `page` (the first, unless paging)."""
+        chosen = [c for c in self.chosen if c != remove] + ([add] if add and add not in self.chosen else [])
+        params = ([("q", self.text)] if self.text else []) + chosen + ([("page", str(page))] if page > 1 else [])
+        return "/?" + urlencode(params) if params else "/"
+
+
+@dataclass(frozen=True)
+class Bucket:
+    value: str
+    count: int
+    url: str  # the page with this value chosen, or without it when it is
+    chosen: bool
+
+
+@dataclass(frozen=True)
+class Facet:
+    param: str
+    label: str
+    buckets: list[Bucket]
+    other: int
+
+
+@dataclass(frozen=True)
+class Row:
+    """One result as the page shows it; `score` and `evidence` are None when browsing without a task."""
+
+    entry: CatalogEntry
+    publisher: str
+    trust: TrustFinding | None
+    score: int | None = None
+    evidence: MatchedExample | None = None
+    words: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SearchView:
+    state: PageState
+    rows: list[Row]
+    facets: list[Facet]
+    total: int | None
+    confidence: str | None
+    next_url: str | None
+    previous_url: str | None
+
+    def chips(self) -> list[tuple[str, str, str]]:
+        """(heading, value, URL without it) of each chosen facet value: the removable filters."""
+        labels = {param: label for param, _, label in FACETS}
+        return [(labels[p], v, self.state.url(remove=(p, v))) for p, v in self.state.chosen]
+
+
+def _row(result: SearchResult) -> Row:
+    evidence = result.evidence
+    best = evidence.matchedExamples[0] if evidence and evidence.matchedExamples else None
+    return Row(
+        entry=result,
+        publisher=publisher_of(result.identifier),
+        trust=evidence.trust if evidence else None,
+        score=result.score,
+        evidence=best,
+        words=tuple(evidence.matchedWords) if evidence else (),
+        warnings=tuple(evidence.warnings or ()) if evidence else (),
+    )
+
+
+def _facets(registry: Registry, state: PageState, viewer: Viewer) -> list[Facet]:
+    requests = [FacetRequest(field=field, limit=FACET_LIMIT) for _, field, _ in FACETS]
+    found = registry.explore(state.text or None, state.filter(), requests, viewer).facets
+    out = []
+    for param, field, label in FACETS:
+        result = found[field]
+        buckets = []
+        for bucket in result.buckets:
+            chosen = (param, bucket.value) in state.chosen
+            url = state.url(remove=(param, bucket.value)) if chosen else state.url(add=(param, bucket.value))
+            buckets.append(Bucket(bucket.value, bucket.count, url, chosen))
+        out.append(Facet(param, label, buckets, result.otherCount))
+    return out
+
+
+def search_view(registry: Registry, state: PageState, viewer: Viewer) -> SearchView:
+    """One page of results and the facet counts over what matched (blocking: call from a worker thread)."""
+    query = SearchQuery.of(state.text or None, state.filter(), page_size=PAGE_SIZE)
+    if state.page > 1:  # the token `POST /search` would have handed back for this page
+        query = replace(query, page_token=encode_token((state.page - 1) * PAGE_SIZE, query.key()))
+    found = registry.search(query, viewer=viewer)
+    if query.text is None:
+        rows = [
+            Row(CatalogEntry.model_validate(c.agent.entry), publisher_of(str(c.agent.entry["identifier"])), TrustFinding.of(c.trust))
+            for c in found.candidates
+        ]
+    else:
+        rows = [_row(result) for result in found.results()]
+    return SearchView(
+        state=state,
+        rows=rows,
+        facets=_facets(registry, state, viewer),
+        total=found.total,
+        confidence=found.confidence if query.text else None,
+        next_url=state.url(page=state.page + 1) if found.page_token and state.page < MAX_PAGE else None,
+        previous_url=state.url(page=state.page - 1) if state.page > 1 else None,
+    )

@@ -1,0 +1,60 @@
+"""Entry text as the page shows it: escaped, with the task's matched words marked and every invisible
+character (zero-width, bidirectional override, Unicode tag, ...) replaced by a visible `U+XXXX` marker.
+
+Escaping alone keeps markup inert, but a bidirectional override still reorders what a person reads
+("Trojan Source") and a zero-width space still hides a split word; showing them names what is there.
+`invisible_kind` is the registry's one rule for which characters are invisible."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+from markupsafe import Markup, escape
+
+from ard_mcp.formats.invisible import invisible_kind
+
+_MARK = Markup("<mark>{}</mark>")
+_INVISIBLE = Markup('<span class="invisible" title="{} (invisible in the entry)">U+{:04X}</span>')
+
+
+@lru_cache(maxsize=256)
+def _pattern(words: tuple[str, ...]) -> re.Pattern[str] | None:
+    """Whole words (and their inflections: `invoice` marks `invoices`), longest first so a longer word wins."""
+    usable = sorted({w for w in words if w.strip()}, key=len, reverse=True)
+    if not usable:
+        return None
+    return re.compile(r"(?<!\w)(?:" + "|".join(re.escape(w) for w in usable) + r")\w*", re.IGNORECASE)
+
+
+def _run(text: str, start: int, end: int, hidden: dict[int, str]) -> Markup:
+    out: list[Markup] = []
+    last = start
+    for i in (i for i in hidden if start <= i < end):
+        out += [escape(text[last:i]), _INVISIBLE.format(hidden[i], ord(text[i]))]
+        last = i + 1
+    out.append(escape(text[last:end]))
+    return Markup("").join(out)
+
+
+def shown(value: object, words: Iterable[str] = ()) -> Markup:
+    """`value` as safe HTML: escaped, invisible characters named, `words` marked."""
+    text = "" if value is None else str(value)
+    hidden = {} if text.isascii() and text.isprintable() else {i: k for i in range(len(text)) if (k := invisible_kind(text, i))}
+    pattern = _pattern(tuple(words))
+    spans = [(m.start(), m.end()) for m in pattern.finditer(text)] if pattern else []
+    out: list[Markup] = []
+    position = 0
+    for start, end in [*spans, (len(text), len(text))]:
+        out.append(_run(text, position, start, hidden))
+        if start < end:
+            out.append(_MARK.format(_run(text, start, end, hidden)))
+        position = end
+    return Markup("").join(out)
+
+
+def visible(value: object) -> str:
+    """`value` as plain text (for a page's title, which holds no markup) with each invisible character named."""
+    text = "" if value is None else str(value)
+    return "".join(f"[U+{ord(c):04X}]" if invisible_kind(text, i) else c for i, c in enumerate(text))
