@@ -234,6 +234,7 @@ def test_an_entry_page_shows_what_it_offers_why_it_matched_and_how_to_add_it(tab
     assert '"type": "http"' in configs.nth(1).locator("pre").inner_text()
     page.locator("details", has=page.locator("summary", has_text="Raw JSON")).locator("summary").click()
     assert GEO["identifier"] in page.locator("#raw-h ~ details pre").inner_text()
+    page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=str(shots / "entry-1440.png"))  # the top of the page: what a reader sees first
 
 
