@@ -101,7 +101,7 @@ def test_rooms_import_only_the_rooms_they_name(module: str) -> None:
     assert sorted(others - {room} - ROOMS[room]) == []
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("ard_mcp.surfaces")))
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith(("ard_mcp.surfaces", "ard_mcp.ui"))))
 def test_surfaces_hold_no_ranking_or_storage_logic(module: str) -> None:
     assert sorted(i for i in _imports(module) if i.startswith(INTERNALS)) == []
 

@@ -326,6 +326,11 @@ def test_an_operator_adds_a_catalog_and_sees_the_crawler_and_registrations(tab: 
             page.get_by_role("button", name="Crawl it").click()
         report = page.locator(".report").inner_text()
         assert "1 added" in report and "ingested" in report
+        progress = page.locator("ol.progress li").all_inner_texts()  # the lines streamed while it ran
+        assert any(catalog.url("/.well-known/ai-catalog.json") in line for line in progress), progress
+        assert serious_violations(page) == [] and no_horizontal_scroll(page)
+        page.get_by_role("link", name="Back to the operator's page").click()
+        page.wait_for_url(lambda url: urlsplit(url).path == "/operator")
         sources = page.locator("section", has=page.locator("#sources-h"))
         row = sources.locator("tr", has_text=catalog.url("/.well-known/ai-catalog.json"))
         assert row.count() == 1 and "ok" in row.inner_text()

@@ -11,11 +11,11 @@ from starlette.responses import RedirectResponse, Response
 
 from ard_mcp.errors import InvalidArgument, PermissionDenied, Unauthenticated
 from ard_mcp.surfaces.rest.routes import run, state_of
+from ard_mcp.ui.crawl_stream import crawl_page
 from ard_mcp.ui.operator_view import operator_view
 from ard_mcp.ui.render import page
 from ard_mcp.ui.security import CSRF_FIELD, SESSION_COOKIE, SESSION_SECONDS, check_csrf, secured, set_cookie
 from ard_mcp.ui.site import Handler, Site
-from ard_mcp.web.report import CrawlReport, CrawlRequest
 from ard_mcp.web.settings import CrawlSettings
 
 MAX_FIELD = 2048
@@ -60,19 +60,14 @@ def operator_routes(web: Site) -> list[tuple[str, str, Handler]]:
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response
 
-    async def dashboard(request: Request, report: CrawlReport | None = None) -> Response:
+    async def overview(request: Request) -> Response:
         if web.operator(request) is None:
             return _see_other(request, "/operator/login")
         state = state_of(request)
         view = await run(operator_view, state.open_registry(), state.open_services(), web.viewer(request))
-        return page(request, "operator.html", view=view, report=report, **web.nav(request))
-
-    async def overview(request: Request) -> Response:
-        return await dashboard(request)
+        return page(request, "operator.html", view=view, **web.nav(request))
 
     async def crawl(request: Request) -> Response:
-        from ard_mcp.web.service import run_crawl
-
         fields = await _form(request)
         if web.operator(request) is None:
             raise Unauthenticated("sign in as an operator to add a catalog")
@@ -80,10 +75,9 @@ def operator_routes(web: Site) -> list[tuple[str, str, Handler]]:
         if not target:
             raise InvalidArgument("url: give the catalog's URL or its domain")
         state = state_of(request)
-        report = await run_crawl(
-            state.open_registry(), state.settings.crawl or CrawlSettings(), CrawlRequest(targets=[target], refresh=False, force=False)
+        return crawl_page(
+            request, state.open_registry(), state.settings.crawl or CrawlSettings(), target, web.signed_in(request) is not None
         )
-        return await dashboard(request, report)
 
     return [
         ("/operator/login", "GET", login_page),

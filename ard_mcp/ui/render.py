@@ -35,12 +35,17 @@ def environment() -> Environment:
     return env
 
 
-def page(request: Request, template: str, status: int = 200, **context: Any) -> Response:
-    """The rendered template with the security headers; pages differ per viewer, so none is cached."""
+NO_STORE = {"Cache-Control": "no-store"}  # pages differ per viewer: none is cached
+
+
+def render(request: Request, template: str, **context: Any) -> str:
     context.setdefault("signed_in", False)
-    html = environment().get_template(template).render(request=request, csrf=csrf_token(request), **context)
-    response = HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store"})
-    return secured(request, response)
+    return environment().get_template(template).render(request=request, csrf=csrf_token(request), **context)
+
+
+def page(request: Request, template: str, status: int = 200, **context: Any) -> Response:
+    """The rendered template with the security headers."""
+    return secured(request, HTMLResponse(render(request, template, **context), status_code=status, headers=NO_STORE))
 
 
 def wants_html(request: Request) -> bool:

@@ -104,6 +104,11 @@ class SearchView:
     next_url: str | None
     previous_url: str | None
 
+    @property
+    def first_number(self) -> int:
+        """The number the page's first result is shown with."""
+        return (self.state.page - 1) * PAGE_SIZE + 1
+
     def chips(self) -> list[tuple[str, str, str]]:
         """(heading, value, URL without it) of each chosen facet value: the removable filters."""
         labels = {param: label for param, _, label in FACETS}
