@@ -15,7 +15,8 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 import pytest
 
-from ard_mcp.invocation.audit import AuditLog, AuditRecord
+from tests.agent_servers import aidip_agent
+from tests.agent_servers import serving as agent_serving
 from tests.conftest import WEATHER
 from tests.processes import serving
 from tests.web_browser import (
@@ -27,10 +28,12 @@ from tests.web_browser import (
     PUBLISHER_TOKEN,
     PWN,
     TOKEN_FILE,
+    TRANSLATOR,
     need_chromium,
     no_horizontal_scroll,
     register,
     serious_violations,
+    translator,
 )
 from tests.web_publisher import Publisher
 
@@ -41,26 +44,21 @@ MCP = "application/mcp-server-card+json"
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """The server's URL and data directory; it federates with one upstream registry (a loopback site that
-    answers every search with no results)."""
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The server's URL; it federates with one upstream registry (a loopback site that
+    answers every search with no results) and may call one agent (an AIDIP agent on another loopback port)."""
     need_chromium()
     root = tmp_path_factory.mktemp("web-page")
     tokens = root / "tokens.txt"
     tokens.write_text(TOKEN_FILE, encoding="utf-8")
     tokens.chmod(0o600)
-    with Publisher() as upstream:
+    args = ("--transport", "streamable-http", "--token-file", str(tokens), "--allow-private-networks", "--allow-invocation")
+    with Publisher() as upstream, agent_serving(lambda base: aidip_agent()) as agent:
         upstream.put("/search", {"results": []})
-        args = ("--transport", "streamable-http", "--token-file", str(tokens), "--allow-private-networks", "--upstream", upstream.origin)
-        with serving(root / "data", *args) as base:
-            register(base, ENTRIES)
+        with serving(root / "data", *args, "--upstream", upstream.origin) as base:
+            register(base, [*ENTRIES, translator(agent)])
             register(base, [HOSTILE], PUBLISHER_TOKEN)
-            yield base, root / "data"
-
-
-@pytest.fixture(scope="module")
-def site(served: tuple[str, Path]) -> str:
-    return served[0]
+            yield base
 
 
 @pytest.fixture(scope="module")
@@ -340,20 +338,34 @@ def test_an_operator_adds_a_catalog_and_sees_the_crawler_and_registrations(tab: 
     assert page.locator("li.result h3").all_inner_texts() == ["Rain Radar"]
 
 
-def test_the_operator_sees_upstreams_answer_and_agents_called(tab: Tab, served: tuple[str, Path]) -> None:
-    base, data_dir = served
-    httpx.post(f"{base}/search", json={"query": {"text": "weather"}, "federation": "auto"}, timeout=60).raise_for_status()
-    call = AuditRecord(
-        at="2026-11-27T09:00:00Z", caller="operator", identifier=GEO["identifier"], tool="<geocode>", outcome="ok", durationMs=41.5
-    )
-    AuditLog(data_dir).append(call)  # what the invocation service writes after a call
+def test_an_operator_tries_an_agent_from_its_page_and_sees_the_call_logged(tab: Tab) -> None:
     page = tab.page
+    page.goto("/entry?" + urlencode({"id": TRANSLATOR}))
+    assert page.get_by_role("heading", name="Try it").count() == 0  # not for anonymous visitors
     _sign_in(tab)
-    upstreams = page.get_by_role("region", name="Upstream registries")
+    page.goto("/entry?" + urlencode({"id": TRANSLATOR}))
+    page.get_by_label("Tool, skill or operation").select_option("translateText")
+    page.get_by_label("Arguments (a JSON object)").fill('{"text": "<b>hello</b>", "target_language": "fr"}')
+    with page.expect_navigation():
+        page.get_by_role("button", name="Call it").click()
+    assert '"translated_text": "[fr] <b>hello</b>"' in page.locator("pre").inner_text() and page.locator("b").count() == 0
+    assert serious_violations(page) == []
+    page.go_back()
+    page.get_by_label("Arguments (a JSON object)").fill("[1, 2]")
+    with page.expect_navigation() as navigation:
+        page.get_by_role("button", name="Call it").click()
+    assert navigation.value.status == 400 and "must be a JSON object" in page.get_by_role("alert").inner_text()
+    page.goto("/operator")
+    audit = page.get_by_role("region", name="Invocation audit log").locator("tbody tr").first.inner_text()
+    assert TRANSLATOR in audit and "translateText" in audit and "operator" in audit and "ok" in audit
+
+
+def test_the_operator_sees_whether_upstreams_answer(tab: Tab, site: str) -> None:
+    httpx.post(f"{site}/search", json={"query": {"text": "weather"}, "federation": "auto"}, timeout=60).raise_for_status()
+    _sign_in(tab)
+    upstreams = tab.page.get_by_role("region", name="Upstream registries")
     cells = upstreams.locator("tbody tr").first.locator("td").all_inner_texts()
     assert cells[1:4] == ["the operator", "closed", "0"] and re.fullmatch(r"\d+\.\d ms", cells[4]), cells
-    audit = page.get_by_role("region", name="Invocation audit log").locator("tbody tr").first.inner_text()
-    assert GEO["identifier"] in audit and "<geocode>" in audit and "42 ms" in audit
 
 
 def test_forms_refuse_cross_site_posts(site: str) -> None:

@@ -18,7 +18,7 @@ from tests.conftest import INVOICES, PDF, TRANSLATE, WEATHER
 CHROMIUM = Path(os.environ.get("ARD_MCP_CHROMIUM", "/usr/bin/chromium"))
 OPERATOR_TOKEN = "operator-token-0123456789abcdef"
 PUBLISHER_TOKEN = "publisher-token-0123456789abcdef"
-TOKEN_FILE = f"operator {OPERATOR_TOKEN} *\npublisher {PUBLISHER_TOKEN} evil.example\n"
+TOKEN_FILE = f"operator {OPERATOR_TOKEN} * invoke\npublisher {PUBLISHER_TOKEN} evil.example\n"
 SERIOUS = ("serious", "critical")
 
 GEO: dict[str, Any] = {
@@ -77,6 +77,19 @@ FILLERS = [
     for n in range(12)
 ]
 ENTRIES = [WEATHER, INVOICES, PDF, TRANSLATE, GEO, *FILLERS]
+TRANSLATOR = "urn:air:agents.example:translate"
+
+
+def translator(base: str) -> dict[str, Any]:
+    """AIDIP metadata of the test agent at `base` (tests/agent_servers.aidip_agent), which the operator may call."""
+    return {
+        "id": TRANSLATOR,
+        "name": "Translator",
+        "description": "Translates text into another language.",
+        "endpoint": base + "/translate",
+        "publisher": "Agents Example",
+        "operations": [{"name": "translateText", "description": "Translate a text.", "inputs": {"type": "object"}}],
+    }
 
 
 def need_chromium() -> None:

@@ -162,7 +162,10 @@ class TokenStore:
         """Who calls an agent, for the invocation policy: on a registry without credentials the local caller
         of an open registry (the policy's `--allow-invocation` decides); else the token's principal, or
         `Unauthenticated` (401) without a valid one."""
-        principal = self.writer(headers)
+        return self.caller_for(self.writer(headers))
+
+    def caller_for(self, principal: Principal) -> Caller:
+        """The caller `principal` is, however it proved itself (a bearer token, the web page's sign-in)."""
         return Caller(principal.name, principal.invoke or not self.configured)
 
     def viewer(self, headers: Mapping[str, str] | None) -> Viewer:

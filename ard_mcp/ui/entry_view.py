@@ -16,6 +16,7 @@ from ard_mcp.formats.catalog import CatalogEntry
 from ard_mcp.formats.entry_facts import CRAWL_ETAG_KEY, CRAWL_FETCHED_KEY, CRAWL_MODIFIED_KEY, CRAWL_SOURCE_KEY, CRAWL_VIA_KEY
 from ard_mcp.formats.identifiers import publisher_of
 from ard_mcp.formats.messages import SearchResult, TrustFinding
+from ard_mcp.invocation.calls import Target
 from ard_mcp.invocation.policy import Limits
 from ard_mcp.invocation.targets import Offline, target_of
 from ard_mcp.registry import Registry
@@ -60,6 +61,7 @@ class EntryView:
     hosts: list[HostConfig]
     hosts_missing: str | None  # for an MCP server with no configuration to give: why
     raw: str
+    offline: str | None  # why the registry cannot call it (None: it can, and an operator may try it here)
 
 
 def _callables(data: Mapping[str, Any]) -> list[Offer]:
@@ -85,9 +87,13 @@ def _server_name(entry: CatalogEntry) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", entry.identifier.rsplit(":", 1)[-1]).strip("-")[:64] or "server"
 
 
+def _target(entry: CatalogEntry) -> Target | Offline:
+    return target_of(entry.model_dump(mode="json", by_alias=True), Limits())
+
+
 def _launch(entry: CatalogEntry) -> tuple[dict[str, Any], dict[str, Any]] | str:
     """(what Claude Desktop and Cursor run, what VS Code runs) for an MCP server, or why there is none."""
-    target = target_of(entry.model_dump(mode="json", by_alias=True), Limits())
+    target = _target(entry)
     if not isinstance(target, Offline):  # a remote server: hosts connect to its URL
         kind = "sse" if target.transport_kind == "sse" else "http"
         return {"url": target.url}, {"type": kind, "url": target.url}
@@ -146,4 +152,5 @@ def entry_view(registry: Registry, reference: str, task: str | None, viewer: Vie
         hosts=hosts,
         hosts_missing=missing,
         raw=json.dumps(entry.model_dump(mode="json", by_alias=True, exclude_none=True), indent=2, ensure_ascii=False),
+        offline=target.reason if isinstance(target := _target(entry), Offline) else None,
     )

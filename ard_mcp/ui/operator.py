@@ -1,9 +1,11 @@
 """The operator's routes: sign in with a write token (the form posts it once; a session cookie carries the
-sign-in after), the operator's page, adding a catalog by URL (a crawl, as `POST /crawl` runs it) and
-signing out. Every post must carry the page's CSRF token (`security`)."""
+sign-in after), the operator's page, adding a catalog by URL (a crawl, as `POST /crawl` runs it), trying an
+agent from its page (a call, as `POST /agents/{id}/invoke` makes it) and signing out. Every post must carry
+the page's CSRF token (`security`)."""
 
 from __future__ import annotations
 
+import json
 from urllib.parse import parse_qsl
 
 from starlette.requests import Request
@@ -79,7 +81,26 @@ def operator_routes(web: Site) -> list[tuple[str, str, Handler]]:
             request, state.open_registry(), state.settings.crawl or CrawlSettings(), target, web.signed_in(request) is not None
         )
 
+    async def invoke(request: Request) -> Response:
+        """The entry page's "try it" form: one call through the invocation service, as `POST /agents/{id}/invoke`."""
+        fields = await _form(request)
+        principal = web.operator(request)
+        if principal is None:
+            raise Unauthenticated("sign in as an operator to call an agent from the page")
+        try:
+            arguments = json.loads(fields.get("arguments") or "{}")
+        except ValueError as exc:
+            raise InvalidArgument(f"arguments: not JSON ({exc})") from None
+        if not isinstance(arguments, dict):
+            raise InvalidArgument("arguments: the agent's input must be a JSON object")
+        state = state_of(request)
+        invoker = state.open_services().invoker(state.open_registry())
+        caller = state.settings.tokens.caller_for(principal)
+        answer = await invoker.call(fields.get("id", ""), fields.get("tool") or None, arguments, web.viewer(request), caller)
+        return page(request, "invoked.html", answer=answer, **web.nav(request))
+
     return [
+        ("/operator/invoke", "POST", invoke),
         ("/operator/login", "GET", login_page),
         ("/operator/login", "POST", login),
         ("/operator/logout", "POST", logout),

@@ -45,6 +45,7 @@ def page_routes(site: Site) -> list[tuple[str, str, Handler]]:
         task = request.query_params.get("q", "").strip() or None
         reference = request.query_params.get("id", "")
         view = await run(entry_view, state_of(request).open_registry(), reference, task, site.viewer(request))
-        return page(request, "entry.html", view=view, task=task or "", **site.nav(request))
+        operator = site.operator(request) is not None
+        return page(request, "entry.html", view=view, task=task or "", operator=operator, **site.nav(request))
 
     return [("/", "GET", search), ("/entry", "GET", entry)]

@@ -32,7 +32,7 @@ HEADERS = {
     "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
 }
-FORM_PATHS = frozenset({"/operator/login", "/operator/logout", "/operator/crawl"})
+FORM_PATHS = frozenset({"/operator/login", "/operator/logout", "/operator/crawl", "/operator/invoke"})
 """The page's form posts (application/x-www-form-urlencoded): the guard lets them through where it refuses
 a simple body elsewhere, after the Origin check that REST writes pass."""
 SESSION_COOKIE = "ard_session"
