@@ -23,6 +23,7 @@ def environment() -> Environment:
         loader=PackageLoader("ard_mcp.ui", "templates"),
         autoescape=True,
         undefined=StrictUndefined,  # a misspelt name fails the tests instead of rendering as nothing
+        auto_reload=False,  # the templates ship in the package: no stat() of each on every page
         trim_blocks=True,
         lstrip_blocks=True,
     )

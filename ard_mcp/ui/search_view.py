@@ -15,10 +15,11 @@ from ard_mcp.formats.catalog import CatalogEntry
 from ard_mcp.formats.entry_facts import CRAWL_SOURCE_KEY, TRUST_STATUS
 from ard_mcp.formats.identifiers import publisher_of
 from ard_mcp.formats.limits import MAX_QUERY_CHARS
-from ard_mcp.formats.messages import FacetRequest, MatchedExample, SearchResult, TrustFinding
+from ard_mcp.formats.messages import ExploreResponse, FacetRequest, MatchedExample, SearchResult, TrustFinding
 from ard_mcp.registry import Registry
 from ard_mcp.search.paging import encode_token
 from ard_mcp.search.query import SearchQuery
+from ard_mcp.search.results import SearchPage
 from ard_mcp.search.visibility import Viewer
 
 PAGE_SIZE = 10
@@ -129,12 +130,10 @@ def _row(result: SearchResult) -> Row:
     )
 
 
-def _facets(registry: Registry, state: PageState, viewer: Viewer) -> list[Facet]:
-    requests = [FacetRequest(field=field, limit=FACET_LIMIT) for _, field, _ in FACETS]
-    found = registry.explore(state.text or None, state.filter(), requests, viewer).facets
+def _facets(state: PageState, found: ExploreResponse) -> list[Facet]:
     out = []
     for param, field, label in FACETS:
-        result = found[field]
+        result = found.facets[field]
         buckets = []
         for bucket in result.buckets:
             chosen = (param, bucket.value) in state.chosen
@@ -144,25 +143,46 @@ def _facets(registry: Registry, state: PageState, viewer: Viewer) -> list[Facet]
     return out
 
 
-def search_view(registry: Registry, state: PageState, viewer: Viewer) -> SearchView:
-    """One page of results and the facet counts over what matched (blocking: call from a worker thread)."""
+@dataclass(frozen=True)
+class Found:
+    """What the registry answered for a page: exactly what `POST /search` (its page and ARD results) and
+    `POST /explore` (the facet counts) get for the same query."""
+
+    page: SearchPage
+    results: list[SearchResult] | None  # None when browsing: an unranked page has candidates, no scores
+    facets: ExploreResponse
+
+
+def fetch(registry: Registry, state: PageState, viewer: Viewer) -> Found:
+    """The registry's calls for one page (blocking: call from a worker thread)."""
     query = SearchQuery.of(state.text or None, state.filter(), page_size=PAGE_SIZE)
     if state.page > 1:  # the token `POST /search` would have handed back for this page
         query = replace(query, page_token=encode_token((state.page - 1) * PAGE_SIZE, query.key()))
-    found = registry.search(query, viewer=viewer)
-    if query.text is None:
-        rows = [
-            Row(CatalogEntry.model_validate(c.agent.entry), publisher_of(str(c.agent.entry["identifier"])), TrustFinding.of(c.trust))
-            for c in found.candidates
-        ]
+    page = registry.search(query, viewer=viewer)
+    requests = [FacetRequest(field=field, limit=FACET_LIMIT) for _, field, _ in FACETS]
+    facets = registry.explore(query.text, state.filter(), requests, viewer)
+    return Found(page, page.results() if query.text else None, facets)
+
+
+def build(state: PageState, found: Found) -> SearchView:
+    """The page's view of what the registry answered: its rows, facet links and paging links."""
+    if found.results is None:
+        entries = [c.agent.entry for c in found.page.candidates]
+        trust = [TrustFinding.of(c.trust) for c in found.page.candidates]
+        rows = [Row(CatalogEntry.model_validate(e), publisher_of(str(e["identifier"])), t) for e, t in zip(entries, trust, strict=True)]
     else:
-        rows = [_row(result) for result in found.results()]
+        rows = [_row(result) for result in found.results]
     return SearchView(
         state=state,
         rows=rows,
-        facets=_facets(registry, state, viewer),
-        total=found.total,
-        confidence=found.confidence if query.text else None,
-        next_url=state.url(page=state.page + 1) if found.page_token and state.page < MAX_PAGE else None,
+        facets=_facets(state, found.facets),
+        total=found.page.total,
+        confidence=found.page.confidence if found.results is not None else None,
+        next_url=state.url(page=state.page + 1) if found.page.page_token and state.page < MAX_PAGE else None,
         previous_url=state.url(page=state.page - 1) if state.page > 1 else None,
     )
+
+
+def search_view(registry: Registry, state: PageState, viewer: Viewer) -> SearchView:
+    """One page of results and the facet counts over what matched (blocking: call from a worker thread)."""
+    return build(state, fetch(registry, state, viewer))

@@ -61,4 +61,7 @@ def shown(value: object, words: Iterable[str] = ()) -> Markup:
 def visible(value: object) -> str:
     """`value` as plain text (for a page's title, which holds no markup) with each invisible character named."""
     text = "" if value is None else str(value)
-    return "".join(f"[U+{ord(c):04X}]" if invisible_kind(text, i) else c for i, c in enumerate(text))
+    hidden = [m.start() for m in _SUSPECT.finditer(text) if invisible_kind(text, m.start())]
+    for i in reversed(hidden):
+        text = f"{text[:i]}[U+{ord(text[i]):04X}]{text[i + 1 :]}"
+    return text
