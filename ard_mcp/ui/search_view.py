@@ -25,6 +25,7 @@ from ard_mcp.search.visibility import Viewer
 PAGE_SIZE = 10
 MAX_PAGE = 1000  # a page number past this is a typo, not a browse (10,000 results deep)
 FACET_LIMIT = 8
+FACET_ALL = 100  # the values of the one facet opened with "show all" (`all=`): a long list, still one page
 # URL parameter, filter field, heading: the facets the sidebar shows, in order.
 FACETS: tuple[tuple[str, str, str], ...] = (
     ("type", "type", "Type"),
@@ -43,6 +44,7 @@ class PageState:
     text: str = ""
     chosen: tuple[tuple[str, str], ...] = ()  # (parameter, value), in the order they were chosen
     page: int = 1
+    opened: str | None = None  # the facet whose every value is shown (`all=`)
 
     @classmethod
     def of(cls, params: QueryParams) -> PageState:
@@ -51,7 +53,8 @@ class PageState:
         raw = params.get("page", "1")
         if not (raw.isdigit() and 1 <= int(raw) <= MAX_PAGE):
             raise InvalidArgument(f"page: must be a whole number from 1 to {MAX_PAGE} (got {raw[:20]!r})")
-        return cls(text, chosen, int(raw))
+        opened = params.get("all")
+        return cls(text, chosen, int(raw), opened if opened in _FIELD else None)
 
     def filter(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
@@ -59,10 +62,14 @@ class PageState:
             out.setdefault(_FIELD[param], []).append(value)
         return out
 
-    def url(self, *, add: tuple[str, str] | None = None, remove: tuple[str, str] | None = None, page: int = 1) -> str:
-        """This state's URL with one facet value added or removed, at `page` (the first, unless paging)."""
+    def url(
+        self, *, add: tuple[str, str] | None = None, remove: tuple[str, str] | None = None, page: int = 1, opened: str | None = None
+    ) -> str:
+        """This state's URL with one facet value added or removed, at `page` (the first, unless paging), with
+        the facet `opened` showing all its values."""
         chosen = [c for c in self.chosen if c != remove] + ([add] if add and add not in self.chosen else [])
         params = ([("q", self.text)] if self.text else []) + chosen + ([("page", str(page))] if page > 1 else [])
+        params += [("all", opened)] if opened else []
         return "/?" + urlencode(params) if params else "/"
 
 
@@ -80,6 +87,7 @@ class Facet:
     label: str
     buckets: list[Bucket]
     other: int
+    all_url: str | None  # where every value of it is shown, when some are not
 
 
 @dataclass(frozen=True)
@@ -139,7 +147,7 @@ def _facets(state: PageState, found: ExploreResponse) -> list[Facet]:
             chosen = (param, bucket.value) in state.chosen
             url = state.url(remove=(param, bucket.value)) if chosen else state.url(add=(param, bucket.value))
             buckets.append(Bucket(bucket.value, bucket.count, url, chosen))
-        out.append(Facet(param, label, buckets, result.otherCount))
+        out.append(Facet(param, label, buckets, result.otherCount, state.url(opened=param) if result.otherCount else None))
     return out
 
 
@@ -159,7 +167,7 @@ def fetch(registry: Registry, state: PageState, viewer: Viewer) -> Found:
     if state.page > 1:  # the token `POST /search` would have handed back for this page
         query = replace(query, page_token=encode_token((state.page - 1) * PAGE_SIZE, query.key()))
     page = registry.search(query, viewer=viewer)
-    requests = [FacetRequest(field=field, limit=FACET_LIMIT) for _, field, _ in FACETS]
+    requests = [FacetRequest(field=field, limit=FACET_ALL if param == state.opened else FACET_LIMIT) for param, field, _ in FACETS]
     facets = registry.explore(query.text, state.filter(), requests, viewer)
     return Found(page, page.results() if query.text else None, facets)
 
