@@ -28,6 +28,7 @@ LAYERS = {  # a module may import from its own layer and those below
     "ard_mcp.federation": 6,
     "ard_mcp.invocation": 6,  # calling what was found: stands on the registry (entries, visibility) and the network layer
     "ard_mcp.surfaces": 7,
+    "ard_mcp.ui": 7,  # the web page: a surface like REST, whose app mounts it (and whose guard knows its form posts)
     "ard_mcp.__main__": 8,
 }
 # Rooms of one layer and the others each may import. The crawler checks trust manifests as entries arrive;
@@ -100,7 +101,7 @@ def test_rooms_import_only_the_rooms_they_name(module: str) -> None:
     assert sorted(others - {room} - ROOMS[room]) == []
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("ard_mcp.surfaces")))
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith(("ard_mcp.surfaces", "ard_mcp.ui"))))
 def test_surfaces_hold_no_ranking_or_storage_logic(module: str) -> None:
     assert sorted(i for i in _imports(module) if i.startswith(INTERNALS)) == []
 

@@ -192,7 +192,7 @@ def test_example_catalog_covers_the_documented_features() -> None:
 
 
 @pytest.mark.slow  # builds a wheel
-def test_wheel_bundles_the_embedding_model(tmp_path: Path) -> None:
+def test_wheel_bundles_the_embedding_model_and_the_web_page(tmp_path: Path) -> None:
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path), str(REPO)],
         capture_output=True,
@@ -209,6 +209,8 @@ def test_wheel_bundles_the_embedding_model(tmp_path: Path) -> None:
         for name in ("model.onnx", "tokenizer.json", "model.json"):
             assert f"ard_mcp/bundled_model/{name}" in names
         assert json.loads(zf.read("ard_mcp/bundled_model/model.json")) == manifest
+        page = [p.relative_to(REPO).as_posix() for folder in ("templates", "static") for p in (REPO / "ard_mcp" / "ui" / folder).iterdir()]
+        assert page and sorted(set(page) - names) == []  # the page's templates and assets: nothing comes from a CDN
         for name, expected in manifest["files"].items():
             digest = hashlib.sha256()
             with zf.open(f"ard_mcp/bundled_model/{name}") as fh:

@@ -149,13 +149,14 @@ class Federation:
                 answer.warnings.append(f"upstream {upstream.url}: {note}")
 
         async def ask(upstream: Upstream) -> None:
+            started = anyio.current_time()
             try:
                 got = await self.client.search(upstream, body, path, self.settings.identity, query.page_size)
             except UpstreamError as exc:
                 self.breakers.failed(upstream.url)
                 answer.warnings.append(str(exc))
                 return
-            self.breakers.succeeded(upstream.url)
+            self.breakers.succeeded(upstream.url, anyio.current_time() - started)
             rankings[upstream.url], notes = await screening.results(got.rows, upstream.url, until)
             warn(upstream, [*got.notes, *notes])
 

@@ -162,15 +162,21 @@ class TokenStore:
         """Who calls an agent, for the invocation policy: on a registry without credentials the local caller
         of an open registry (the policy's `--allow-invocation` decides); else the token's principal, or
         `Unauthenticated` (401) without a valid one."""
-        principal = self.writer(headers)
+        return self.caller_for(self.writer(headers))
+
+    def caller_for(self, principal: Principal) -> Caller:
+        """The caller `principal` is, however it proved itself (a bearer token, the web page's sign-in)."""
         return Caller(principal.name, principal.invoke or not self.configured)
 
     def viewer(self, headers: Mapping[str, str] | None) -> Viewer:
         """Who may see what (`metadata.visibleTo`): the token's principal; anonymous without a valid one; on
         a registry without credentials everyone, since nobody could prove to be anyone."""
+        return self.viewer_for(self.principal(headers))
+
+    def viewer_for(self, principal: Principal | None) -> Viewer:
+        """What `principal` may see, however it proved itself (a bearer token, the web page's sign-in)."""
         if not self.configured:
             return EVERYONE
-        principal = self.principal(headers)
         return NOBODY if principal is None else Viewer(principal.name, principal.may_write)
 
     def may_see_everything(self, headers: Mapping[str, str] | None) -> bool:

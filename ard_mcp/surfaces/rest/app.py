@@ -1,5 +1,6 @@
 """The app: one Starlette application, one process, MCP (streamable HTTP at `/mcp`, or SSE at `/sse`)
-beside the REST routes of ARD (§7), the Xu discovery profile and AIDIP, all over ONE registry."""
+beside the REST routes of ARD (§7), the Xu discovery profile and AIDIP, and the web page at `/`
+(`ard_mcp.ui`), all over ONE registry."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from ard_mcp.surfaces.rest.operations import OPERATIONS, dialect_for
 from ard_mcp.surfaces.rest.routes import AppState, state_of
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.surfaces.services import Services
+from ard_mcp.ui.routes import web_page_routes
 from ard_mcp.web.refresh import refresh_forever
 
 log = logging.getLogger(__name__)
@@ -100,6 +102,7 @@ def build_app(
     routes: list[BaseRoute] = [op.route() for op in OPERATIONS]
     routes.append(Route("/openapi.json", openapi_json, methods=["GET"]))
     routes += mcp_app.routes
+    routes += web_page_routes()
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:

@@ -1,6 +1,6 @@
 """What is refused before any route: a Host header this server does not answer for (DNS rebinding, 421),
 a body over the size limit (413) or not sent in time (408), a web page of a foreign origin writing or
-using the MCP endpoint (403) and a body type a browser can send cross-site without a CORS preflight (415):
+using the MCP endpoint or posting the web page's forms (403) and a body type a browser can send cross-site without a CORS preflight (415):
 for REST writes anything but JSON, a missing Content-Type included. Answered in the error object of the
 operation the request was for.
 
@@ -32,8 +32,10 @@ from ard_mcp.surfaces.rest.errors import error_response
 from ard_mcp.surfaces.rest.operations import dialect_for, is_invocation, is_write
 from ard_mcp.surfaces.rest.ratelimit import Limiter
 from ard_mcp.surfaces.rest.settings import HttpSettings, is_loopback
+from ard_mcp.ui.security import FORM_PATHS
 
-_SIMPLE_BODY_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data", "text/plain")
+_FORM = "application/x-www-form-urlencoded"
+_SIMPLE_BODY_TYPES = (_FORM, "multipart/form-data", "text/plain")
 _BODY_METHODS = ("POST", "PUT")
 _MCP_PATHS = ("/mcp", "/sse", "/messages")
 
@@ -76,14 +78,17 @@ class GuardMiddleware:
         if length is not None and length.isdigit() and int(length) > self.settings.max_body_bytes:
             return PayloadTooLarge(f"request body of {length} bytes is over the limit of {self.settings.max_body_bytes} bytes")
         mcp, write = request.url.path.startswith(_MCP_PATHS), is_write(request.method, request.url.path)
+        form = _is_form(request)
         origin = request.headers.get("origin")
-        if (mcp or write) and not self.settings.origin_allowed(origin, host):
+        if (mcp or write or form) and not self.settings.origin_allowed(origin, host):
+            doing = "use the MCP endpoint" if mcp else "write to this registry" if write else "post this registry's forms"
             return PermissionDenied(
-                f"web pages at origin {origin} may not {'use the MCP endpoint' if mcp else 'write to this registry'}; "
-                "an operator allows an origin with --cors-origins (ARD_MCP_CORS_ORIGINS)"
+                f"web pages at origin {origin} may not {doing}; an operator allows an origin with --cors-origins (ARD_MCP_CORS_ORIGINS)"
             )
-        if request.method in _BODY_METHODS and not mcp:
-            media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if form and media_type != _FORM:
+            return UnsupportedMediaType(f"the web page's forms send {_FORM} (got {media_type or 'no Content-Type'})")
+        if request.method in _BODY_METHODS and not (mcp or form):
             if write and not is_json(media_type):
                 return UnsupportedMediaType(
                     f"a write's body must be JSON sent with Content-Type: application/json (got {media_type or 'no Content-Type'})"
@@ -133,10 +138,17 @@ class GuardMiddleware:
             return RequestTimeout(f"request body not received within {self.settings.body_timeout:g} s")
 
 
+def _is_form(request: Request) -> bool:
+    """A post of one of the web page's forms (`ard_mcp.ui.security.FORM_PATHS`)."""
+    return request.method == "POST" and request.url.path in FORM_PATHS
+
+
 def _kind(request: Request, body: bytes) -> str:
     """Which rate limit a request counts against: invocations (calling an agent), writes, or reads; an MCP
-    message (or batch) by the tools it calls."""
+    message (or batch) by the tools it calls. The web page's forms (signing in, a crawl) count as writes."""
     path = request.url.path
+    if _is_form(request):
+        return "writes"
     if not path.startswith(_MCP_PATHS):
         return "invocations" if is_invocation(request.method, path) else "writes" if is_write(request.method, path) else "reads"
     try:

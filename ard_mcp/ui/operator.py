@@ -1,0 +1,109 @@
+"""The operator's routes: sign in with a write token (the form posts it once; a session cookie carries the
+sign-in after), the operator's page, adding a catalog by URL (a crawl, as `POST /crawl` runs it), trying an
+agent from its page (a call, as `POST /agents/{id}/invoke` makes it) and signing out. Every post must carry
+the page's CSRF token (`security`)."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qsl
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from ard_mcp.errors import InvalidArgument, PermissionDenied, Unauthenticated
+from ard_mcp.surfaces.rest.routes import run, state_of
+from ard_mcp.ui.crawl_stream import crawl_page
+from ard_mcp.ui.operator_view import operator_view
+from ard_mcp.ui.render import page
+from ard_mcp.ui.security import CSRF_FIELD, SESSION_COOKIE, SESSION_SECONDS, check_csrf, secured, set_cookie
+from ard_mcp.ui.site import Handler, Site
+from ard_mcp.web.settings import CrawlSettings
+
+MAX_FIELD = 2048
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """The posted form's fields (the guard has bounded the body), after its CSRF token is checked."""
+    fields = dict(parse_qsl((await request.body()).decode("utf-8", "replace"), keep_blank_values=True))
+    check_csrf(request, fields.get(CSRF_FIELD))
+    return {k: v[:MAX_FIELD] for k, v in fields.items()}
+
+
+def _see_other(request: Request, path: str) -> Response:
+    return secured(request, RedirectResponse(path, status_code=303))
+
+
+def operator_routes(web: Site) -> list[tuple[str, str, Handler]]:
+    async def login_page(request: Request) -> Response:
+        if web.operator(request) is not None:
+            return _see_other(request, "/operator")
+        return page(request, "login.html", **web.nav(request))
+
+    async def login(request: Request) -> Response:
+        fields = await _form(request)
+        tokens = state_of(request).settings.tokens
+        principal = tokens.principal({"authorization": f"Bearer {fields.get('token', '').strip()}"})
+        if principal is None or not principal.may_write("*"):
+            failure = (
+                Unauthenticated("that is not a token of this registry")
+                if principal is None
+                else PermissionDenied("the operator's pages need a token that may write every publisher (*)")
+            )
+            return page(request, "login.html", failure.http_status, error=failure.message)
+        response = _see_other(request, "/operator")
+        set_cookie(request, response, SESSION_COOKIE, web.sessions.open(principal), max_age=SESSION_SECONDS)
+        return response
+
+    async def logout(request: Request) -> Response:
+        await _form(request)
+        web.sessions.close(request)
+        response = _see_other(request, "/")
+        response.delete_cookie(SESSION_COOKIE, path="/")
+        return response
+
+    async def overview(request: Request) -> Response:
+        if web.operator(request) is None:
+            return _see_other(request, "/operator/login")
+        state = state_of(request)
+        view = await run(operator_view, state.open_registry(), state.open_services(), web.viewer(request))
+        return page(request, "operator.html", view=view, **web.nav(request))
+
+    async def crawl(request: Request) -> Response:
+        fields = await _form(request)
+        if web.operator(request) is None:
+            raise Unauthenticated("sign in as an operator to add a catalog")
+        target = fields.get("url", "").strip()
+        if not target:
+            raise InvalidArgument("url: give the catalog's URL or its domain")
+        state = state_of(request)
+        return crawl_page(
+            request, state.open_registry(), state.settings.crawl or CrawlSettings(), target, web.signed_in(request) is not None
+        )
+
+    async def invoke(request: Request) -> Response:
+        """The entry page's "try it" form: one call through the invocation service, as `POST /agents/{id}/invoke`."""
+        fields = await _form(request)
+        principal = web.operator(request)
+        if principal is None:
+            raise Unauthenticated("sign in as an operator to call an agent from the page")
+        try:
+            arguments = json.loads(fields.get("arguments") or "{}")
+        except ValueError as exc:
+            raise InvalidArgument(f"arguments: not JSON ({exc})") from None
+        if not isinstance(arguments, dict):
+            raise InvalidArgument("arguments: the agent's input must be a JSON object")
+        state = state_of(request)
+        invoker = state.open_services().invoker(state.open_registry())
+        caller = state.settings.tokens.caller_for(principal)
+        answer = await invoker.call(fields.get("id", ""), fields.get("tool") or None, arguments, web.viewer(request), caller)
+        return page(request, "invoked.html", answer=answer, **web.nav(request))
+
+    return [
+        ("/operator/invoke", "POST", invoke),
+        ("/operator/login", "GET", login_page),
+        ("/operator/login", "POST", login),
+        ("/operator/logout", "POST", logout),
+        ("/operator", "GET", overview),
+        ("/operator/crawl", "POST", crawl),
+    ]
