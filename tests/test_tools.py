@@ -222,7 +222,10 @@ async def test_get_list_deregister_and_resource(server: Any) -> None:
         assert "orderBy" in await error(client, "list_agents", orderBy="colour")
 
         resource = await client.read_resource(f"ard://agents/{PDF['identifier']}")
-        assert json.loads(resource.contents[0].text) == PDF  # type: ignore[union-attr]
+        text = resource.contents[0].text  # type: ignore[union-attr]
+        assert json.loads(text) == PDF
+        got = await client.call_tool("get_agent", {"identifier": PDF["identifier"]})
+        assert text == got.content[0].text  # type: ignore[union-attr]  # compact, as get_agent: it was indented (+73%)
 
         gone = await call(client, "deregister_agent", identifier=PDF["identifier"])
         assert gone == {"status": "deleted", "identifier": PDF["identifier"]}
