@@ -202,6 +202,8 @@ async def test_register_is_an_idempotent_upsert_and_refuses_stale(server: Any) -
         assert (await call(client, "register_agent", entry=WEATHER))["status"] == "unchanged"
         newer = entry(WEATHER, description="Forecasts and severe-weather alerts.", updatedAt="2026-06-01T00:00:00Z")
         assert (await call(client, "register_agent", entry=newer))["status"] == "updated"
+        whole = await error(client, "register_agent", entry={"specVersion": "1.0", "entries": [WEATHER]})
+        assert "whole catalog" in whole and "crawl_catalogs" in whole and "`ard-mcp ingest FILE`" in whole
         stale = entry(WEATHER, description="An old copy.", updatedAt="2026-04-01T00:00:00Z")
         message = await error(client, "register_agent", entry=stale)
         assert "older than the stored" in message
