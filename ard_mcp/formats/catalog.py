@@ -174,7 +174,8 @@ class CatalogEntry(WireModel):
         return parse_timestamp(self.updatedAt) if self.updatedAt else None
 
     def wire(self) -> dict[str, Any]:
-        """The entry as served: as registered apart from what `leniency` normalised, valid against the schema."""
+        """The entry as served: as registered apart from what `leniency` normalised and the v0.9 name of its type,
+        valid against the schema."""
         return self.model_dump(mode="json", by_alias=True)
 
     def stored(self) -> dict[str, Any]:
