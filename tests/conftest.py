@@ -25,6 +25,15 @@ from tests.dns_responder import DnsResponder
 REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "tests" / "specs"  # vendored, pinned: see specs/README.md
 ARD_SPEC = SPECS / "ard-spec"  # ARD v0.9
+SHARED_DATA = Path(os.environ.get("ARD_MCP_SHARED_DATA") or REPO.parent / "shared" / "data")
+"""The benchmark catalogs (LiveMCPBench, MetaTool and the MCP registry seed as ai-catalog manifests, each
+folder's SOURCE.txt says where from). They are not in the repository, so a plain clone lacks them and the
+two tests that read them skip with `NO_SHARED_DATA` as the reason."""
+NO_SHARED_DATA = (
+    f"needs the benchmark catalogs, which are not part of the repository: {SHARED_DATA}/<livemcpbench, metatool, "
+    "mcp-registry-seed>/catalog.json (the workspace's shared/data folder, beside the checkout as ../shared/data); "
+    "put a copy there or set ARD_MCP_SHARED_DATA=DIR to run this test"
+)
 ARD_SCHEMAS = ARD_SPEC / "spec" / "schemas"
 
 WEATHER: dict[str, Any] = {

@@ -35,6 +35,9 @@ LENIENT = entry(  # what real catalogs send: served normalised, so still conform
 )
 
 
+V05_MCP = entry(WEATHER, identifier="urn:air:example.com:server:weather-v05", type="application/mcp-server+json")
+
+
 def conformance(mode: str, target: str) -> str:
     """Run the tool; its output, after checking it found no error (its warnings are allowed, and shown)."""
     env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
@@ -60,6 +63,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     assert report["rejected"] == [] and report["added"] >= len(EXAMPLES), report
     with serving(data_dir, "--transport", "streamable-http") as base:
         assert httpx.post(f"{base}/agents", json=LENIENT, timeout=60).status_code == 201
+        assert httpx.post(f"{base}/agents", json=V05_MCP, timeout=60).status_code == 201
         yield base
 
 
@@ -70,9 +74,14 @@ def test_registry_mode_passes_against_a_live_server(served: str) -> None:
 
 @pytest.mark.parametrize("path", ["/.well-known/ai-catalog.json", "/.well-known/ard.json"])
 def test_manifest_mode_passes_on_what_the_registry_serves(served: str, path: str) -> None:
-    conformance("manifest", served + path)
-    served_ids = {e["identifier"] for e in httpx.get(served + path, timeout=60).json()["entries"]}
-    assert "urn:air:example.com:weather-v2" in served_ids  # the lenient entry, in the spelling the schema accepts
+    output = conformance("manifest", served + path)
+    entries = {e["identifier"]: e for e in httpx.get(served + path, timeout=60).json()["entries"]}
+    assert "urn:air:example.com:weather-v2" in entries  # the lenient entry, in the spelling the schema accepts
+    # an entry registered with v0.5's MCP type is served with v0.9's (the tool warned 526 times on a real catalog),
+    # and the registry's own entry has its representative queries
+    assert entries[V05_MCP["identifier"]]["type"] == "application/mcp-server-card+json"
+    warnings = [line for line in output.splitlines() if line.lstrip().startswith("⚠")]
+    assert not [w for w in warnings if "mcp-server+json" in w or "[ard-mcp agent registry]" in w], warnings
 
 
 def test_manifest_mode_passes_on_the_example_catalog() -> None:

@@ -112,6 +112,19 @@ def test_robots_agentmap_and_html_link(registry: Registry, site: Publisher) -> N
     assert metadata(registry, PDF["identifier"])["crawlVia"] == "link"
 
 
+def test_the_url_of_an_html_page_is_read_for_its_catalog_links(registry: Registry, site: Publisher) -> None:
+    """`ard-mcp crawl https://site/about.html` once failed with "content type text/html is not one of ..."."""
+    site.put("/about.html", '<html><head><link rel="ai-catalog" href="/c/linked.json"></head></html>', content_type="text/html")
+    site.put("/c/linked.json", manifest(PDF))
+    site.put("/plain.html", "<html><body>no catalog here</body></html>", content_type="text/html")
+    report = crawl(registry, site.url("/about.html"), site.url("/plain.html"))
+
+    assert statuses(report) == {"about.html": "ingested", "linked.json": "ingested", "plain.html": "failed"}
+    assert metadata(registry, PDF["identifier"])["crawlVia"] == "nested"
+    failed = next(s for s in report.sources if s.url.endswith("/plain.html"))
+    assert failed.error is not None and 'without <link rel="ai-catalog">' in failed.error
+
+
 def test_dns_svcb_txt_and_registry_records(registry: Registry, site: Publisher) -> None:
     site.put("/dns/svcb.json", manifest(WEATHER))
     site.put("/dns/txt.json", manifest(PDF))

@@ -311,7 +311,7 @@ def test_an_export_ingested_into_an_empty_data_directory_restores_the_same_entri
     again = json.loads(ard("ingest", str(exported), "--json", data_dir=original).stdout)
     assert (again["added"], again["updated"]) == (0, 0)
     assert again["rejected"] == [
-        f"export.json: entries[0].data.entries[0]: {PDF['identifier']}: updatedAt {OLD_PDF['updatedAt']} is older than the "
+        f"{exported}: entries[0].data.entries[0]: {PDF['identifier']}: updatedAt {OLD_PDF['updatedAt']} is older than the "
         f"stored {NEW_PDF['updatedAt']}; nothing was changed"
     ]
 

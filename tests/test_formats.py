@@ -90,6 +90,30 @@ def test_xu_metadata_is_stored_as_an_ard_entry_that_keeps_the_document() -> None
     assert source_id_of(wire) == XU["id"] and bindings_of(wire) == XU["bindings"] and protocols_of(wire) == {"https"}
 
 
+def _inline_mcp(media_type: str, **server: Any) -> dict[str, Any]:
+    data = {"name": "io.example/convert", "description": "Converts documents.", **server}
+    raw = {"identifier": "urn:air:example.com:server:convert", "displayName": "Convert", "type": media_type, "data": data}
+    return parse_entry(raw).wire()
+
+
+@pytest.mark.parametrize("media_type", ["application/mcp-server+json", "application/mcp-server-card+json"])
+def test_an_inline_mcp_server_is_bound_to_its_remote_endpoints_not_its_urn(media_type: str) -> None:
+    """Xu §4.6: a binding says how the agent "can be contacted or invoked"; its URN said neither."""
+    remotes = [
+        {"type": "streamable-http", "url": "https://mcp.example.com/mcp"},
+        {"type": "sse", "url": "https://mcp.example.com/sse"},
+        {"type": "sse", "url": "https://{tenant}.example.com/sse"},  # a template: listed, not callable
+    ]
+    bound = bindings_of(_inline_mcp(media_type, remotes=remotes))
+    assert bound == [
+        {"protocol": "mcp", "endpoint": "https://mcp.example.com/mcp", "media_types": ["application/mcp-server-card+json"]},
+        {"protocol": "mcp", "endpoint": "https://mcp.example.com/sse", "media_types": ["application/mcp-server-card+json"]},
+    ]
+    # one that only runs from its package has nothing to call: no binding, and still the mcp protocol
+    local = _inline_mcp(media_type, packages=[{"registryType": "npm", "identifier": "@example/convert"}])
+    assert bindings_of(local) == [] and protocols_of(local) == {"mcp"}
+
+
 def test_aidip_metadata_is_stored_as_an_ard_entry_and_an_id_can_come_from_the_path() -> None:
     entry = parse_entry(to_entry(AIDIP))
     assert entry.identifier == "urn:air:api.example.com:agent-1" and entry.type == AIDIP_TYPE
@@ -124,9 +148,16 @@ def test_equivalent_media_types_have_one_canonical_spelling(spelling: str, canon
     assert canonical_type(spelling) == canonical
 
 
-def test_the_renamed_mcp_type_implies_mcp_under_either_name() -> None:
-    for media_type in ("application/mcp-server+json", "application/mcp-server-card+json; version=2"):
-        wire = parse_entry(
-            {"identifier": "urn:air:example.com:m", "displayName": "M", "type": media_type, "url": "https://example.com/m"}
-        ).wire()
-        assert protocols_of(wire) == {"mcp", "https"} and wire["type"] == media_type  # returned as registered
+@pytest.mark.parametrize(
+    ("registered", "served"),
+    [
+        ("application/mcp-server+json", "application/mcp-server-card+json"),
+        ("Application/MCP-Server+JSON; version=1.0", "application/mcp-server-card+json; version=1.0"),  # its parameters kept
+        ("application/mcp-server-card+json; version=2", "application/mcp-server-card+json; version=2"),
+        ("application/x-custom", "application/x-custom"),
+    ],
+)
+def test_the_renamed_mcp_type_is_served_by_its_v09_name_and_stored_as_registered(registered: str, served: str) -> None:
+    parsed = parse_entry({"identifier": "urn:air:example.com:m", "displayName": "M", "type": registered, "url": "https://example.com/m"})
+    assert parsed.wire()["type"] == served and parsed.stored()["type"] == registered
+    assert protocols_of(parsed.stored()) == protocols_of(parsed.wire()) == ({"mcp", "https"} if "mcp" in served else {"https"})

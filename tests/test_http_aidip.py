@@ -208,6 +208,16 @@ async def test_registration_errors_name_the_field(api: Api, body: dict[str, Any]
     assert expected in error["message"]
 
 
+@pytest.mark.parametrize(("method", "path"), [("POST", "/agents"), ("PUT", "/agents/urn:air:example.com:catalog:all")])
+async def test_a_whole_catalog_sent_as_one_agent_says_how_to_load_a_catalog(api: Api, method: str, path: str) -> None:
+    catalog = {"specVersion": "1.0", "host": {"displayName": "Example"}, "entries": [WEATHER, PDF]}
+    error = await aidip_error(api, method, path, 400, "InvalidInput", json=catalog)
+    assert "whole catalog" in error["message"] and "`ard-mcp ingest FILE`" in error["message"]
+    assert "POST /crawl" in error["message"] and "crawl_catalogs" in error["message"]
+    client, _ = api
+    assert (await client.get("/agents/urn:air:example.com:catalog:all")).status_code == 404  # nothing was registered
+
+
 async def test_two_broken_fields_are_listed_as_details(api: Api) -> None:
     error = await aidip_error(api, "POST", "/agents", 400, "InvalidInput", json=doc(AIDIP_TRANSLATOR, name=None, tags="nlp"))
     assert error["details"] == ["agent.name: is required", "agent.tags: input should be a valid list"]

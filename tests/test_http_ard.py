@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote
 
+import ard_publish  # type: ignore[import-untyped]
 import pytest
 
 from tests.conftest import INVOICES, PDF, SAMPLE, SKILL, TRANSLATE, WEATHER
@@ -258,6 +259,8 @@ async def test_well_known_manifest_lists_this_registry_and_its_entries(api: Api,
     assert own["type"] == "application/ai-registry+json" and own["url"] == "https://registry.example.com/"
     assert own["identifier"] == "urn:air:registry.example.com:registry:ard-mcp"
     assert {e["identifier"] for e in manifest["entries"][1:]} == {e["identifier"] for e in SAMPLE}
+    # `ard-publish validate` once refused every manifest served here over the registry's own entry (no queries)
+    assert [p for p in ard_publish.validate(manifest) if p.startswith(own["displayName"])] == []
 
 
 async def test_get_agent_by_identifier(api: Api) -> None:

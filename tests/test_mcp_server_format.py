@@ -19,7 +19,7 @@ from ard_mcp.formats.limits import MAX_LONG_TEXT, MAX_SHORT_TEXT
 from ard_mcp.formats.mcp_server import OFFICIAL, is_server_card, is_server_json, registry_records, to_entry
 from ard_mcp.formats.media_types import MCP_SERVER_CARD
 from ard_mcp.index.example_texts import extract_examples
-from tests.conftest import INVOICES, REPO, SPECS, WEATHER
+from tests.conftest import INVOICES, NO_SHARED_DATA, REPO, SHARED_DATA, SPECS, WEATHER
 from tests.http_support import assert_ard
 from tests.url_spellings import SPELLINGS
 
@@ -183,10 +183,10 @@ def test_the_older_registry_shape() -> None:
 
 
 def test_the_seed_catalogs_records() -> None:
-    """Every named record of the shared seed catalog, when it is there (a fresh clone may not have it)."""
-    path = REPO.parent / "shared" / "data" / "mcp-registry-seed" / "catalog.json"
+    """Every named record of the shared seed catalog, when it is there (a fresh clone does not have it)."""
+    path = SHARED_DATA / "mcp-registry-seed" / "catalog.json"
     if not path.exists():
-        pytest.skip(f"{path} is not on this machine")
+        pytest.skip(NO_SHARED_DATA)
     records = [e["data"] for e in json.loads(path.read_text(encoding="utf-8"))["entries"]]
     kept, _ = registry_records({"servers": records})
     assert kept and all(server["name"] for server, _ in kept)  # the unnamed ones are the non-latest ones

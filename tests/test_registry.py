@@ -145,7 +145,8 @@ def test_filters_follow_ard_semantics(loaded: Registry) -> None:
 
 def test_both_names_of_the_mcp_media_type_are_one_type(registry: Registry) -> None:
     """v0.9 renamed application/mcp-server+json (ADR 0008): a filter, a facet or a listing by either name
-    finds entries registered under both, and each entry keeps the name it was registered with."""
+    finds entries registered under both; each is served with the new name (its parameters kept) and stored
+    with the name it was registered with."""
     spellings = {
         "old": "application/mcp-server+json",
         "new": "application/mcp-server-card+json",
@@ -162,7 +163,12 @@ def test_both_names_of_the_mcp_media_type_are_one_type(registry: Registry) -> No
     assert [(b.value, b.count) for b in facets] == [("application/mcp-server-card+json", 3), ("application/ai-skill", 1)]
     found = registry.search(SearchQuery.of("merge two pdf files", {"type": "application/mcp-server+json"}, page_size=5)).response().results
     assert {r.identifier for r in found} == every and {r.type for r in found} == set(spellings.values())
-    assert registry.get("urn:air:docs.example.org:convert:old").type == "application/mcp-server+json"
+    # served in the v0.9 spelling, so a client comparing types exactly finds it; stored as the publisher sent it
+    old = registry.get("urn:air:docs.example.org:convert:old")
+    assert old.wire()["type"] == "application/mcp-server-card+json" and old.stored()["type"] == "application/mcp-server+json"
+    served = {"application/mcp-server-card+json", "application/mcp-server-card+json; version=1.0"}
+    assert {r.model_dump(mode="json")["type"] for r in found} == served
+    assert {e["type"] for e in registry.list({"type": "application/mcp-server-card+json"}).model_dump(mode="json")["items"]} == served
 
 
 def test_a_second_registry_on_the_same_directory_is_refused(registry: Registry, data_dir: Path) -> None:

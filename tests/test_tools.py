@@ -202,6 +202,8 @@ async def test_register_is_an_idempotent_upsert_and_refuses_stale(server: Any) -
         assert (await call(client, "register_agent", entry=WEATHER))["status"] == "unchanged"
         newer = entry(WEATHER, description="Forecasts and severe-weather alerts.", updatedAt="2026-06-01T00:00:00Z")
         assert (await call(client, "register_agent", entry=newer))["status"] == "updated"
+        whole = await error(client, "register_agent", entry={"specVersion": "1.0", "entries": [WEATHER]})
+        assert "whole catalog" in whole and "crawl_catalogs" in whole and "`ard-mcp ingest FILE`" in whole
         stale = entry(WEATHER, description="An old copy.", updatedAt="2026-04-01T00:00:00Z")
         message = await error(client, "register_agent", entry=stale)
         assert "older than the stored" in message
@@ -222,7 +224,10 @@ async def test_get_list_deregister_and_resource(server: Any) -> None:
         assert "orderBy" in await error(client, "list_agents", orderBy="colour")
 
         resource = await client.read_resource(f"ard://agents/{PDF['identifier']}")
-        assert json.loads(resource.contents[0].text) == PDF  # type: ignore[union-attr]
+        text = resource.contents[0].text  # type: ignore[union-attr]
+        assert json.loads(text) == PDF
+        got = await client.call_tool("get_agent", {"identifier": PDF["identifier"]})
+        assert text == got.content[0].text  # type: ignore[union-attr]  # compact, as get_agent: it was indented (+73%)
 
         gone = await call(client, "deregister_agent", identifier=PDF["identifier"])
         assert gone == {"status": "deleted", "identifier": PDF["identifier"]}

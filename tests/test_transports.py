@@ -59,9 +59,10 @@ async def test_sse_subprocess(data_dir: Path) -> None:
     assert found["results"][0]["identifier"] == WEATHER["identifier"]
 
 
-@pytest.mark.parametrize("command", [["search", "weather"], ["serve"]])
+@pytest.mark.parametrize("command", [["search", "weather"], ["serve"], ["ingest", "catalog.json"]])
 def test_second_process_on_the_same_data_dir_gets_a_clear_error(data_dir: Path, command: list[str]) -> None:
-    with serving(data_dir, "--transport", "streamable-http"):
+    """... which says how to add entries through the server that holds it (ingest once only said "in use")."""
+    with serving(data_dir, "--transport", "streamable-http") as base:
         result = subprocess.run(
             [sys.executable, "-m", "ard_mcp", *command, "--data-dir", str(data_dir)],
             env=quiet_env(data_dir),
@@ -72,6 +73,8 @@ def test_second_process_on_the_same_data_dir_gets_a_clear_error(data_dir: Path, 
         )
     assert result.returncode == 2
     assert "is in use by another ard-mcp process" in result.stderr
+    assert f"POST {base}/agents with one entry (the register_agent tool over MCP)" in result.stderr
+    assert f"POST {base}/crawl" in result.stderr
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
 

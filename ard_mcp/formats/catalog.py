@@ -1,7 +1,8 @@
 """ARD v0.9 catalog objects (spec §4-5, `ai-catalog.schema.json`): the one definition every surface uses.
 
 These are as strict as the schema, so what the registry serves validates; the one exception is the
-number of representative queries, which is bounded when an entry is served (every query is indexed).
+number of representative queries, which is bounded when an entry is served (every query is indexed), and
+the media type, served in its v0.9 spelling (`media_types.served_type`) but stored as registered.
 Input the schema refuses but can be read one way (v0.5 `urn:ai:` identifiers, a timestamp without a zone,
 nested metadata, ...) is normalised before it gets here, by `leniency`. Entries keep fields this version does
 not know (`extra="allow"`) so a publisher's extensions come back unchanged; the nested trust objects follow
@@ -29,6 +30,7 @@ from pydantic import (
 
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats.identifiers import check_identifier, publisher_of
+from ard_mcp.formats.media_types import served_type
 from ard_mcp.formats.reserved_metadata import check_reserved
 from ard_mcp.formats.timestamps import parse_timestamp
 
@@ -150,6 +152,13 @@ class CatalogEntry(WireModel):
             return value
         return value[:MAX_QUERIES] if len(value) >= MIN_QUERIES else None
 
+    @field_serializer("type")
+    def _served_type(self, value: str, info: SerializationInfo) -> str:
+        """A v0.9 client matches `application/mcp-server-card+json` exactly, so an entry registered with v0.5's
+        `application/mcp-server+json` is served in the new spelling (5 of 531 MCP entries were found that way
+        before). The store keeps what the publisher sent (`stored()`, `ard-mcp export`)."""
+        return value if (info.context or {}).get(_LOSSLESS) else served_type(value)
+
     @model_validator(mode="after")
     def _url_or_data(self) -> CatalogEntry:
         if (self.url is None) == (self.data is None):
@@ -165,7 +174,8 @@ class CatalogEntry(WireModel):
         return parse_timestamp(self.updatedAt) if self.updatedAt else None
 
     def wire(self) -> dict[str, Any]:
-        """The entry as served: as registered apart from what `leniency` normalised, valid against the schema."""
+        """The entry as served: as registered apart from what `leniency` normalised and the v0.9 name of its type,
+        valid against the schema."""
         return self.model_dump(mode="json", by_alias=True)
 
     def stored(self) -> dict[str, Any]:

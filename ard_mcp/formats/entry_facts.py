@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from ard_mcp.formats import media_types
 from ard_mcp.formats.reserved_metadata import EXPIRES_KEY
 from ard_mcp.formats.timestamps import stored_timestamp
+from ard_mcp.net.urls import RefusedUrl, check_url
 
 XU_TYPE = "application/agent-discovery-metadata+json"
 """Media type of an entry whose `data` is Xu profile Agent Metadata (the draft names none; ours)."""
@@ -27,6 +28,8 @@ STATUS_KEY = "status"  # metadata.status: Xu / AIDIP operational status; absent 
 SOURCE_ID_KEY = "sourceId"  # metadata.sourceId: the id the publisher used when it was not a urn:air: identifier
 PUBLISHER_KEY = "publisher"  # metadata.publisher: AIDIP's publisher name
 REGION_KEY = "region"  # metadata.region: a scalar region constraint
+REMOTE_URL_KEY = "remoteUrl"  # metadata.remoteUrl: the first http(s) endpoint of a remote MCP server (`mcp_server`)
+REMOTE_TRANSPORT_KEY = "remoteTransport"  # metadata.remoteTransport: streamable-http | sse | ...
 # Provenance of a crawled entry (`ard_mcp.web`): the document it came from, how that was found, and when and
 # with which HTTP validators this version of the entry was fetched. Scalar, so filterable and facetable.
 CRAWL_SOURCE_KEY = "crawlSource"
@@ -150,11 +153,47 @@ def _scheme(endpoint: str) -> str | None:
     return parts.scheme.lower() if parts.scheme and parts.netloc else None
 
 
-def bindings_of(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Xu-style protocol bindings: stored ones for Xu entries, derived ones for AIDIP and ARD entries.
+def servable_url(url: str) -> bool:
+    """A remote a server description lists that can be served as a binding: a URL, not a template (`{tenant}`),
+    and nowhere `check_url` refuses (an entry is refused for an endpoint it binds to, not for what it lists)."""
+    if "{" in url or any(c.isspace() for c in url):
+        return False
+    try:
+        check_url(url)
+    except RefusedUrl:
+        return False
+    return True
 
-    An ARD entry with inline `data` and no URL is reached through this registry, so its endpoint is its
-    identifier (resolvable with `GET /agents/{id}` or the `ard://agents/{identifier}` resource)."""
+
+def mcp_remotes(entry: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+    """The absolute http(s) endpoints an MCP server entry names, with the transport each says (or None), in the
+    order to try them: its inline server.json or card's `remotes`, `transport`, `endpoint` and `url`, then the
+    remote the registry recorded when it read one (`metadata.remoteUrl`). Nothing for a server that only runs
+    from its package."""
+    data = _data(entry)
+    candidates = [(r.get("url"), r.get("type") or r.get("transport_type")) for r in _list(data.get("remotes")) if isinstance(r, Mapping)]
+    transport = data.get("transport")
+    if isinstance(transport, Mapping):
+        candidates.append((transport.get("url") or transport.get("endpoint"), transport.get("type")))
+    kind = transport if isinstance(transport, str) else None
+    candidates += [(data.get("endpoint"), kind), (data.get("url"), kind)]
+    metadata = _metadata(entry)
+    candidates.append((metadata.get(REMOTE_URL_KEY), metadata.get(REMOTE_TRANSPORT_KEY)))
+    return [
+        (url, how if isinstance(how, str) else None)
+        for url, how in candidates
+        if isinstance(url, str) and _scheme(url) in ("http", "https")
+    ]
+
+
+def bindings_of(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Xu-style protocol bindings (§4.6: how the agent "can be contacted or invoked after discovery"): stored
+    ones for Xu entries, derived ones for AIDIP and ARD entries, media types in their v0.9 spelling.
+
+    An ARD entry with a `url` is bound to it. An inline MCP server is bound to each remote endpoint its server
+    description names, and has no binding when it names none (it runs from its package: nothing is callable,
+    and its URN is no endpoint). Other inline entries (a nested catalog, a skill) are reached through this
+    registry, so their endpoint is their identifier (`GET /agents/{id}`, the `ard://agents/{identifier}` resource)."""
     kind = origin(entry)
     data = _data(entry)
     if kind == "xu":
@@ -171,7 +210,7 @@ def bindings_of(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "interaction_model": "request-response",
             }
         ]
-    media_type = str(entry.get("type"))
+    media_type = media_types.served_type(str(entry.get("type")))
     protocol = _TYPE_PROTOCOLS.get(media_types.canonical_type(media_type))
     if protocol == "a2a" and data:
         cards = card_interfaces(data)
@@ -181,6 +220,9 @@ def bindings_of(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
                 for i in cards
             ]
     url = entry.get("url")
+    if protocol == "mcp" and not isinstance(url, str):
+        remotes = dict.fromkeys(remote for remote, _ in mcp_remotes(entry) if servable_url(remote))
+        return [{"protocol": "mcp", "endpoint": remote, "media_types": [media_type]} for remote in remotes]
     endpoint = url if isinstance(url, str) else str(entry["identifier"])
     protocol = protocol or (_scheme(endpoint) if isinstance(url, str) else None) or "ard"
     return [{"protocol": protocol, "endpoint": endpoint, "media_types": [media_type]}]

@@ -2,7 +2,7 @@
 
 A nested catalog (`type: application/ai-catalog+json` with inline `data`) is registered itself and its
 entries are walked too, so a bundle's members are findable on their own. Locations name where each entry
-sits (`catalog.json: entries[2].data.entries[0]`), which is what rejection messages quote.
+sits (`site/catalog.json: entries[2].data.entries[0]`), which is what rejection messages quote.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ def load_manifest(path: Path) -> Any:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise InvalidArgument(f"{path}: no such file") from None
+        raise InvalidArgument(f"{shown_path(path)}: no such file") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidArgument(f"{path}: not valid JSON ({exc})") from None
+        raise InvalidArgument(f"{shown_path(path)}: not valid JSON ({exc})") from None
     return raw
 
 
@@ -60,6 +60,21 @@ def manifest_entries(raw: Any, where: str = "", depth: int = 0) -> Iterator[tupl
                 yield f"{location}.data", exc  # the bundle's own manifest is bad: report it, keep going
 
 
+def shown_path(path: Path) -> str:
+    """A file as messages name it: as the user gave it, relative to the working directory when it is under it,
+    so three files called catalog.json stay apart (`livemcpbench/catalog.json`, ...); the basename did not."""
+    if path.is_absolute():
+        try:
+            return str(path.relative_to(Path.cwd()))
+        except ValueError:
+            return str(path)
+    return str(path)
+
+
 def file_entries(path: Path) -> Iterator[tuple[str, Any]]:
-    for location, entry in manifest_entries(load_manifest(path)):
-        yield f"{path.name}: {location}" if location else path.name, entry
+    shown = shown_path(path)
+    try:
+        for location, entry in manifest_entries(load_manifest(path)):
+            yield f"{shown}: {location}" if location else shown, entry
+    except InvalidArgument as exc:  # the file's own manifest is bad: say which file
+        raise InvalidArgument(exc.message if exc.message.startswith(shown) else f"{shown}: {exc.message}") from None

@@ -29,20 +29,18 @@ from urllib.parse import urljoin, urlsplit
 
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats import a2a
-from ard_mcp.formats.entry_facts import SOURCE_ID_KEY
+from ard_mcp.formats.entry_facts import REMOTE_TRANSPORT_KEY, REMOTE_URL_KEY, SOURCE_ID_KEY, servable_url
 from ard_mcp.formats.identifiers import derive_identifier, is_publisher_domain, within
 from ard_mcp.formats.limits import MAX_ITEMS, MAX_LONG_TEXT, MAX_SHORT_TEXT, check_depth
 from ard_mcp.formats.media_types import MCP_SERVER_CARD
 from ard_mcp.formats.timestamps import parse_timestamp, utc_text
-from ard_mcp.net.urls import RefusedUrl, carried, check_url
+from ard_mcp.net.urls import carried, check_url
 
 OFFICIAL = "io.modelcontextprotocol.registry/official"
 """The key of the official registry's own metadata in `_meta` (status, isLatest, publishedAt, updatedAt)."""
 PUBLISHER_PROVIDED = "io.modelcontextprotocol.registry/publisher-provided"
 REGISTRY_STATUS_KEY = "registryStatus"  # metadata.registryStatus: active | deprecated | deleted
 PACKAGE_REGISTRY_KEY = "packageRegistry"  # metadata.packageRegistry: npm | pypi | oci | nuget | mcpb | ...
-REMOTE_URL_KEY = "remoteUrl"  # metadata.remoteUrl: the first http(s) endpoint of a remote server
-REMOTE_TRANSPORT_KEY = "remoteTransport"  # metadata.remoteTransport: streamable-http | sse | ...
 NAMESPACE = "server"  # urn:air:<publisher>:server:<name>
 
 _REVERSE_DNS_NAME = re.compile(r"^[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+/[^/\s]+$")
@@ -228,12 +226,9 @@ def _usable_url(url: str) -> bool:
     """An http(s) URL a client elsewhere can reach: one `check_url` takes (not link-local, not cloud
     metadata, in any spelling) whose host is not a template (`{tenant}`) or loopback (old records list
     `http://localhost:8000/sse`, which is how to run it, not where it runs)."""
-    if "{" in url or any(c.isspace() for c in url):
+    if not servable_url(url):
         return False
-    try:
-        target = check_url(url)
-    except RefusedUrl:
-        return False
+    target = check_url(url)
     if target.host == "localhost" or target.host.endswith(".localhost"):
         return False
     address = None if target.address is None else carried(target.address)

@@ -4,8 +4,9 @@ v0.9 renamed `application/mcp-server+json` to `application/mcp-server-card+json`
 registry should not reject entries over the rename (§3.3). So a registry holds both spellings, and a
 client filters with either: every comparison goes through `canonical_type`, which maps the old name to
 the new one, ignores case and parameters (`; version=1.0`), but keeps `profile`, which is what makes
-`text/markdown; profile="urn:air:agent-skills"` a skill rather than any Markdown file. An entry's own
-`type` is always returned as it was registered.
+`text/markdown; profile="urn:air:agent-skills"` a skill rather than any Markdown file. An entry is served
+with the v0.9 name (`served_type`), so a client that compares types exactly finds it too; the store keeps
+the type as registered.
 """
 
 from __future__ import annotations
@@ -37,6 +38,13 @@ def canonical_type(media_type: str) -> str:
         if name.strip().lower() in _KEPT_PARAMETERS:
             kept.append(f'{name.strip().lower()}="{value.strip().strip(chr(34))}"')
     return "; ".join([_RENAMED.get(base, base), *kept])
+
+
+def served_type(media_type: str) -> str:
+    """`media_type` as a v0.9 client expects it: a renamed type in its new name, its parameters kept as given."""
+    base, separator, parameters = media_type.partition(";")
+    renamed = _RENAMED.get(base.strip().lower())
+    return renamed + separator + parameters if renamed else media_type
 
 
 def is_json(content_type: str | None) -> bool:

@@ -46,6 +46,12 @@ def to_entry(document: Any, format: str = "auto", default_id: str | None = None)
     if format not in FORMATS:
         raise InvalidArgument(f"format: must be one of {', '.join(FORMATS)} (got {format!r})")
     check_depth(document, "entry")  # before any format's model reads it: deep nesting overflows a parser
+    if isinstance(document.get("entries"), list) and "identifier" not in document:
+        raise InvalidArgument(
+            "entry: this is a whole catalog (a manifest with entries[]), and this registers one entry. Load a catalog with "
+            '`ard-mcp ingest FILE` (while no server holds the data directory), or serve it at a URL and POST /crawl {"targets": '
+            "[URL]} (the crawl_catalogs tool over MCP); or send its entries one by one"
+        )
     kind = detect(document) if format == "auto" else format
     if kind == "xu":
         return xu.to_entry(document if "id" in document or default_id is None else {**document, "id": default_id})

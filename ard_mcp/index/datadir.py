@@ -22,28 +22,43 @@ def claim_for(config: Config) -> IO[str] | None:
     """Claim the directory `config` uses, if it uses one (see the module's docstring)."""
     if config.store_url is not None and config.chroma_url is not None:
         return None
-    return claim(config.data_dir, shared=config.chroma_url is not None)
+    return claim(config.data_dir, shared=config.chroma_url is not None, url=config.source_url)
 
 
-def claim(data_dir: Path, *, shared: bool) -> IO[str]:
+def claim(data_dir: Path, *, shared: bool, url: str | None = None) -> IO[str]:
     """Lock `data_dir` for this process (`shared`: alongside others on the same Chroma server, excluding an
-    embedded one); the returned handle holds the lock until `release`."""
+    embedded one); the returned handle holds the lock until `release`. `url`, a server's address, is noted
+    in the lock file, so a command refused the directory can say where to send its entries instead."""
     data_dir.mkdir(parents=True, exist_ok=True)
     handle = open(data_dir / "ard-mcp.lock", "a+")  # noqa: SIM115 - held until release()
     try:
         fcntl.flock(handle, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
     except OSError:
         handle.seek(0)
-        owner = handle.read().strip() or "unknown"
+        noted = handle.read().split()
         handle.close()
-        hint = "processes sharing it must all use the same --chroma-url" if shared else "stop it, or give this one its own --data-dir"
-        raise DataDirInUse(f"data directory {data_dir} is in use by another ard-mcp process (pid {owner}); {hint}") from None
+        raise DataDirInUse(_in_use(data_dir, shared, noted)) from None
     if not shared:
         handle.seek(0)
         handle.truncate()
-    handle.write(f"{os.getpid()} ")
+    handle.write(f"{os.getpid()} {url + ' ' if url else ''}")
     handle.flush()
     return handle
+
+
+def _in_use(data_dir: Path, shared: bool, noted: list[str]) -> str:
+    """Why the directory cannot be had, and what would work: a server that holds it takes new entries itself."""
+    pids = " ".join(n for n in noted if n.isdigit()) or "unknown"
+    urls = [n for n in noted if n.startswith(("http://", "https://"))]
+    message = f"data directory {data_dir} is in use by another ard-mcp process (pid {pids})"
+    if shared:
+        return f"{message}; processes sharing it must all use the same --chroma-url"
+    server = urls[0].rstrip("/") if urls else "the server's address"
+    return (
+        f"{message}; stop it, or give this one its own --data-dir. If it is a running `ard-mcp serve`, add entries through "
+        f"it instead: POST {server}/agents with one entry (the register_agent tool over MCP), or POST {server}/crawl with "
+        '{"targets": [URL]} for a whole catalog served at a URL (the crawl_catalogs tool)'
+    )
 
 
 def release(handle: IO[str] | None) -> None:

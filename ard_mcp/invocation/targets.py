@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ard_mcp.formats import entry_facts, media_types
-from ard_mcp.formats.mcp_server import REMOTE_TRANSPORT_KEY, REMOTE_URL_KEY
 from ard_mcp.invocation.calls import Protocol_, Target
 from ard_mcp.invocation.policy import Limits
 from ard_mcp.net.urls import RefusedUrl, check_url
@@ -47,16 +46,8 @@ def _http(url: Any) -> str | None:
     return url
 
 
-def _mcp(entry: Mapping[str, Any], data: Mapping[str, Any]) -> tuple[str, str] | None:
-    candidates = [(r.get("url"), r.get("type") or r.get("transport_type")) for r in map(_mapping, data.get("remotes") or [])]
-    transport = data.get("transport")
-    if isinstance(transport, Mapping):
-        candidates.append((transport.get("url") or transport.get("endpoint"), transport.get("type")))
-    kind = transport if isinstance(transport, str) else None
-    candidates += [(data.get("endpoint"), kind), (data.get("url"), kind)]
-    metadata = _mapping(entry.get("metadata"))
-    candidates.append((metadata.get(REMOTE_URL_KEY), metadata.get(REMOTE_TRANSPORT_KEY)))
-    for url, how in candidates:
+def _mcp(entry: Mapping[str, Any]) -> tuple[str, str] | None:
+    for url, how in entry_facts.mcp_remotes(entry):
         if (found := _http(url)) is not None:
             return found, "sse" if str(how or "").lower() in _SSE else "streamable-http"
     return None
@@ -77,7 +68,7 @@ def target_of(entry: Mapping[str, Any], limits: Limits) -> Target | Offline:
         protocol, url = "http", str(bindings[0]["endpoint"])
         operations = tuple(_mapping(o) for o in data.get("operations") or [] if isinstance(o, Mapping))
     elif media_type == media_types.MCP_SERVER_CARD:
-        remote = _mcp(entry, data)
+        remote = _mcp(entry)
         if remote is None:
             return Offline("no remote MCP endpoint (streamable HTTP or SSE) in its server description: it runs locally, from its package")
         (url, transport), protocol = remote, "mcp"

@@ -21,6 +21,7 @@ from ard_mcp.errors import ArdError, InvalidArgument
 from ard_mcp.federation.settings import FederationSettings, load_upstreams
 from ard_mcp.formats.limits import EntryLimits
 from ard_mcp.surfaces.arguments import build_parser, csv_list
+from ard_mcp.surfaces.console import ProgressBar, print_crawl, print_ingest
 from ard_mcp.surfaces.invocation_settings import invocation_policy, print_invocations
 from ard_mcp.surfaces.log_setup import configure_logging
 from ard_mcp.surfaces.rest.ratelimit import RateLimits
@@ -30,30 +31,6 @@ from ard_mcp.web.settings import CrawlSettings
 from ard_mcp.web.sources import Schedule
 
 log = logging.getLogger("ard_mcp")
-
-
-class ProgressBar:
-    """A one-line progress bar on stderr (stdout may be a pipe the user is reading JSON from)."""
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self.started = time.monotonic()
-        self.tty = sys.stderr.isatty()
-        self.last = -1.0
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done < total and now - self.last < (0.1 if self.tty else 5.0):
-            return
-        self.last = now
-        width = 30
-        filled = int(width * done / total) if total else width
-        rate = done / max(now - self.started, 1e-6)
-        line = f"{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} texts ({rate:.0f}/s)"
-        sys.stderr.write(("\r" + line) if self.tty else line + "\n")
-        if self.tty and done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
 
 
 def _config(args: argparse.Namespace) -> Config:
@@ -85,8 +62,9 @@ def _serve(args: argparse.Namespace) -> int:
             args.trust_policy,
             invocation=invocation_policy(args, stdio=True),
         )
-        build_server(config, crawl=_crawl_settings(args), services=services).run()
-        return 0
+        from ard_mcp.surfaces.terminal import run_stdio
+
+        return run_stdio(lambda closed: build_server(config, crawl=_crawl_settings(args), services=services, closed=closed))
     return _serve_http(args)
 
 
@@ -161,7 +139,7 @@ def _serve_http(args: argparse.Namespace) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from ard_mcp.formats.manifests import file_entries
+    from ard_mcp.formats.manifests import file_entries, shown_path
     from ard_mcp.index.indexer import IngestReport
     from ard_mcp.registry import Registry
 
@@ -170,7 +148,7 @@ def _ingest(args: argparse.Namespace) -> int:
     try:
         for path in args.paths:
             try:
-                total.add(registry.indexer.register_many(file_entries(path), ProgressBar(f"embedding {path.name}")))
+                total.add(registry.indexer.register_many(file_entries(path), ProgressBar(f"embedding {shown_path(path)}")))
             except ArdError as exc:
                 total.rejected.append(exc.message)
     finally:
@@ -178,14 +156,7 @@ def _ingest(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(total.as_dict(), indent=2))
     else:
-        print(
-            f"added {total.added}, updated {total.updated}, unchanged {total.unchanged}, rejected {len(total.rejected)}, "
-            f"warnings {len(total.warnings)}"
-        )
-        for reason in total.rejected:
-            print(f"  rejected {reason}")
-        for warning in total.warnings:
-            print(f"  warning {warning}")
+        print_ingest(total)
     return 1 if total.rejected and not (total.added or total.updated or total.unchanged) else 0
 
 
@@ -236,28 +207,8 @@ def _crawl(args: argparse.Namespace) -> int:
     if args.json:
         print(report.model_dump_json(indent=2))
     else:
-        _print_crawl(report)
+        print_crawl(report)
     return 1 if report.failed else 0
-
-
-def _print_crawl(report: Any) -> None:
-    ingest = report
-    print(
-        f"documents {len([s for s in report.sources if s.status != 'not-found'])}: added {ingest.added}, updated {ingest.updated}, "
-        f"unchanged {ingest.unchanged}, removed {len(report.removed)}, rejected {len(ingest.rejected)}, warnings {len(ingest.warnings)}"
-    )
-    for source in report.sources:
-        if source.status != "not-found":
-            detail = f" ({source.error})" if source.error else f" ({source.entries} entries)"
-            print(f"  {source.status:<12} {source.url} [{source.via}]{detail}")
-    for registry in report.registries:
-        print(f"  registry     {registry}")
-    for error in report.errors:
-        print(f"  error {error}")
-    for reason in ingest.rejected:
-        print(f"  rejected {reason}")
-    for warning in ingest.warnings:
-        print(f"  warning {warning}")
 
 
 def _search(args: argparse.Namespace) -> int:

@@ -9,7 +9,6 @@ same bearer tokens as the REST write routes; over stdio the caller is the local 
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal, ParamSpec, TypeVar, cast
@@ -49,7 +48,7 @@ from ard_mcp.surfaces.lazy_registry import registry_of as _registry
 from ard_mcp.surfaces.mcp_crawl import add_crawl_tool
 from ard_mcp.surfaces.mcp_invoke import add_invoke_tools
 from ard_mcp.surfaces.services import Services
-from ard_mcp.surfaces.tool_results import compact_result
+from ard_mcp.surfaces.tool_results import compact_json, compact_result
 from ard_mcp.surfaces.xu_discovery import Federate, discover
 from ard_mcp.web.refresh import refresh_forever
 from ard_mcp.web.settings import CrawlSettings
@@ -115,6 +114,7 @@ def build_server(
     crawl: CrawlSettings | None = None,
     upstreams: FederationSettings | None = None,
     services: Services | None = None,
+    closed: Callable[[], None] | None = None,
 ) -> MCPServer[Callable[[], Registry]]:
     """The MCP server over a registry in `config.data_dir`, claimed when the server starts.
 
@@ -123,7 +123,8 @@ def build_server(
     makes every MCP request demand one, checked by the SDK with `tokens` as its verifier, and advertises
     the authorization server (RFC 9728 protected-resource metadata) so MCP clients can sign in. `crawl`
     sets the crawl tool and the background refresh; `upstreams` the registries a search may also ask (by
-    default only the ai-registry entries of the catalog); `services` are the HTTP app's, shared with it."""
+    default only the ai-registry entries of the catalog); `services` are the HTTP app's, shared with it;
+    `closed` is called once the server's own registry is closed (`terminal` waits for it before exiting)."""
     shared_services = services or Services(config.source, upstreams, crawl)
 
     @asynccontextmanager
@@ -145,6 +146,8 @@ def build_server(
             if services is None:  # ours, not the HTTP app's
                 await shared_services.aclose()
             opening.close()
+            if closed is not None:
+                closed()
 
     server: MCPServer[Callable[[], Registry]] = MCPServer(
         "ard-mcp",
@@ -356,7 +359,7 @@ def build_server(
     def agent_resource(identifier: str, ctx: Context) -> str:
         """A registered catalog entry as JSON."""
         try:
-            return json.dumps(_registry(ctx).get(identifier, viewer(ctx)).wire(), indent=2)
+            return compact_json(_registry(ctx).get(identifier, viewer(ctx)).wire())
         except NotFound as exc:
             raise ResourceNotFoundError(exc.message) from exc
 

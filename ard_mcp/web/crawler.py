@@ -34,7 +34,7 @@ from ard_mcp.formats.identifiers import is_identifier, normalize_identifier, pub
 from ard_mcp.formats.leniency import Notice
 from ard_mcp.formats.media_types import AI_REGISTRY
 from ard_mcp.index.indexer import Progress
-from ard_mcp.net.fetcher import HTML, JSON, Fetched, Fetcher, FetchError
+from ard_mcp.net.fetcher import HTML, JSON, Expect, Fetched, Fetcher, FetchError
 from ard_mcp.net.guard import NetworkPolicy, SystemResolver
 from ard_mcp.registry import Registry
 from ard_mcp.trust.origin import bound, host_of
@@ -61,6 +61,9 @@ WELL_KNOWN = (
     "/.well-known/mcp.json",
 )
 GONE = (404, 410)
+# A URL the user names may be a catalog or a web page that links one (`<link rel="ai-catalog">`, read by
+# `_document`); the catalogs found from it are JSON only (a site's HTML fallback at a well-known path is no catalog)
+_DIRECT = Expect(f"{JSON.accept}, text/html;q=0.4", JSON.types + HTML.types)
 
 Say = Callable[[str], None]  # progress messages (stderr for the CLI, MCP progress notifications for the tool)
 
@@ -248,7 +251,7 @@ class Crawler:
     async def _fetch(self, candidate: _Candidate, etag: str | None, last_modified: str | None) -> Fetched:
         self._fetched += 0 if candidate.quiet else 1
         self.say(f"fetching {candidate.url} ({candidate.via})")
-        return await self.fetcher.get(candidate.url, JSON, etag, last_modified)
+        return await self.fetcher.get(candidate.url, _DIRECT if candidate.via == "direct" else JSON, etag, last_modified)
 
     async def _document(self, fetched: Fetched) -> Document:
         """JSON documents are read as they are; an HTML page is read for its catalog links."""

@@ -23,6 +23,13 @@ def manifest(registry: Registry, viewer: Viewer) -> AiCatalog:
         url=registry.config.source,
         description="Search (POST /search), explore (POST /explore) and list (GET /agents) the agents, MCP servers and skills "
         "registered here; Xu discovery at POST /discover, AIDIP at /agents; MCP at /mcp.",
+        # what ard-publish requires of every entry (2-5 queries and a description), and what a peer that crawls
+        # this manifest indexes to decide when to ask this registry (federation over ai-registry entries)
+        representativeQueries=[
+            "find an AI agent or MCP server that can do this task",
+            "search a registry of agents, MCP servers and skills by what they do",
+            "which tools can an assistant call to get this done",
+        ],
         tags=["registry", "search"],
         capabilities=["search", "explore", "list", "discover"],
         version=__version__,

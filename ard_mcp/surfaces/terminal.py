@@ -1,0 +1,68 @@
+"""`ard-mcp serve` over stdio when a person runs it in a terminal rather than an MCP host starting it.
+
+A host talks JSON-RPC on stdin; a person who types `ard-mcp serve` sees a process that says nothing and
+waits. So when stdin is a terminal the server says, on stderr, what it waits for and how to reach it over
+HTTP instead, and stops on the first Ctrl-C.
+
+Stopping is the hard part: the MCP SDK reads stdin in a worker thread, and a thread blocked reading a
+terminal cannot be cancelled. With Python's own handling the first Ctrl-C cancelled the server and then
+waited for that read (nothing visible happened), the second raised a 25-line `KeyboardInterrupt`
+traceback, and the process still waited for Enter. Here the first SIGINT (or SIGTERM) cancels the server,
+whose lifespan closes the registry as usual (`build_server(closed=...)` says when that is done), and the
+process then exits without waiting for the read that will never finish: status 130 for Ctrl-C (128 +
+SIGINT, what shells report for an interrupted command), 143 for SIGTERM. End of input (Ctrl-D) stops it
+the ordinary way, with status 0.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+CLOSE_WAIT = 10.0  # seconds the registry may take to close after a Ctrl-C (a write in flight finishes first)
+WAITING = (
+    "ard-mcp: waiting for an MCP client on stdin (an MCP host starts `ard-mcp serve` and talks JSON-RPC to it). "
+    "To try it by hand, run `ard-mcp serve --transport streamable-http` instead and connect to http://127.0.0.1:8000/mcp "
+    "(REST: http://127.0.0.1:8000/search). Ctrl-C stops."
+)
+
+
+def run_stdio(build: Callable[[Callable[[], None]], Any]) -> int:
+    """Serve MCP over stdio; `build(closed)` makes the server (`mcp_server.build_server` with `closed`).
+    Outside a terminal this is the SDK's own `run()`: a host stops the server by closing stdin."""
+    closed = threading.Event()
+    server = build(closed.set)
+    if not sys.stdin.isatty():
+        server.run()
+        return 0
+    return int(anyio.run(_until_stopped, server, closed))
+
+
+async def _until_stopped(server: Any, closed: threading.Event) -> int:
+    stopped_by: list[int] = []
+    async with anyio.create_task_group() as group:
+        serving = anyio.CancelScope()
+
+        async def serve() -> None:
+            with serving:
+                await server.run_stdio_async()
+            if not stopped_by:  # the client went away (end of input): everything has unwound, nothing is stuck
+                group.cancel_scope.cancel()
+
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            group.start_soon(serve)
+            print(WAITING, file=sys.stderr, flush=True)  # once Ctrl-C is ours: one pressed after reading this stops cleanly
+            async for signum in signals:
+                stopped_by.append(signum)
+                break
+        print("\nard-mcp: stopping", file=sys.stderr, flush=True)
+        serving.cancel()
+        await anyio.to_thread.run_sync(closed.wait, CLOSE_WAIT)
+        os._exit(128 + stopped_by[0])  # stdin's reader thread is blocked on the terminal: do not wait for it
+    return 0
