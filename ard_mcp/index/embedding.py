@@ -73,17 +73,35 @@ class ModelSpec:
             raise ModelMismatch(f"{path} is not a valid model description ({exc})") from None
 
     def verify(self) -> None:
-        for name in ("model.onnx", "tokenizer.json"):
-            path = self.directory / name
-            expected = self.sha256.get(name)
-            if not path.is_file():
-                raise ModelMismatch(f"model file {path} is missing")
-            digest = hashlib.sha256()
-            with path.open("rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-            if expected != digest.hexdigest():
-                raise ModelMismatch(f"model file {path} has sha256 {digest.hexdigest()}, but model.json names {expected}")
+        verify_files(self.directory, self.sha256)
+
+
+def verify_files(directory: Path, sha256: dict[str, str]) -> None:
+    """Check a model directory's model.onnx and tokenizer.json against the sums its model.json names."""
+    for name in ("model.onnx", "tokenizer.json"):
+        path = directory / name
+        expected = sha256.get(name)
+        if not path.is_file():
+            raise ModelMismatch(f"model file {path} is missing")
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        if expected != digest.hexdigest():
+            raise ModelMismatch(f"model file {path} has sha256 {digest.hexdigest()}, but model.json names {expected}")
+
+
+def onnx_session(path: Path, *, spinning: bool) -> Any:
+    """An onnxruntime CPU session for a model file. The arena keeps the peak of the largest batch for the life
+    of the process (+1.1 GB measured for batches of 64 long tool descriptions) and buys no measurable speed:
+    memory is released instead. `spinning` keeps idle worker threads spinning between runs (`Embedder`)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    options.enable_cpu_mem_arena = False
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    return onnxruntime.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
 
 
 class Embedder:
@@ -107,17 +125,7 @@ class Embedder:
         log.info("loaded embedding model %s from %s", spec.id, spec.directory)
 
     def _new_session(self, *, spinning: bool) -> Any:
-        import onnxruntime
-
-        options = onnxruntime.SessionOptions()
-        options.log_severity_level = 3
-        # The arena keeps the peak of the largest batch for the life of the process (+1.1 GB measured for
-        # batches of 64 long tool descriptions) and buys no measurable speed: release memory instead.
-        options.enable_cpu_mem_arena = False
-        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
-        return onnxruntime.InferenceSession(
-            str(self.spec.directory / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        return onnx_session(self.spec.directory / "model.onnx", spinning=spinning)
 
     @cached_property
     def _bulk_session(self) -> Any:

@@ -43,6 +43,7 @@ from ard_mcp.index.lexical import coverage, idf, indexed_keywords, named_keyword
 from ard_mcp.index.records import AgentTerms, CandidateExamples, term_finder
 from ard_mcp.index.store.base import Store
 from ard_mcp.index.vectors import VectorIndex
+from ard_mcp.search.rerank import Reranker
 from ard_mcp.search.tuning import DEFAULT_TUNING, SIGNALS, Tuning
 
 ExampleText = tuple[str, str, str]  # an example's kind, label and text, as `Store.example_texts` reads them
@@ -127,6 +128,7 @@ class Candidates:
     surface: dict[str, str]  # term -> the word the user typed
     terms: dict[int, AgentTerms]  # agent -> its terms, and those of each tag / capability
     flagged: np.ndarray | None = None  # (n,) bool: the registry flagged the agent's text as aimed at a model
+    text: str = ""  # the query as searched (what a reranker reads)
 
 
 @dataclass
@@ -173,13 +175,20 @@ class ExampleSource(Protocol):
 
 class Ranker:
     def __init__(
-        self, store: Store, vectors: VectorIndex, embedder: Embedder, tuning: Tuning = DEFAULT_TUNING, examples: ExampleSource | None = None
+        self,
+        store: Store,
+        vectors: VectorIndex,
+        embedder: Embedder,
+        tuning: Tuning = DEFAULT_TUNING,
+        examples: ExampleSource | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self.store = store
         self.examples: ExampleSource = examples or store
         self.vectors = vectors
         self.embedder = embedder
         self.tuning = tuning
+        self.reranker = reranker  # rescores the top candidates (`ard_mcp.search.rerank`); None: the fused relevance alone
         self._flags: tuple[tuple[int, int], np.ndarray] | None = None
         self._demoted: tuple[tuple[int, int], np.ndarray] | None = None
 
@@ -221,8 +230,13 @@ class Ranker:
         relevance = self.relevance(found.signals)
         if found.flagged is not None and found.flagged.any():
             relevance = np.where(found.flagged, relevance * self.tuning.untrusted_demotion, relevance)
+        eligible = np.ones(len(relevance), bool) if found.flagged is None else ~found.flagged
         if self.tuning.demoted_trust:
-            relevance = np.where(np.isin(found.agent_ids, self.demoted()), relevance * self.tuning.trust_demotion, relevance)
+            demoted = np.isin(found.agent_ids, self.demoted())
+            relevance = np.where(demoted, relevance * self.tuning.trust_demotion, relevance)
+            eligible &= ~demoted
+        if self.reranker is not None:
+            relevance = self.reranker.reorder(found.text, relevance, eligible, lambda rows: self._best_texts(found, rows))
         scores = np.round(relevance * 100)
         order = np.lexsort((found.agent_ids, -relevance))
         confident = confidence(self.tuning, confidence_features(relevance, found.signals, found.flagged)) >= self.tuning.cutoff
@@ -238,6 +252,12 @@ class Ranker:
         start = found.starts[index]
         end = found.starts[index + 1] if index + 1 < len(found.starts) else len(found.similarity)
         return index, start + np.argsort(-found.similarity[start:end], kind="stable")[: self.tuning.evidence_examples]
+
+    def _best_texts(self, found: Candidates, rows: np.ndarray) -> list[str]:
+        """The text of each row's best example (its first evidence), read in one store read."""
+        wanted = [int(found.examples.ids[self._evidence(found, int(found.agent_ids[row]))[1][0]]) for row in rows]
+        texts = self.store.example_texts(wanted)
+        return [texts[i][2] if i in texts else "" for i in wanted]  # "": replaced by an update since it was ranked
 
     def evidence_ids(self, found: Candidates, agent_id: int) -> list[int]:
         """The ids of the examples shown as an agent's evidence."""
@@ -317,7 +337,7 @@ class Ranker:
         signals = np.column_stack([best, second, context, all_examples, lexical, tag])
         surface = {term: word for word in _WORD.findall(text) for term in terms(word)}
         flagged = np.isin(agent_ids, self.flagged())
-        return Candidates(agent_ids, signals, examples, sims, starts, qterms, surface, agent_terms, flagged)
+        return Candidates(agent_ids, signals, examples, sims, starts, qterms, surface, agent_terms, flagged, text)
 
     def _dense_candidates(self, intents: np.ndarray, allowed: AbstractSet[int] | None, total: int) -> set[int]:
         t = self.tuning

@@ -56,6 +56,18 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def ranking_options(parser: argparse.ArgumentParser) -> None:
+    """How a search ranks, beyond the model (commands that search)."""
+    parser.add_argument(
+        "--rerank",
+        type=Path,
+        default=Path(r) if (r := env("RERANK")) else None,
+        metavar="DIR",
+        help="rescore each search's top 20 candidates with this cross-encoder (bench/train_reranker.py; docs/reranker.md); off by "
+        "default: it costs more than a whole search on a small CPU (ARD_MCP_RERANK)",
+    )
+
+
 def federation_options(parser: argparse.ArgumentParser) -> None:
     """Which registries a search may also ask (ARD §8)."""
     parser.add_argument(
@@ -161,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="run the MCP server")
     _common(serve)
+    ranking_options(serve)
     crawl_options(serve)
     federation_options(serve)
     invocation_options(serve)
@@ -292,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     search = commands.add_parser("search", help="search the registry and print the search_agents JSON")
     _common(search)
+    ranking_options(search)
     search.add_argument("text")
     search.add_argument(
         "--filter", type=json.loads, default=None, help='ARD filter as JSON, e.g. \'{"type": ["application/mcp-server-card+json"]}\''
@@ -310,6 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = commands.add_parser("eval", help="measure search quality on your own labelled queries (JSON lines)")
     _common(evaluate)
+    ranking_options(evaluate)
     evaluate.add_argument(
         "--queries", type=Path, required=True, metavar="FILE.jsonl", help='lines of {"query", "relevant", "relevant_any_of"}'
     )

@@ -37,6 +37,7 @@ def _config(args: argparse.Namespace) -> Config:
     return Config(
         data_dir=args.data_dir,
         model_dir=args.model_dir,
+        rerank_dir=getattr(args, "rerank", None),
         source_url=getattr(args, "public_url", None),
         chroma_url=args.chroma_url,
         store_url=args.store_url,
