@@ -3,6 +3,7 @@
     python bench/build_sources.py              # once: builds bench/.data/ from the fetched public repositories
     python bench/quality.py [--data-dir D] [--shared DIR] [--json OUT]
     python bench/quality.py --model-dir M --data-dir D2   # another model (fit_fusion.py --model-dir M --save first)
+    python bench/quality.py --rerank R [--sources mcp-bench livemcpbench]   # with a cross-encoder (train_reranker.py)
 
 Every source of `suite.py` (LiveMCPBench and MetaTool over the shared data's 740 entries; Seal-Tools,
 ToolAlpaca and mcp-bench over their own catalogs; two no-answer sets) runs through the product's own
@@ -16,6 +17,9 @@ ingest and ranking. For each source it prints:
   (of the index's model) per entry over name + description, and over all its text (truncated at 256 tokens); the
   example-level max (each entry's best example, the product's own example vectors); and RRF (k=60) of
   BM25 and the example-level max;
+* with `--rerank DIR`, `+rerank`: the product's ranking of the same collected candidates with the cross-encoder
+  rescoring the top (`ard_mcp.search.rerank`); its latency is what the rescoring adds to a search (the ranking
+  of collected candidates plus the cross-encoder pass), so a search with it costs about the two p50s together;
 * what a host model reads: tokens of a default `search_agents` page (detail=compact, the JSON text sent as
   `content`) and of the same page at detail=full, counted with the bundled tokenizer (an approximation of a
   host model's), and the search latency.
@@ -56,6 +60,8 @@ from ard_mcp.formats.messages import SearchResponse
 from ard_mcp.index.embedding import Embedder, bundled_model_dir
 from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
+from ard_mcp.search.ranking import Ranker
+from ard_mcp.search.rerank import Reranker, load_reranker
 from ard_mcp.search.results import SearchPage
 from ard_mcp.search.visibility import EVERYONE
 
@@ -275,6 +281,14 @@ def ranked_under(registry: Registry, tuning: Any, items: Sequence[Collected]) ->
     return evaluate(lambda text: by_text[text], [item.judgement for item in items])
 
 
+def reranked(registry: Registry, reranker: Reranker, items: Sequence[Collected]) -> EvalReport:
+    """A source's figures with the cross-encoder rescoring the top of each collected query, the rescoring timed."""
+    r = registry.ranker
+    ranker = Ranker(r.store, r.vectors, r.embedder, r.tuning, r.examples, reranker)
+    by_text = {item.judgement.query: item for item in items}
+    return evaluate(lambda text: suite.answer(ranker, by_text[text]), [item.judgement for item in items])
+
+
 # -- output ------------------------------------------------------------------------------------------
 
 
@@ -307,6 +321,9 @@ def summary_table(results: dict[str, dict[str, EvalReport]], costs: dict[str, li
     """One row per source: the product, held-out, the best baseline and the margin; tokens; latency. And the
     targets that were missed."""
     header = ["source", "ard-mcp", "held-out", "best baseline", "margin", "empty", "low-conf", "FP", "tokens p50/max", "full p50", "p50 ms"]
+    with_rerank = any("+rerank" in rows_of for rows_of in results.values())
+    if with_rerank:
+        header += ["+rerank", "rerank ms"]
     rows, missed = [], []
     for name, rows_of in results.items():
         product = rows_of["ard-mcp"].overall
@@ -335,6 +352,9 @@ def summary_table(results: dict[str, dict[str, EvalReport]], costs: dict[str, li
             if name == "no-answer-hard" and (product.fp_rate or 0.0) > MAX_FP_RATE:
                 missed.append(f"{name}: false-positive rate {product.fp_rate:.2f}, target ≤ {MAX_FP_RATE:.2f}")
         cells += [f"{int(np.median(tokens))}/{int(tokens.max())}", str(int(np.median(full))), _fmt(product.p50_ms, 1)]
+        if with_rerank:
+            extra = rows_of.get("+rerank")
+            cells += [_fmt(extra.overall.ndcg10), _fmt(extra.overall.p50_ms, 1)] if extra else ["-", "-"]
         if tokens.max() > MAX_PAGE_TOKENS:
             missed.append(f"{name}: a compact page of {int(tokens.max())} tokens, target ≤ {MAX_PAGE_TOKENS}")
         if (product.p50_ms or 0.0) > MAX_P50_MS:
@@ -360,10 +380,20 @@ def reference_check(results: dict[str, dict[str, EvalReport]]) -> str:
 # -- main --------------------------------------------------------------------------------------------
 
 
-def run(root: Path, shared: Path, built: Path, json_out: Path | None, model_dir: Path | None = None) -> int:
-    indexes = suite.catalogs(shared, built)
-    chosen = suite.sources(shared, built)
-    missing = [n for n in suite.BUILT_SOURCES if n not in indexes]
+def run(
+    root: Path,
+    shared: Path,
+    built: Path,
+    json_out: Path | None,
+    model_dir: Path | None = None,
+    rerank_dir: Path | None = None,
+    only: Sequence[str] = (),
+) -> int:
+    chosen = suite.sources(shared, built, only)
+    every_index = suite.catalogs(shared, built)
+    indexes = {name: files for name, files in every_index.items() if any(s.index == name for s in chosen)}
+    reranker = load_reranker(rerank_dir) if rerank_dir else None
+    missing = [n for n in suite.BUILT_SOURCES if n not in every_index]
     if missing:
         print(f"note: {', '.join(missing)} not built (python bench/build_sources.py); their rows are left out", file=sys.stderr)
     tokenizer = Tokenizer.from_file(str(bundled_model_dir() / "tokenizer.json"))
@@ -401,6 +431,8 @@ def run(root: Path, shared: Path, built: Path, json_out: Path | None, model_dir:
             t0 = time.perf_counter()
             report, costs[source.name] = product_pass(registry, source, tokenizer)
             rows = {"ard-mcp": report}
+            if reranker is not None and source.name not in suite.NO_ANSWER:  # it changes no confidence: no-answer rows stay
+                rows["+rerank"] = reranked(registry, reranker, collected[source.name])
             if source.name in held_out:
                 rows["held-out"] = ranked_under(registry, held_out[source.name], collected[source.name])
                 if source.index not in reference:
@@ -461,16 +493,24 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument(
         "--json", type=Path, dest="json_out", metavar="OUT", help="also write every figure (and ard-mcp's per-query results) to OUT"
     )
+    parser.add_argument(
+        "--rerank", type=Path, metavar="DIR", help="also rank with this cross-encoder (train_reranker.py): the +rerank rows"
+    )
+    parser.add_argument(
+        "--sources", nargs="+", default=[], metavar="NAME", help="only these sources (default: all; only their indexes are built)"
+    )
     args = parser.parse_args(list(argv) if argv is not None else None)
     if not (args.shared / "data").is_dir():
         parser.error(f"{args.shared / 'data'} does not exist; pass --shared DIR")
-    if args.data_dir is not None:
-        return run(args.data_dir, args.shared, args.built, args.json_out, args.model_dir)
-    temp = Path(tempfile.mkdtemp(prefix="ard-mcp-quality-"))
+    known = {s.name for s in suite.sources(args.shared, args.built)}
+    if set(args.sources) - known:
+        parser.error(f"unknown source(s) {', '.join(sorted(set(args.sources) - known))}; known: {', '.join(sorted(known))}")
+    root = args.data_dir or Path(tempfile.mkdtemp(prefix="ard-mcp-quality-"))
     try:
-        return run(temp, args.shared, args.built, args.json_out, args.model_dir)
+        return run(root, args.shared, args.built, args.json_out, args.model_dir, args.rerank, args.sources)
     finally:
-        shutil.rmtree(temp, ignore_errors=True)
+        if args.data_dir is None:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":
