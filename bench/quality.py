@@ -61,7 +61,7 @@ from ard_mcp.index.embedding import Embedder, bundled_model_dir
 from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
 from ard_mcp.search.ranking import Ranker
-from ard_mcp.search.rerank import Reranker, load_reranker
+from ard_mcp.search.rerank import Reranker, RerankerSpec
 from ard_mcp.search.results import SearchPage
 from ard_mcp.search.visibility import EVERYONE
 
@@ -281,8 +281,23 @@ def ranked_under(registry: Registry, tuning: Any, items: Sequence[Collected]) ->
     return evaluate(lambda text: by_text[text], [item.judgement for item in items])
 
 
+class MemoReranker(Reranker):
+    """A reranker that scores the same (query, texts) once: a blend sweep rescores the same top candidates again."""
+
+    def __init__(self, spec: RerankerSpec, memo: dict[tuple[str, tuple[str, ...]], np.ndarray]) -> None:
+        super().__init__(spec)
+        self._memo = memo
+
+    def scores(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        key = (query, tuple(texts))
+        if key not in self._memo:
+            self._memo[key] = super().scores(query, texts)
+        return self._memo[key]
+
+
 def reranked(registry: Registry, reranker: Reranker, items: Sequence[Collected]) -> EvalReport:
-    """A source's figures with the cross-encoder rescoring the top of each collected query, the rescoring timed."""
+    """A source's figures with the cross-encoder rescoring the top of each collected query, the rescoring timed
+    (a `MemoReranker`'s second pass over the same queries times only the ranking)."""
     r = registry.ranker
     ranker = Ranker(r.store, r.vectors, r.embedder, r.tuning, r.examples, reranker)
     by_text = {item.judgement.query: item for item in items}
@@ -388,11 +403,15 @@ def run(
     model_dir: Path | None = None,
     rerank_dir: Path | None = None,
     only: Sequence[str] = (),
+    blends: Sequence[float] = (),
 ) -> int:
     chosen = suite.sources(shared, built, only)
     every_index = suite.catalogs(shared, built)
     indexes = {name: files for name, files in every_index.items() if any(s.index == name for s in chosen)}
-    reranker = load_reranker(rerank_dir) if rerank_dir else None
+    memo: dict[tuple[str, tuple[str, ...]], np.ndarray] = {}
+    spec = RerankerSpec.load(rerank_dir) if rerank_dir else None
+    rerankers = {} if spec is None else {"+rerank": MemoReranker(spec, memo)}
+    rerankers.update({f"+rerank x{w:g}": MemoReranker(dataclasses.replace(spec, blend=w), memo) for w in blends if spec})
     missing = [n for n in suite.BUILT_SOURCES if n not in every_index]
     if missing:
         print(f"note: {', '.join(missing)} not built (python bench/build_sources.py); their rows are left out", file=sys.stderr)
@@ -431,8 +450,9 @@ def run(
             t0 = time.perf_counter()
             report, costs[source.name] = product_pass(registry, source, tokenizer)
             rows = {"ard-mcp": report}
-            if reranker is not None and source.name not in suite.NO_ANSWER:  # it changes no confidence: no-answer rows stay
-                rows["+rerank"] = reranked(registry, reranker, collected[source.name])
+            for label, reranker in rerankers.items():
+                if source.name not in suite.NO_ANSWER:  # it changes no confidence: no-answer rows stay as they are
+                    rows[label] = reranked(registry, reranker, collected[source.name])
             if source.name in held_out:
                 rows["held-out"] = ranked_under(registry, held_out[source.name], collected[source.name])
                 if source.index not in reference:
@@ -497,6 +517,14 @@ def main(argv: Iterable[str] | None = None) -> int:
         "--rerank", type=Path, metavar="DIR", help="also rank with this cross-encoder (train_reranker.py): the +rerank rows"
     )
     parser.add_argument(
+        "--blend",
+        type=float,
+        action="append",
+        default=[],
+        metavar="W",
+        help="with --rerank, also rows at this blend instead of its model.json's (repeatable; the scores are reused, not re-timed)",
+    )
+    parser.add_argument(
         "--sources", nargs="+", default=[], metavar="NAME", help="only these sources (default: all; only their indexes are built)"
     )
     args = parser.parse_args(list(argv) if argv is not None else None)
@@ -507,7 +535,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         parser.error(f"unknown source(s) {', '.join(sorted(set(args.sources) - known))}; known: {', '.join(sorted(known))}")
     root = args.data_dir or Path(tempfile.mkdtemp(prefix="ard-mcp-quality-"))
     try:
-        return run(root, args.shared, args.built, args.json_out, args.model_dir, args.rerank, args.sources)
+        return run(root, args.shared, args.built, args.json_out, args.model_dir, args.rerank, args.sources, args.blend)
     finally:
         if args.data_dir is None:
             shutil.rmtree(root, ignore_errors=True)

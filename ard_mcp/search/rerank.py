@@ -20,7 +20,6 @@ Off by default: on the 2-core machine the pass over 20 candidates costs more tha
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -32,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ard_mcp.errors import ModelMismatch
-from ard_mcp.index.embedding import onnx_session, verify_files
+from ard_mcp.index.embedding import onnx_session, read_description, verify_files
 
 log = logging.getLogger(__name__)
 
@@ -52,19 +51,13 @@ class RerankerSpec:
 
     @classmethod
     def load(cls, directory: Path) -> RerankerSpec:
-        path = directory / "model.json"
-        try:
-            raw = json.loads(path.read_text())
+        def build(raw: dict[str, Any]) -> RerankerSpec:
             kind = raw.get("kind")
             if kind != "cross-encoder":
-                raise ModelMismatch(
-                    f"{path} describes a {kind or 'embedding'} model, not a cross-encoder (bench/train_reranker.py makes one)"
-                )
+                raise ModelMismatch(f"{directory / 'model.json'} describes a {kind or 'embedding'} model, not a cross-encoder")
             return cls(directory, str(raw["id"]), int(raw["max_length"]), float(raw["blend"]), dict(raw["files"]))
-        except FileNotFoundError:
-            raise ModelMismatch(f"{path} is missing: a reranker directory needs model.json, model.onnx and tokenizer.json") from None
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ModelMismatch(f"{path} is not a valid reranker description ({exc})") from None
+
+        return read_description(directory, build, "reranker")
 
 
 class Reranker:
