@@ -11,7 +11,9 @@ secondary steps of a task score lower than the main one but are still wanted). A
 stays below the cutoff is not left empty: its closest few candidates come back marked low-confidence,
 because for a host model an empty list where a fitting agent exists is the worst outcome, and a score
 alone cannot tell a near miss from a poorly described fit (docs/search-quality.md has the measured
-trade-off). Evidence texts are fetched only for the page that is returned.
+trade-off). Evidence texts are fetched only for the page that is returned. With `--rerank`, a cross-encoder
+reorders the top candidates among the relevances they hold (`ard_mcp.search.rerank`), so the confidence and
+the scores a page shows keep their meaning.
 
 An entry whose text is aimed at a model (`ard_mcp.formats.untrusted`: instruction overrides, chat-template
 syntax, hidden prompts, keyword stuffing) is flagged by the registry when it is stored
