@@ -155,7 +155,7 @@ def test_flagged_entries_are_never_rescored(reranked: Registry) -> None:
 
 
 def test_a_wrong_directory_is_refused_clearly(tmp_path: Path, cross_encoder: Path) -> None:
-    with pytest.raises(ModelMismatch, match="not a cross-encoder"):
+    with pytest.raises(ModelMismatch, match="does not describe a cross-encoder"):
         RerankerSpec.load(bundled_model_dir())  # an embedding model
     with pytest.raises(ModelMismatch, match=r"model\.json is missing"):
         RerankerSpec.load(tmp_path)

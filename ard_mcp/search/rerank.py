@@ -56,7 +56,7 @@ class RerankerSpec:
         def build(raw: dict[str, Any]) -> RerankerSpec:
             kind = raw.get("kind")
             if kind != "cross-encoder":
-                raise ModelMismatch(f"{directory / 'model.json'} describes a {kind or 'embedding'} model, not a cross-encoder")
+                raise ModelMismatch(f"{directory / 'model.json'} does not describe a cross-encoder (kind {kind!r})")
             return cls(directory, str(raw["id"]), int(raw["max_length"]), float(raw["blend"]), dict(raw["files"]))
 
         return read_description(directory, build, "reranker")
