@@ -1,0 +1,65 @@
+"""The training pipeline's data steps (bench/train_pairs.py, and the row choice of bench/train_encoder.py): what
+a model is trained on decides whether its leave-one-source-out figures are honest, so these run in CI even
+though the training itself (PyTorch, hours on 2 cores) does not."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+
+from ard_mcp.evaluation.judgements import Judgement
+from ard_mcp.formats.identifiers import normalize_identifier
+from ard_mcp.index.embedding import load_embedder
+from tests.conftest import INVOICES, PDF, REPO, TRANSLATE, WEATHER
+
+sys.path.insert(0, str(REPO / "bench"))
+
+from train_encoder import select
+from train_pairs import SELF_PAIRS, Catalog, Miner, catalog_rows, query_rows
+
+
+def _row(source: str, n: int) -> dict[str, str]:
+    return {"source": source, "query": f"task {n}", "positive": f"text {n}", "negative": ""}
+
+
+def test_a_held_out_source_leaves_out_its_queries_and_its_catalog_and_each_source_is_capped() -> None:
+    rows = [_row(s, n) for s in ("metatool", "catalog:metatool", "seal-tools", "catalog:seal-tools") for n in range(50)]
+    chosen = select(rows, ["metatool"], per_source=20)
+    assert {r["source"] for r in chosen} == {"seal-tools", "catalog:seal-tools"}
+    assert sum(r["source"] == "seal-tools" for r in chosen) == 20
+    assert select(list(reversed(rows)), ["metatool"], per_source=20) == chosen  # by hash, not by input order
+
+
+def _catalog(*entries: dict[str, Any]) -> Catalog:
+    by_id = {normalize_identifier(e["identifier"]): e for e in entries}
+    return Catalog.of(by_id, dict.fromkeys(by_id, "sample"))
+
+
+def test_catalog_pairs_leave_out_texts_that_repeat_the_summary() -> None:
+    one_tool = {
+        "identifier": "urn:air:tools.example:tool:get-match-info",
+        "displayName": "getMatchInfo",
+        "type": "application/openapi+json",
+        "description": "Retrieve information about a football match",
+        "data": {"tools": [{"name": "getMatchInfo", "description": "Retrieve information about a football match"}]},
+    }
+    rows = list(catalog_rows(_catalog(one_tool, WEATHER)))
+    assert rows and all(r["source"] == "catalog:sample" for r in rows)
+    assert not [r for r in rows if "football" in r["query"]]  # its only tool is its summary again
+    weather = [r for r in rows if r["positive"].startswith("Weather Forecast Server")]
+    assert 0 < len(weather) <= SELF_PAIRS and len({r["query"] for r in weather}) == len(weather)
+
+
+@pytest.mark.slow
+def test_query_rows_pair_a_task_with_its_entrys_texts_and_a_lexical_neighbour_as_negative() -> None:
+    catalog = _catalog(WEATHER, INVOICES, PDF, TRANSLATE)
+    weather = normalize_identifier(WEATHER["identifier"])
+    task = Judgement(id="q1", query="forecast the weather and rain in a city", relevant={weather: 1.0})
+    rows = list(query_rows("sample", [task], catalog, Miner(load_embedder()), seed=0))
+    assert rows and {r["source"] for r in rows} == {"sample"}
+    assert rows[0]["positive"] == catalog.examples[weather][0]  # the name + description first
+    assert all(r["positive"] in catalog.examples[weather] for r in rows)
+    others = {text for ident, texts in catalog.examples.items() if ident != weather for text in texts}
+    assert all(r["negative"] in others for r in rows)  # never a text of the relevant entry
