@@ -86,6 +86,9 @@ def _request(method: str, path: str) -> Request:
         ("POST", "/mcp", b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search_agents"}}', "reads"),
         ("POST", "/mcp", b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "call_agent"}}', "invocations"),
         ("POST", "/mcp", b"{not json", "reads"),
+        ("POST", "/operator/login", b"token=x", "writes"),
+        ("POST", "/operator/crawl", b"url=x", "writes"),
+        ("POST", "/operator/invoke", b"id=x", "invocations"),
     ],
 )
 def test_which_limit_a_request_counts_against(method: str, path: str, body: bytes, kind: str) -> None:

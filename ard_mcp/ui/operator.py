@@ -16,7 +16,7 @@ from ard_mcp.surfaces.rest.routes import run, state_of
 from ard_mcp.ui.crawl_stream import crawl_page
 from ard_mcp.ui.operator_view import operator_view
 from ard_mcp.ui.render import page
-from ard_mcp.ui.security import CSRF_FIELD, SESSION_COOKIE, SESSION_SECONDS, check_csrf, secured, set_cookie
+from ard_mcp.ui.security import CSRF_FIELD, INVOKE_FORM, SESSION_COOKIE, SESSION_SECONDS, check_csrf, secured, set_cookie
 from ard_mcp.ui.site import Handler, Site
 from ard_mcp.web.settings import CrawlSettings
 
@@ -100,7 +100,7 @@ def operator_routes(web: Site) -> list[tuple[str, str, Handler]]:
         return page(request, "invoked.html", answer=answer, **web.nav(request))
 
     return [
-        ("/operator/invoke", "POST", invoke),
+        (INVOKE_FORM, "POST", invoke),
         ("/operator/login", "GET", login_page),
         ("/operator/login", "POST", login),
         ("/operator/logout", "POST", logout),

@@ -32,7 +32,10 @@ HEADERS = {
     "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
 }
-FORM_PATHS = frozenset({"/operator/login", "/operator/logout", "/operator/crawl", "/operator/invoke"})
+INVOKE_FORM = "/operator/invoke"
+"""The "Try it" form: it calls an agent, so it counts against the invocation rate limit, as
+`POST /agents/{id}/invoke` and `call_agent` do."""
+FORM_PATHS = frozenset({"/operator/login", "/operator/logout", "/operator/crawl", INVOKE_FORM})
 """The page's form posts (application/x-www-form-urlencoded): the guard lets them through where it refuses
 a simple body elsewhere, after the Origin check that REST writes pass."""
 SESSION_COOKIE = "ard_session"

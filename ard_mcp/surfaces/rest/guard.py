@@ -32,7 +32,7 @@ from ard_mcp.surfaces.rest.errors import error_response
 from ard_mcp.surfaces.rest.operations import dialect_for, is_invocation, is_write
 from ard_mcp.surfaces.rest.ratelimit import Limiter
 from ard_mcp.surfaces.rest.settings import HttpSettings, is_loopback
-from ard_mcp.ui.security import FORM_PATHS
+from ard_mcp.ui.security import FORM_PATHS, INVOKE_FORM
 
 _FORM = "application/x-www-form-urlencoded"
 _SIMPLE_BODY_TYPES = (_FORM, "multipart/form-data", "text/plain")
@@ -145,10 +145,11 @@ def _is_form(request: Request) -> bool:
 
 def _kind(request: Request, body: bytes) -> str:
     """Which rate limit a request counts against: invocations (calling an agent), writes, or reads; an MCP
-    message (or batch) by the tools it calls. The web page's forms (signing in, a crawl) count as writes."""
+    message (or batch) by the tools it calls. The web page's forms count as writes (signing in, a crawl), its
+    "Try it" form as an invocation."""
     path = request.url.path
     if _is_form(request):
-        return "writes"
+        return "invocations" if path == INVOKE_FORM else "writes"
     if not path.startswith(_MCP_PATHS):
         return "invocations" if is_invocation(request.method, path) else "writes" if is_write(request.method, path) else "reads"
     try:
