@@ -40,10 +40,15 @@ def _run(text: str, start: int, end: int, hidden: dict[int, str]) -> str:
     return "".join(out)
 
 
+def _hidden(text: str) -> dict[int, str]:
+    """The position and kind of each invisible character of `text`."""
+    return {m.start(): kind for m in _SUSPECT.finditer(text) if (kind := invisible_kind(text, m.start()))}
+
+
 def shown(value: object, words: Iterable[str] = ()) -> Markup:
     """`value` as safe HTML: escaped, invisible characters named, `words` marked."""
     text = "" if value is None else str(value)
-    hidden = {m.start(): kind for m in _SUSPECT.finditer(text) if (kind := invisible_kind(text, m.start()))}
+    hidden = _hidden(text)
     pattern = _pattern(tuple(words))
     if pattern is None and not hidden:
         return escape(text)
@@ -61,7 +66,6 @@ def shown(value: object, words: Iterable[str] = ()) -> Markup:
 def visible(value: object) -> str:
     """`value` as plain text (for a page's title, which holds no markup) with each invisible character named."""
     text = "" if value is None else str(value)
-    hidden = [m.start() for m in _SUSPECT.finditer(text) if invisible_kind(text, m.start())]
-    for i in reversed(hidden):
+    for i in reversed(_hidden(text)):
         text = f"{text[:i]}[U+{ord(text[i]):04X}]{text[i + 1 :]}"
     return text
