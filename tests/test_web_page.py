@@ -41,6 +41,14 @@ pytestmark = pytest.mark.slow
 HTML = {"Accept": "text/html"}
 A2A = "application/a2a-agent-card+json"
 MCP = "application/mcp-server-card+json"
+LEGACY_MCP: dict[str, Any] = {  # registered with v0.5's type: served, and shown, under the v0.9 name
+    "identifier": "urn:air:notes.example.net:server:notes",
+    "displayName": "Plain Notes",
+    "type": "application/mcp-server+json",
+    "description": "Keep short plain-text notes and search them.",
+    "tags": ["notes"],
+    "data": {"name": "notes"},
+}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +64,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with Publisher() as upstream, agent_serving(lambda base: aidip_agent()) as agent:
         upstream.put("/search", {"results": []})
         with serving(root / "data", *args, "--upstream", upstream.origin) as base:
-            register(base, [*ENTRIES, translator(agent)])
+            register(base, [*ENTRIES, translator(agent), LEGACY_MCP])
             register(base, [HOSTILE], PUBLISHER_TOKEN)
             yield base
 

@@ -173,6 +173,11 @@ class CatalogEntry(WireModel):
     def updated(self) -> datetime | None:
         return parse_timestamp(self.updatedAt) if self.updatedAt else None
 
+    @property
+    def wire_type(self) -> str:
+        """The type as `wire()` serves it (its v0.9 name), for a surface that shows the entry without serialising it."""
+        return served_type(self.type)
+
     def wire(self) -> dict[str, Any]:
         """The entry as served: as registered apart from what `leniency` normalised and the v0.9 name of its type,
         valid against the schema."""

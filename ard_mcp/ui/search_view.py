@@ -13,7 +13,6 @@ from starlette.datastructures import QueryParams
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats.catalog import CatalogEntry
 from ard_mcp.formats.entry_facts import CRAWL_SOURCE_KEY, TRUST_STATUS
-from ard_mcp.formats.identifiers import publisher_of
 from ard_mcp.formats.limits import MAX_QUERY_CHARS
 from ard_mcp.formats.messages import ExploreResponse, FacetRequest, MatchedExample, SearchResult, TrustFinding
 from ard_mcp.registry import Registry
@@ -95,7 +94,6 @@ class Row:
     """One result as the page shows it; `score` and `evidence` are None when browsing without a task."""
 
     entry: CatalogEntry
-    publisher: str
     trust: TrustFinding | None
     score: int | None = None
     evidence: MatchedExample | None = None
@@ -129,7 +127,6 @@ def _row(result: SearchResult) -> Row:
     best = evidence.matchedExamples[0] if evidence and evidence.matchedExamples else None
     return Row(
         entry=result,
-        publisher=publisher_of(result.identifier),
         trust=evidence.trust if evidence else None,
         score=result.score,
         evidence=best,
@@ -175,9 +172,7 @@ def fetch(registry: Registry, state: PageState, viewer: Viewer) -> Found:
 def build(state: PageState, found: Found) -> SearchView:
     """The page's view of what the registry answered: its rows, facet links and paging links."""
     if found.results is None:
-        entries = [c.agent.entry for c in found.page.candidates]
-        trust = [TrustFinding.of(c.trust) for c in found.page.candidates]
-        rows = [Row(CatalogEntry.model_validate(e), publisher_of(str(e["identifier"])), t) for e, t in zip(entries, trust, strict=True)]
+        rows = [Row(CatalogEntry.model_validate(c.agent.entry), TrustFinding.of(c.trust)) for c in found.page.candidates]
     else:
         rows = [_row(result) for result in found.results]
     return SearchView(
