@@ -14,7 +14,6 @@ from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats import media_types
 from ard_mcp.formats.catalog import CatalogEntry
 from ard_mcp.formats.entry_facts import CRAWL_ETAG_KEY, CRAWL_FETCHED_KEY, CRAWL_MODIFIED_KEY, CRAWL_SOURCE_KEY, CRAWL_VIA_KEY
-from ard_mcp.formats.identifiers import publisher_of
 from ard_mcp.formats.messages import SearchResult, TrustFinding
 from ard_mcp.invocation.calls import Target
 from ard_mcp.invocation.policy import Limits
@@ -53,7 +52,6 @@ class HostConfig:
 @dataclass(frozen=True)
 class EntryView:
     entry: CatalogEntry
-    publisher: str
     trust: TrustFinding | None
     callables: list[Offer]
     provenance: list[tuple[str, str]]
@@ -87,13 +85,8 @@ def _server_name(entry: CatalogEntry) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", entry.identifier.rsplit(":", 1)[-1]).strip("-")[:64] or "server"
 
 
-def _target(entry: CatalogEntry) -> Target | Offline:
-    return target_of(entry.model_dump(mode="json", by_alias=True), Limits())
-
-
-def _launch(entry: CatalogEntry) -> tuple[dict[str, Any], dict[str, Any]] | str:
+def _launch(entry: CatalogEntry, target: Target | Offline) -> tuple[dict[str, Any], dict[str, Any]] | str:
     """(what Claude Desktop and Cursor run, what VS Code runs) for an MCP server, or why there is none."""
-    target = _target(entry)
     if not isinstance(target, Offline):  # a remote server: hosts connect to its URL
         kind = "sse" if target.transport_kind == "sse" else "http"
         return {"url": target.url}, {"type": kind, "url": target.url}
@@ -112,10 +105,10 @@ def _launch(entry: CatalogEntry) -> tuple[dict[str, Any], dict[str, Any]] | str:
     return target.reason
 
 
-def _hosts(entry: CatalogEntry) -> tuple[list[HostConfig], str | None]:
+def _hosts(entry: CatalogEntry, target: Target | Offline) -> tuple[list[HostConfig], str | None]:
     if media_types.canonical_type(entry.type) != media_types.MCP_SERVER_CARD:
         return [], None
-    launch = _launch(entry)
+    launch = _launch(entry, target)
     if isinstance(launch, str):
         return [], launch
     plain, vscode = launch
@@ -141,10 +134,10 @@ def entry_view(registry: Registry, reference: str, task: str | None, viewer: Vie
         query = SearchQuery.of(task, {"identifier": [entry.identifier]}, page_size=1)
         match = next(iter(registry.search(query, viewer=viewer).results()), None)
     metadata = entry.metadata or {}
-    hosts, missing = _hosts(entry)
+    target = target_of(entry.stored(), Limits())  # what the invocation service would call (`Invoker`)
+    hosts, missing = _hosts(entry, target)
     return EntryView(
         entry=entry,
-        publisher=publisher_of(entry.identifier),
         trust=registry.trust_of(entry.identifier),
         callables=_callables(entry.data or {}),
         provenance=[(label, str(metadata[key])) for key, label in _PROVENANCE if metadata.get(key) is not None],
@@ -152,5 +145,5 @@ def entry_view(registry: Registry, reference: str, task: str | None, viewer: Vie
         hosts=hosts,
         hosts_missing=missing,
         raw=json.dumps(entry.model_dump(mode="json", by_alias=True, exclude_none=True), indent=2, ensure_ascii=False),
-        offline=target.reason if isinstance(target := _target(entry), Offline) else None,
+        offline=target.reason if isinstance(target, Offline) else None,
     )
