@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from ard_mcp.formats import media_types
 from ard_mcp.formats.reserved_metadata import EXPIRES_KEY
 from ard_mcp.formats.timestamps import stored_timestamp
-from ard_mcp.net.urls import RefusedUrl, check_url
+from ard_mcp.net.urls import RefusedUrl, Target, check_url
 
 XU_TYPE = "application/agent-discovery-metadata+json"
 """Media type of an entry whose `data` is Xu profile Agent Metadata (the draft names none; ours)."""
@@ -153,16 +153,16 @@ def _scheme(endpoint: str) -> str | None:
     return parts.scheme.lower() if parts.scheme and parts.netloc else None
 
 
-def servable_url(url: str) -> bool:
-    """A remote a server description lists that can be served as a binding: a URL, not a template (`{tenant}`),
-    and nowhere `check_url` refuses (an entry is refused for an endpoint it binds to, not for what it lists)."""
+def servable_url(url: str) -> Target | None:
+    """Where a remote a server description lists points, if it can be served as a binding: a URL, not a
+    template (`{tenant}`), and nowhere `check_url` refuses (an entry is refused for an endpoint it binds to,
+    not for what it lists); None if it cannot."""
     if "{" in url or any(c.isspace() for c in url):
-        return False
+        return None
     try:
-        check_url(url)
+        return check_url(url)
     except RefusedUrl:
-        return False
-    return True
+        return None
 
 
 def mcp_remotes(entry: Mapping[str, Any]) -> list[tuple[str, str | None]]:
@@ -221,7 +221,7 @@ def bindings_of(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
             ]
     url = entry.get("url")
     if protocol == "mcp" and not isinstance(url, str):
-        remotes = dict.fromkeys(remote for remote, _ in mcp_remotes(entry) if servable_url(remote))
+        remotes = dict.fromkeys(remote for remote, _ in mcp_remotes(entry) if servable_url(remote) is not None)
         return [{"protocol": "mcp", "endpoint": remote, "media_types": [media_type]} for remote in remotes]
     endpoint = url if isinstance(url, str) else str(entry["identifier"])
     protocol = protocol or (_scheme(endpoint) if isinstance(url, str) else None) or "ard"

@@ -34,7 +34,7 @@ from ard_mcp.formats.identifiers import derive_identifier, is_publisher_domain, 
 from ard_mcp.formats.limits import MAX_ITEMS, MAX_LONG_TEXT, MAX_SHORT_TEXT, check_depth
 from ard_mcp.formats.media_types import MCP_SERVER_CARD
 from ard_mcp.formats.timestamps import parse_timestamp, utc_text
-from ard_mcp.net.urls import carried, check_url
+from ard_mcp.net.urls import carried
 
 OFFICIAL = "io.modelcontextprotocol.registry/official"
 """The key of the official registry's own metadata in `_meta` (status, isLatest, publishedAt, updatedAt)."""
@@ -226,9 +226,9 @@ def _usable_url(url: str) -> bool:
     """An http(s) URL a client elsewhere can reach: one `check_url` takes (not link-local, not cloud
     metadata, in any spelling) whose host is not a template (`{tenant}`) or loopback (old records list
     `http://localhost:8000/sse`, which is how to run it, not where it runs)."""
-    if not servable_url(url):
+    target = servable_url(url)
+    if target is None:
         return False
-    target = check_url(url)
     if target.host == "localhost" or target.host.endswith(".localhost"):
         return False
     address = None if target.address is None else carried(target.address)
