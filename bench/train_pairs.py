@@ -19,10 +19,10 @@ The texts are the product's own: a positive is one of the relevant entry's index
 (`ard_mcp.index.example_texts`), so training aligns tasks with exactly what the example-level index embeds.
 Each query gives two rows per relevant entry: with the entry's name + description, and with the example the
 bundled model already finds closest (when that is another one). The hard negative of a row is an example
-of an entry BM25 ranks high for the task that is not relevant: the first such entry of the top five, the
-one chosen by sha256(seed:query) (no `random` state), and of it the example the bundled model finds
-closest. Lexical neighbours are what the dense model confuses most; the bundled model's own top
-candidates were not used because unlabelled relevant entries among them would be taught as negatives.
+of an entry BM25 ranks high for the task that is not relevant: one of the first five such entries, chosen by
+sha256(seed:query) (no `random` state), and of it the example the bundled model finds closest. Lexical
+neighbours are what the dense model confuses most; the bundled model's own top candidates were not used
+because unlabelled relevant entries among them would be taught as negatives.
 
 The output is a pure function of the snapshots, the shared data and `--seed`.
 """
@@ -120,15 +120,14 @@ class Miner:
 
 def query_rows(source: str, judgements: Sequence[Judgement], catalog: Catalog, miner: Miner, seed: int) -> Iterator[dict[str, str]]:
     for judgement in judgements:
-        wanted = [i for r in judgement.requirements for i in sorted(r.members) if i in catalog.examples]
+        wanted = dict.fromkeys(i for r in judgement.requirements for i in sorted(r.members) if i in catalog.examples)
         if not wanted:
             continue
-        ranked = [i for i in catalog.bm25.search(judgement.query, NEGATIVE_DEPTH + len(wanted)) if i not in set(wanted)]
-        ranked = ranked[:NEGATIVE_DEPTH]
+        ranked = [i for i in catalog.bm25.search(judgement.query, NEGATIVE_DEPTH + len(wanted)) if i not in wanted][:NEGATIVE_DEPTH]
         negative = ""
         if ranked:
             negative = miner.closest(judgement.query, catalog.examples[ranked[_pick(seed, judgement.query, len(ranked))]])
-        for ident in dict.fromkeys(wanted):
+        for ident in wanted:
             examples = catalog.examples[ident]
             for positive in dict.fromkeys([examples[0], miner.closest(judgement.query, examples)]):
                 yield {"source": source, "query": judgement.query, "positive": positive, "negative": negative}
