@@ -60,7 +60,6 @@ from ard_mcp.formats.messages import SearchResponse
 from ard_mcp.index.embedding import Embedder, bundled_model_dir
 from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
-from ard_mcp.search.ranking import Ranker
 from ard_mcp.search.rerank import Reranker, RerankerSpec
 from ard_mcp.search.results import SearchPage
 from ard_mcp.search.visibility import EVERYONE
@@ -298,8 +297,7 @@ class MemoReranker(Reranker):
 def reranked(registry: Registry, reranker: Reranker, items: Sequence[Collected]) -> EvalReport:
     """A source's figures with the cross-encoder rescoring the top of each collected query, the rescoring timed
     (a `MemoReranker`'s second pass over the same queries times only the ranking)."""
-    r = registry.ranker
-    ranker = Ranker(r.store, r.vectors, r.embedder, r.tuning, r.examples, reranker)
+    ranker = suite.ranker_with(registry, registry.ranker.tuning, reranker)
     by_text = {item.judgement.query: item for item in items}
     return evaluate(lambda text: suite.answer(ranker, by_text[text]), [item.judgement for item in items])
 
@@ -439,6 +437,8 @@ def run(
         held_out = {}
         for name in dev:
             others = {n: items for n, items in dev.items() if n != name}
+            if not others:  # `--sources` named one dev source: nothing to fit a held-out tuning on
+                continue
             held_out[name] = fit(registry_of, others, collected.get("no-answer", []))
             print(f"held-out tuning for {name}: {describe(held_out[name])}".replace("\n", "; "))
 
@@ -455,8 +455,9 @@ def run(
                     rows[label] = reranked(registry, reranker, collected[source.name])
             if source.name in held_out:
                 rows["held-out"] = ranked_under(registry, held_out[source.name], collected[source.name])
+            if source.name in dev:
                 if source.index not in reference:
-                    texts = [j.query for s in chosen if s.index == source.index and s.name in held_out for j in s.queries]
+                    texts = [j.query for s in chosen if s.index == source.index and s.name in dev for j in s.queries]
                     reference[source.index] = baselines(registry, indexes[source.index], texts)
                 for method, fn in reference[source.index].items():
                     rows[method] = evaluate(fn, source.queries)

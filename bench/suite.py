@@ -32,6 +32,7 @@ from ard_mcp.formats.identifiers import normalize_identifier
 from ard_mcp.formats.manifests import file_entries
 from ard_mcp.registry import Registry
 from ard_mcp.search.ranking import Candidates, Ranker
+from ard_mcp.search.rerank import Reranker
 from ard_mcp.search.tuning import Tuning
 
 BENCH = Path(__file__).resolve().parent
@@ -113,10 +114,10 @@ def _identifiers(registry: Registry) -> dict[int, str]:
     return {agent_id: normalize_identifier(agent.identifier) for agent_id, agent in agents.items()}
 
 
-def ranker_with(registry: Registry, tuning: Tuning) -> Ranker:
-    """The registry's ranker under another tuning (same store, index and model)."""
+def ranker_with(registry: Registry, tuning: Tuning, reranker: Reranker | None = None) -> Ranker:
+    """The registry's ranker under another tuning (same store, index and model), optionally with a reranker."""
     r = registry.ranker
-    return Ranker(r.store, r.vectors, r.embedder, tuning, r.examples)
+    return Ranker(r.store, r.vectors, r.embedder, tuning, r.examples, reranker)
 
 
 def tuned(base: Tuning, weights: np.ndarray, bias: float, cutoff: int, floor: int) -> Tuning:
