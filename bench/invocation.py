@@ -7,7 +7,11 @@
    attached only to ard-mcp would; one HTTP client POSTs to the AIDIP agent directly and through
    `POST /agents/{id}/invoke`. The direct and the proxied calls take turns, `calls` of each, so the load of a
    shared machine weighs on both alike. Prints p50 and p99 of each and their ratio (target: through the registry
-   at most 1.3x the direct p50 plus 5 ms).
+   at most 1.3x the direct p50 plus 5 ms), and, for the MCP path, the CPU time each side spends on one call:
+   the host's MCP client on a direct call and on a `call_agent` call, and the registry on a `call_agent` call
+   (its thread's CPU time while it serves the request; the calls come one at a time, so that time is the
+   call's). The registry's share is an MCP server and an MCP client of the same SDK as the direct call's
+   client and agent, which is why the ratio stays near 2x however fast the machine is.
 2. Tokens: the `get_agent_tools` answer for the MCP servers with the most tools in the benchmark catalogs
    (their tools and input schemas as published), compact and full, counted with the bundled tokenizer
    (target: about 1,500 for a 20-tool server).
@@ -32,6 +36,7 @@ import anyio
 import httpx
 import numpy as np
 from mcp import Client
+from starlette.types import ASGIApp, Receive, Scope, Send
 from tokenizers import Tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,20 +59,40 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
     return float(np.percentile(samples, 50)), float(np.percentile(samples, 99))
 
 
-async def _alternated(direct: Client, through: Client, tool: str, arguments: dict[str, Any], calls: int) -> tuple[list[float], list[float]]:
+async def _alternated(
+    direct: Client, through: Client, tool: str, arguments: dict[str, Any], calls: int, cpu: dict[str, list[float]]
+) -> tuple[list[float], list[float]]:
     """`calls` calls of `tool` directly and as many through the registry's `call_agent`, one of each in turn,
-    so that a busy moment of a shared machine falls on both alike."""
+    so that a busy moment of a shared machine falls on both alike; the host client's CPU time per call in `cpu`."""
     proxied = {"identifier": ENTRY, "tool": tool, "arguments": arguments}
     plain: list[float] = []
     through_registry: list[float] = []
     for i in range(calls + 10):  # the first 10 of each warm up: connections, sessions, the registry's first look-ups
-        for client, name, args, samples in ((direct, tool, arguments, plain), (through, "call_agent", proxied, through_registry)):
-            started = time.perf_counter()
+        for client, name, args, samples, side in (
+            (direct, tool, arguments, plain, "host client, direct"),
+            (through, "call_agent", proxied, through_registry, "host client, call_agent"),
+        ):
+            started, used = time.perf_counter(), time.thread_time()
             result = await client.call_tool(name, args)
             if i >= 10:
                 samples.append((time.perf_counter() - started) * 1000)
+                cpu[side].append((time.thread_time() - used) * 1000)
             assert not result.is_error, result.content
     return plain, through_registry
+
+
+class _CpuProbe:
+    """The registry's app, keeping the CPU time its thread spends on each MCP request (one at a time here)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.samples: list[float] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        used = time.thread_time()
+        await self.app(scope, receive, send)
+        if scope["type"] == "http" and scope["path"] == "/mcp":
+            self.samples.append((time.thread_time() - used) * 1000)
 
 
 def _posted(client: httpx.Client, direct: str, through: str, body: dict[str, Any], calls: int) -> tuple[list[float], list[float]]:
@@ -112,12 +137,14 @@ def _agents() -> Iterator[tuple[str, str]]:
         process.wait(timeout=30)
 
 
-def overhead(calls: int) -> dict[str, tuple[list[float], list[float]]]:
-    """(direct, through the registry) samples in ms: an MCP tool over MCP, and an AIDIP agent over REST."""
+def overhead(calls: int) -> tuple[dict[str, tuple[list[float], list[float]]], dict[str, list[float]]]:
+    """(direct, through the registry) samples in ms: an MCP tool over MCP, and an AIDIP agent over REST; and
+    the CPU time per MCP call in ms of the host's client (direct, call_agent) and of the registry."""
     configure_logging("info")  # as `ard-mcp serve` logs
     policy = InvocationPolicy(enabled=True, allow_private_networks=True)
+    cpu: dict[str, list[float]] = {"host client, direct": [], "host client, call_agent": []}
     with tempfile.TemporaryDirectory() as data, _agents() as (agent, aidip):
-        app = build_app(Config(Path(data)), HttpSettings(invocation=policy), warm=False)
+        app = _CpuProbe(build_app(Config(Path(data)), HttpSettings(invocation=policy), warm=False))
         with serving(lambda base: app) as registry, httpx.Client(timeout=60) as http:
             entry = {
                 "identifier": ENTRY,
@@ -132,15 +159,15 @@ def overhead(calls: int) -> dict[str, tuple[list[float], list[float]]]:
 
             async def run() -> tuple[list[float], list[float]]:
                 async with Client(agent + "/mcp") as direct, Client(registry + "/mcp") as through:
-                    return await _alternated(direct, through, "forecast", {"city": "Oslo"}, calls)
+                    return await _alternated(direct, through, "forecast", {"city": "Oslo"}, calls, cpu)
 
             body = {"text": "hello", "target_language": "fr"}
-            return {
-                "MCP tool over MCP (call_agent)": anyio.run(run),
-                "AIDIP agent over REST (POST /agents/{id}/invoke)": _posted(
-                    http, aidip + "/translate", f"{registry}/agents/{TRANSLATOR}/invoke", body, calls
-                ),
-            }
+            timings = {"MCP tool over MCP (call_agent)": anyio.run(run)}
+            cpu["registry, call_agent"] = app.samples[-calls:]  # after its warm-up calls
+            timings["AIDIP agent over REST (POST /agents/{id}/invoke)"] = _posted(
+                http, aidip + "/translate", f"{registry}/agents/{TRANSLATOR}/invoke", body, calls
+            )
+            return timings, cpu
 
 
 def tokens(data: Path, largest: int = 5) -> list[tuple[str, int, int, int]]:
@@ -170,12 +197,14 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     args = parser.parse_args()
-    for label, (plain, proxied) in overhead(args.calls).items():
+    timings, cpu = overhead(args.calls)
+    for label, (plain, proxied) in timings.items():
         (d50, d99), (r50, r99) = _percentiles(plain), _percentiles(proxied)
         print(f"{label}, {args.calls} calls each (ms)")
         print(f"  direct            p50 {d50:7.2f}  p99 {d99:7.2f}")
         print(f"  through registry  p50 {r50:7.2f}  p99 {r99:7.2f}")
         print(f"  ratio p50 {r50 / d50:.2f}x, p99 {r99 / d99:.2f}x; target p50 <= 1.3 x direct + 5 ms = {1.3 * d50 + 5:.2f} ms")
+    print("CPU time per MCP call, p50 (ms): " + ", ".join(f"{side} {np.percentile(s, 50):.2f}" for side, s in cpu.items()))
     if args.data.is_dir():
         print("get_agent_tools tokens (bundled tokenizer), the servers with the most tools")
         for identifier, count, small, whole in tokens(args.data):
