@@ -1,6 +1,6 @@
 """Training triples (task, positive text, hard negative text) for fine-tuning the bundled encoder, per source.
 
-    python bench/train_pairs.py [--mirror /work/.mirror] [--shared ../shared] [--out bench/.data/training/pairs.jsonl]
+    python bench/train_pairs.py [--mirror /work/.mirror] [--shared ../shared] [--out bench/.data/training/pairs.jsonl] [--api-bank]
 
 Only the public sources issue #33 names, each read from a fetched snapshot or the shared data:
 
@@ -9,6 +9,8 @@ Only the public sources issue #33 names, each read from a fetched snapshot or th
 * `toolalpaca` (Apache-2.0): the real and simulated evaluation instructions against the public-apis catalog;
 * `mcp-bench` (Apache-2.0): its tasks against its servers;
 * `livemcpbench` (Apache-2.0) and `metatool` (MIT): the shared dev queries against the shared 740-entry index;
+* with `--api-bank`, `api-bank` (Apache-2.0): API-Bank's level-3 training requests against the APIs its tool
+  searcher found (`sources/api_bank.py`; training only, as `quality.py` does not score it);
 * each catalog's own texts (`catalog:<source>`): an entry's representative queries, tools and skills paired
   with its name + description, so the model learns that a server's tools and its summary belong together.
 
@@ -45,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import suite
 from build_sources import BUILDERS, snapshot_dir
 from quality import BM25, all_text, tokenize
-from sources import seal_tools
+from sources import api_bank, seal_tools
 
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.evaluation.judgements import Judgement, load_queries
@@ -151,14 +153,14 @@ def judgements_of(raw_queries: Sequence[dict[str, Any]]) -> list[Judgement]:
     return [Judgement.from_json(q) for q in raw_queries]
 
 
-def build(mirror: Path, shared: Path, seed: int) -> Iterator[dict[str, str]]:
+def build(mirror: Path, shared: Path, seed: int, with_api_bank: bool = False) -> Iterator[dict[str, str]]:
     miner = Miner(load_embedder())
     entries, source_of = _entries([shared / "data" / name / "catalog.json" for name in suite.SHARED_CATALOGS])
     shared_catalog = Catalog.of(entries, source_of)
     yield from catalog_rows(shared_catalog)
     for name in ("livemcpbench", "metatool"):
         yield from query_rows(name, load_queries(shared / "data" / name / "queries.dev.jsonl"), shared_catalog, miner, seed)
-    for name, module in BUILDERS.items():
+    for name, module in (*BUILDERS.items(), *([(api_bank.NAME, api_bank)] if with_api_bank else [])):
         git_dir = snapshot_dir(mirror, module)
         if not git_dir.is_dir():
             raise SystemExit(f"{name}: no snapshot at {git_dir}; see bench/build_sources.py for how to fetch it")
@@ -176,11 +178,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--shared", type=Path, default=suite.REPO.parent / "shared", help="the shared folder holding data/")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the JSON-lines file to write (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the negative choice")
+    parser.add_argument("--api-bank", action="store_true", help="add API-Bank's rows (not yet in the shipped recipe: docs/training.md)")
     args = parser.parse_args(argv)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
     with args.out.open("w", encoding="utf-8") as out:
-        for row in build(args.mirror, args.shared, args.seed):
+        for row in build(args.mirror, args.shared, args.seed, args.api_bank):
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
             counts[row["source"]] = counts.get(row["source"], 0) + 1
     for source, count in sorted(counts.items()):

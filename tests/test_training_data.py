@@ -4,7 +4,10 @@ though the training itself (PyTorch, hours on 2 cores) does not."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +19,7 @@ from tests.conftest import INVOICES, PDF, REPO, TRANSLATE, WEATHER
 
 sys.path.insert(0, str(REPO / "bench"))
 
+from sources import api_bank
 from train_encoder import select
 from train_pairs import SELF_PAIRS, Catalog, Miner, catalog_rows, query_rows
 
@@ -63,3 +67,46 @@ def test_query_rows_pair_a_task_with_its_entrys_texts_and_a_lexical_neighbour_as
     assert all(r["positive"] in catalog.examples[weather] for r in rows)
     others = {text for ident, texts in catalog.examples.items() if ident != weather for text in texts}
     assert all(r["negative"] in others for r in rows)  # never a text of the relevant entry
+
+
+def _api_record(name: str, description: str, parameter: str, kind: str, about: str) -> str:
+    """A tool searcher's answer as API-Bank writes it: a Python-like literal, quotes inside texts unescaped."""
+    inputs = f"{{'{parameter}': {{'type': {kind}, 'description': '{about}'}}}}"
+    return f"{{'name': '{name}', 'description': '{description}', 'input_parameters': {inputs}, 'output_parameters': {{}}}}"
+
+
+def _dialogue(request: str, *found: str) -> dict[str, str]:
+    steps = "".join(f"API-Request: [ToolSearcher(keywords='k')]->{api}\n" for api in found)
+    return {"instruction": "", "input": f"{{}}\nUser: {request}TIME: 2030-01-01 09:00:00\n{steps}Generate API Request: "}
+
+
+def test_api_bank_tasks_and_apis_come_from_the_dialogues_even_where_the_literal_is_not_python(tmp_path: Path) -> None:
+    ferry = _api_record("FerryTimetable", "API for the next sailings of a ferry line.", "port", "'str'", "The port of departure.")
+    # an apostrophe inside the text and a bare type: not a Python literal, still one API with its parameter
+    fare = _api_record("FareCalculator", "API for a passenger's fare.", "age", "int", "The passenger's age.")
+    parcel = _api_record("FareCalculator", "API for the fare of a parcel.", "weight", "float", "Its weight.")
+    leave = "When does the ferry leave Oban?"
+    files = {
+        "api-bank/training-data/lv3-api-train.json": [_dialogue(leave, ferry), _dialogue(leave, ferry, fare)],
+        "api-bank/training-data/lv3-train.json": [_dialogue("Send a parcel to Mull.", parcel), {"instruction": "", "input": "none"}],
+        "api-bank/LICENSE": "Apache License\nVersion 2.0, January 2004\n",
+    }
+    work = tmp_path / "work"
+    for path, content in files.items():
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).write_text(content if isinstance(content, str) else json.dumps(content), encoding="utf-8")
+    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    for command in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "data"]):
+        subprocess.run([*git, *command], check=True)
+
+    dataset = api_bank.build(work / ".git", "HEAD")
+    by_slug = {e["identifier"].rsplit(":", 1)[1]: e for e in dataset.entries}
+    assert sorted(by_slug) == ["fare-calculator", "fare-calculator-2", "ferry-timetable"]  # one name, two APIs
+    schema = by_slug["fare-calculator"]["data"]["tools"][0]["inputSchema"]
+    assert schema["properties"] == {"age": {"type": "integer", "description": "The passenger's age."}}
+    queries = {q["query"]: q for q in dataset.queries}
+    assert set(queries) == {leave, "Send a parcel to Mull."}
+    assert queries[leave]["kind"] == "multi-api"
+    assert [r.rsplit(":", 1)[1] for r in queries[leave]["relevant"]] == ["ferry-timetable", "fare-calculator"]
+    assert queries["Send a parcel to Mull."]["relevant"] == [by_slug["fare-calculator-2"]["identifier"]]
+    assert dataset.licence == "Apache-2.0"

@@ -75,9 +75,9 @@ class Dataset:
 class Snapshot:
     """Read-only view of a bare git directory at HEAD (what `fetch` brings; nothing is checked out)."""
 
-    def __init__(self, git_dir: Path) -> None:
+    def __init__(self, git_dir: Path, commit: str = "HEAD") -> None:
         self.git_dir = Path(git_dir)
-        self.commit = self._git("rev-parse", "HEAD").decode().strip()
+        self.commit = self._git("rev-parse", "--verify", f"{commit}^{{commit}}").decode().strip()
 
     def _git(self, *args: str) -> bytes:
         done = subprocess.run(["git", "--git-dir", str(self.git_dir), *args], capture_output=True)
