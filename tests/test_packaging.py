@@ -203,17 +203,16 @@ def test_wheel_bundles_the_embedding_model_and_the_web_page(tmp_path: Path) -> N
     (wheel,) = tmp_path.glob("ard_mcp-*.whl")
     assert wheel.name.startswith(f"ard_mcp-{ard_mcp.__version__}-")
 
-    manifest = json.loads((REPO / "models" / "model.json").read_text(encoding="utf-8"))
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
-        for name in ("model.onnx", "tokenizer.json", "model.json"):
-            assert f"ard_mcp/bundled_model/{name}" in names
-        assert json.loads(zf.read("ard_mcp/bundled_model/model.json")) == manifest
         page = [p.relative_to(REPO).as_posix() for folder in ("templates", "static") for p in (REPO / "ard_mcp" / "ui" / folder).iterdir()]
         assert page and sorted(set(page) - names) == []  # the page's templates and assets: nothing comes from a CDN
-        for name, expected in manifest["files"].items():
-            digest = hashlib.sha256()
-            with zf.open(f"ard_mcp/bundled_model/{name}") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    digest.update(chunk)
-            assert digest.hexdigest() == expected, f"{name} in the wheel does not match models/model.json"
+        for model in ("", "tools/"):  # the bundled model, and the encoder trained for tool retrieval beside it
+            manifest = json.loads((REPO / "models" / model / "model.json").read_text(encoding="utf-8"))
+            assert json.loads(zf.read(f"ard_mcp/bundled_model/{model}model.json")) == manifest
+            for name, expected in manifest["files"].items():
+                digest = hashlib.sha256()
+                with zf.open(f"ard_mcp/bundled_model/{model}{name}") as fh:
+                    for chunk in iter(lambda: fh.read(1 << 20), b""):
+                        digest.update(chunk)
+                assert digest.hexdigest() == expected, f"{name} in the wheel does not match models/{model}model.json"

@@ -39,6 +39,13 @@ def bundled_model_dir() -> Path:
     raise ModelMismatch(f"the bundled model is missing: neither {package / 'bundled_model'} nor {package.parent / 'models'} has model.json")
 
 
+def shipped_model_dir(name: str) -> Path | None:
+    """A model that ships beside the bundled one (`models/<name>/`, such as the encoder trained for tool
+    retrieval, `tools`), by name; None when no such model ships."""
+    candidate = bundled_model_dir() / name
+    return candidate if (candidate / "model.json").is_file() else None
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """What `model.json` says about a model directory."""

@@ -21,6 +21,17 @@ TRANSPORTS = ("stdio", "sse", "streamable-http")
 N = TypeVar("N", int, float)
 
 
+def model_dir(value: str) -> Path:
+    """A model directory, or the name of a model shipped beside the bundled one (`tools`): a bare name that is
+    not a directory here. Imported on use, so a start without the flag loads nothing more."""
+    path = Path(value)
+    if path.is_dir() or len(path.parts) != 1:
+        return path
+    from ard_mcp.index.embedding import shipped_model_dir
+
+    return shipped_model_dir(value) or path
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data-dir",
@@ -30,9 +41,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--model-dir",
-        type=Path,
-        default=Path(m) if (m := env("MODEL_DIR")) else None,
-        help="embedding model directory with model.json (ARD_MCP_MODEL_DIR; default: the bundled model)",
+        type=model_dir,
+        default=model_dir(m) if (m := env("MODEL_DIR")) else None,
+        help="embedding model directory with model.json, or `tools` for the shipped encoder trained for tool retrieval "
+        "(ARD_MCP_MODEL_DIR; default: the bundled model)",
     )
     parser.add_argument(
         "--chroma-url",
