@@ -73,7 +73,8 @@ class Dataset:
 
 
 class Snapshot:
-    """Read-only view of a bare git directory at HEAD (what `fetch` brings; nothing is checked out)."""
+    """Read-only view of a bare git directory at HEAD, or at a pinned commit where a source's data has since
+    left the repository (what `fetch` brings; nothing is checked out)."""
 
     def __init__(self, git_dir: Path, commit: str = "HEAD") -> None:
         self.git_dir = Path(git_dir)
@@ -86,7 +87,7 @@ class Snapshot:
         return done.stdout
 
     def read(self, path: str) -> bytes:
-        """The file's bytes at HEAD; `FileNotFoundError` if it is not in the tree or its blob is absent."""
+        """The file's bytes at the snapshot's commit; `FileNotFoundError` if it is not in the tree or its blob is absent."""
         return self._git("show", f"{self.commit}:{path}")
 
     def text(self, path: str) -> str:
@@ -102,7 +103,7 @@ class Snapshot:
         return bool(self._git("ls-tree", "--name-only", self.commit, "--", path).strip())
 
     def files(self, folder: str) -> list[str]:
-        """Every file path under `folder` at HEAD, sorted."""
+        """Every file path under `folder` at the snapshot's commit, sorted."""
         out = self._git("ls-tree", "-r", "--name-only", self.commit, "--", folder.rstrip("/") + "/")
         return sorted(out.decode().splitlines())
 
