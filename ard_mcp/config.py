@@ -13,8 +13,26 @@ from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ard_mcp.errors import ModelMismatch
 from ard_mcp.formats.identifiers import NID, is_publisher_domain
 from ard_mcp.formats.limits import DEFAULT_LIMITS, EntryLimits
+
+
+def bundled_model_dir() -> Path:
+    """Where the model ships: inside the wheel (`ard_mcp/bundled_model`) or at the top of a checkout."""
+    package = Path(__file__).resolve().parent  # ard_mcp/
+    for candidate in (package / "bundled_model", package.parent / "models"):
+        if (candidate / "model.json").is_file():
+            return candidate
+    raise ModelMismatch(f"the bundled model is missing: neither {package / 'bundled_model'} nor {package.parent / 'models'} has model.json")
+
+
+def shipped_model_dir(name: str) -> Path | None:
+    """A model that ships beside the bundled one (`models/<name>/`, such as the encoder trained for tool
+    retrieval, `tools`), by name; None when no such model ships."""
+    candidate = bundled_model_dir() / name
+    return candidate if (candidate / "model.json").is_file() else None
+
 
 LOCAL_PUBLISHER = "ard-mcp.localhost"
 """The publisher of a registry with no public name. The naming guide (§2) forbids `localhost` as a

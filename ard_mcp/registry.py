@@ -16,14 +16,14 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import IO, Any
 
-from ard_mcp.config import Config
+from ard_mcp.config import Config, bundled_model_dir
 from ard_mcp.errors import InvalidArgument, ModelMismatch, NotFound
 from ard_mcp.formats.catalog import CatalogEntry
 from ard_mcp.formats.entry_facts import SOURCE_ID_KEY, TRUST_FIELDS
 from ard_mcp.formats.identifiers import normalize_identifier, publisher_of
 from ard_mcp.formats.messages import DeregisterResult, ExploreResponse, FacetBucket, FacetRequest, FacetResult, ListResponse, TrustFinding
 from ard_mcp.index import datadir
-from ard_mcp.index.embedding import Embedder, ModelSpec, bundled_model_dir, load_embedder
+from ard_mcp.index.embedding import Embedder, ModelSpec, load_embedder
 from ard_mcp.index.expiry import ExpiryClock
 from ard_mcp.index.filter_values import METADATA_PREFIX
 from ard_mcp.index.indexer import Indexer, MayWrite, Progress, restore_pending

@@ -53,11 +53,12 @@ import suite
 from fit_fusion import describe, fit
 from suite import Collected, Source
 
+from ard_mcp.config import bundled_model_dir
 from ard_mcp.evaluation.report import Answer, EvalReport, evaluate, format_table
 from ard_mcp.formats.identifiers import normalize_identifier
 from ard_mcp.formats.manifests import file_entries
 from ard_mcp.formats.messages import SearchResponse
-from ard_mcp.index.embedding import Embedder, bundled_model_dir
+from ard_mcp.index.embedding import Embedder
 from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
 from ard_mcp.search.rerank import Reranker, RerankerSpec

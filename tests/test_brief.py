@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tokenizers import Tokenizer
 
-from ard_mcp.index.embedding import bundled_model_dir
+from ard_mcp.config import bundled_model_dir
 from ard_mcp.search.results import BRIEF_DESCRIPTION, first_sentence
 
 CHINESE = (

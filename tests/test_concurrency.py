@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ard_mcp.config import Config
-from ard_mcp.index.embedding import bundled_model_dir, load_embedder
+from ard_mcp.config import Config, bundled_model_dir
+from ard_mcp.index.embedding import load_embedder
 from ard_mcp.index.vectors import VectorIndex
 from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery

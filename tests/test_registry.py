@@ -12,10 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ard_mcp.config import Config
+from ard_mcp.config import Config, bundled_model_dir
 from ard_mcp.errors import DataDirInUse, InvalidArgument, ModelMismatch
 from ard_mcp.formats.manifests import manifest_entries
-from ard_mcp.index.embedding import bundled_model_dir
 from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
 from tests.conftest import INVOICES, PDF, SAMPLE, SKILL, TRANSLATE, WEATHER, entry, results
@@ -204,7 +203,8 @@ def test_an_index_built_with_another_model_is_refused(loaded: Registry, data_dir
 
 
 def test_model_files_are_checked_against_their_sha256(tmp_path: Path) -> None:
-    from ard_mcp.index.embedding import Embedder, ModelSpec, bundled_model_dir
+    from ard_mcp.config import bundled_model_dir
+    from ard_mcp.index.embedding import Embedder, ModelSpec
 
     real = ModelSpec.load(bundled_model_dir()).sha256["model.onnx"]
     bad = _model_copy(tmp_path, files={"model.onnx": "0" * 64, "tokenizer.json": "0" * 64})

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ard_mcp.config import Config
-from ard_mcp.index.embedding import ModelSpec, bundled_model_dir
+from ard_mcp.config import Config, bundled_model_dir
+from ard_mcp.index.embedding import ModelSpec
 from ard_mcp.registry import Registry
 from ard_mcp.search.tuning import DEFAULT_TUNING
 from ard_mcp.surfaces.arguments import model_dir

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ard_mcp.config import bundled_model_dir
 from ard_mcp.errors import ModelMismatch
 
 log = logging.getLogger(__name__)
@@ -28,22 +29,6 @@ _BATCH = 64
 _BULK = 64  # texts in one call from which the spinning session is used (ingest; not queries or one registration)
 _SPREAD = 1.3  # a batch's longest text is at most this many times its shortest (+ _SLACK tokens)
 _SLACK = 4
-
-
-def bundled_model_dir() -> Path:
-    """Where the model ships: inside the wheel (`ard_mcp/bundled_model`) or at the top of a checkout."""
-    package = Path(__file__).resolve().parents[1]  # ard_mcp/
-    for candidate in (package / "bundled_model", package.parent / "models"):
-        if (candidate / "model.json").is_file():
-            return candidate
-    raise ModelMismatch(f"the bundled model is missing: neither {package / 'bundled_model'} nor {package.parent / 'models'} has model.json")
-
-
-def shipped_model_dir(name: str) -> Path | None:
-    """A model that ships beside the bundled one (`models/<name>/`, such as the encoder trained for tool
-    retrieval, `tools`), by name; None when no such model ships."""
-    candidate = bundled_model_dir() / name
-    return candidate if (candidate / "model.json").is_file() else None
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,9 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from ard_mcp.config import bundled_model_dir
 from ard_mcp.errors import InvalidArgument, ModelMismatch, VectorIndexUnavailable
-from ard_mcp.index.embedding import Embedder, bundled_model_dir, chroma_embedding_function
+from ard_mcp.index.embedding import Embedder, chroma_embedding_function
 from ard_mcp.index.rwlock import ReadWriteLock
 
 log = logging.getLogger(__name__)

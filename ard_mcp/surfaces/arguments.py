@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ard_mcp import __version__
-from ard_mcp.config import default_data_dir, env
+from ard_mcp.config import default_data_dir, env, shipped_model_dir
 from ard_mcp.formats.limits import DEFAULT_MAX_ENTRY_BYTES
 from ard_mcp.invocation.policy import PUBLISHER_SERVED, Limits
 from ard_mcp.surfaces.rest.ratelimit import DEFAULT_RATE_LIMITS
@@ -23,12 +23,10 @@ N = TypeVar("N", int, float)
 
 def model_dir(value: str) -> Path:
     """A model directory, or the name of a model shipped beside the bundled one (`tools`): a bare name that is
-    not a directory here. Imported on use, so a start without the flag loads nothing more."""
+    not a directory here."""
     path = Path(value)
     if path.is_dir() or len(path.parts) != 1:
         return path
-    from ard_mcp.index.embedding import shipped_model_dir
-
     return shipped_model_dir(value) or path
 
 
