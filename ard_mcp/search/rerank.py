@@ -14,9 +14,9 @@ those scores changes. Refitting the calibration on cross-encoder scores would ne
 without each source to stay honest (docs/reranker.md). Entries the registry flagged or the trust policy
 demotes are never rescored, so the reranker cannot lift one above the place its demotion gave it.
 
-Off by default, because it does not pay within a search's 30 ms p50: on the 2-core build machine (loaded) the
-pass over 20 candidates took 964 ms at p50, 52x the query's own vector in the same run (about 200 ms on an
-idle machine by that ratio), and 30 candidates 90x; a 40-step model changed nDCG@10 by -0.004 to +0.002
+Off by default, because it does not pay: on the 2-core build machine the pass over 20 candidates took
+320-630 ms at p50, 10-20x the whole search's 28-62 ms in the same run (the budget is 30 ms); and a
+one-pass model, scored on sources it was not trained on, changed nDCG@10 by -0.060 to +0.007 at blend 1
 (docs/reranker.md has the figures and how they were measured).
 """
 
