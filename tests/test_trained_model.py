@@ -38,6 +38,7 @@ def test_the_trained_model_is_chosen_by_name_and_ranks_with_its_own_parameters(t
 
 def test_a_directory_or_a_path_is_never_taken_for_a_shipped_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    assert model_dir("./tools") == Path("tools")  # a path, even to nothing: refused later, not swapped for the shipped model
     (tmp_path / "tools").mkdir()
     assert model_dir("tools") == Path("tools")  # a directory of that name here wins
     assert model_dir("./tools") == Path("tools")

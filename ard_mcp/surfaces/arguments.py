@@ -25,7 +25,7 @@ def model_dir(value: str) -> Path:
     """A model directory, or the name of a model shipped beside the bundled one (`tools`): a bare name that is
     not a directory here."""
     path = Path(value)
-    if path.is_dir() or len(path.parts) != 1:
+    if path.is_dir() or value != path.name:  # a path ("./tools", "models/tools"), not a bare name
         return path
     return shipped_model_dir(value) or path
 
