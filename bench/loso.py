@@ -1,7 +1,7 @@
 """Leave-one-source-out for the trained encoder: every source scored by a model that never saw it.
 
     python bench/train_pairs.py                                   # once: bench/.data/training/pairs.jsonl
-    python bench/loso.py --train-python /tmp/train/bin/python [--work bench/.data/loso] [--only SOURCE ...]
+    python bench/loso.py --train-python /tmp/train/bin/python [--work bench/.data/loso] [--only SOURCE ...] [--train-args '...']
 
 For each dev source S it trains `<work>/no-S` with `train_encoder.py --exclude S` (the training environment
 of its docstring), fits that model's ranking (`fit_fusion.py --save`) and runs `quality.py` with it; then
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -49,7 +50,7 @@ def _step(what: str, command: list[str], log: Path, ok: tuple[int, ...] = (0,)) 
     print(f"{what}: {time.perf_counter() - start:.0f} s", flush=True)
 
 
-def evaluate(folder: Path, train_python: str | None, exclude: str | None) -> dict[str, Any]:
+def evaluate(folder: Path, train_python: str | None, exclude: str | None, train_args: Sequence[str] = ()) -> dict[str, Any]:
     """Train (unless `train_python` is None: the bundled model), fit and score one model; its quality JSON."""
     folder.mkdir(parents=True, exist_ok=True)
     log, result = folder / "log.txt", folder / "quality.json"
@@ -57,7 +58,7 @@ def evaluate(folder: Path, train_python: str | None, exclude: str | None) -> dic
     if train_python is not None:
         if not (model / "model.json").is_file():
             excluded = ["--exclude", exclude] if exclude else []
-            _step(f"{folder.name}: train", [train_python, str(BENCH / "train_encoder.py"), str(folder), *excluded], log)
+            _step(f"{folder.name}: train", [train_python, str(BENCH / "train_encoder.py"), str(folder), *excluded, *train_args], log)
         if "ranking" not in json.loads((model / "model.json").read_text()):
             fit = [sys.executable, str(BENCH / "fit_fusion.py"), "--model-dir", str(model), "--data-dir", str(folder / "index"), "--save"]
             _step(f"{folder.name}: fit the ranking", fit, log)
@@ -117,11 +118,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=BENCH / ".data" / "loso", help="models, indexes and results (default: %(default)s)")
     parser.add_argument("--only", action="append", choices=SOURCES, help="only these held-out sources (repeatable; default: all)")
     parser.add_argument("--no-all", action="store_true", help="skip the model trained on every source")
+    parser.add_argument("--train-args", default="", help="more train_encoder.py options, one string (e.g. '--batch 128 --mini-batch 32')")
     args = parser.parse_args(argv)
+    train_args = shlex.split(args.train_args)
 
     bundled = evaluate(args.work / "bundled", None, None)
-    held_out = {s: evaluate(args.work / f"no-{s}", args.train_python, s) for s in args.only or SOURCES}
-    shipped = None if args.no_all else evaluate(args.work / "all", args.train_python, None)
+    held_out = {s: evaluate(args.work / f"no-{s}", args.train_python, s, train_args) for s in args.only or SOURCES}
+    shipped = None if args.no_all else evaluate(args.work / "all", args.train_python, None, train_args)
     table, missed = report(bundled, held_out, shipped)
     print()
     print("nDCG@10 per source; trained: the model trained without the source, its ranking fitted without it too")
