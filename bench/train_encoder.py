@@ -15,10 +15,10 @@ negative where it has one, is a negative), batch 32, lr 3e-5 with 10% warm-up, o
 seed 0, batches with no repeated text (a multi-tool task's second tool is never its own negative);
 `--batch 128 --mini-batch 32 --epochs 2 --lr 5e-5` trains with four times the in-batch negatives (GradCache,
 the same memory) at about 1.8 times the time: held out, it gained 0.009 on MetaTool and lost 0.006 on
-Seal-Tools and on mcp-bench, so it is not the default (docs/training.md). Sources are capped at `--per-source` rows each
-(chosen by sha256 of the row, not `random`), so Seal-Tools' 9,000 rows do not set the style of the whole
-model. `--exclude NAME` leaves out the source's queries and its catalog's own texts: the model `quality.py`
-scores on NAME never saw NAME.
+Seal-Tools and on mcp-bench, so it is not the default (docs/training.md). Sources are capped at
+`--per-source` rows each (chosen by sha256 of the row, not `random`), so Seal-Tools' 9,000 rows do not set
+the style of the whole model. `--exclude NAME` leaves out the source's queries and its catalog's own texts:
+the model `quality.py` scores on NAME never saw NAME.
 
 Then `export_model.py --plain` writes OUT/model (int8, the bundled file's size and speed) and the script
 prints the wall time of each step. `OMP_WAIT_POLICY=PASSIVE` keeps steps from slowing 2-3x while other work
