@@ -118,13 +118,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=BENCH / ".data" / "loso", help="models, indexes and results (default: %(default)s)")
     parser.add_argument("--only", action="append", choices=SOURCES, help="only these held-out sources (repeatable; default: all)")
     parser.add_argument("--no-all", action="store_true", help="skip the model trained on every source")
-    parser.add_argument("--train-args", default="", help="more train_encoder.py options, one string (e.g. '--batch 128 --mini-batch 32')")
+    parser.add_argument(
+        "--train-args", type=shlex.split, default="", help="more train_encoder.py options, one string (e.g. '--batch 128 --mini-batch 32')"
+    )
     args = parser.parse_args(argv)
-    train_args = shlex.split(args.train_args)
 
     bundled = evaluate(args.work / "bundled", None, None)
-    held_out = {s: evaluate(args.work / f"no-{s}", args.train_python, s, train_args) for s in args.only or SOURCES}
-    shipped = None if args.no_all else evaluate(args.work / "all", args.train_python, None, train_args)
+    held_out = {s: evaluate(args.work / f"no-{s}", args.train_python, s, args.train_args) for s in args.only or SOURCES}
+    shipped = None if args.no_all else evaluate(args.work / "all", args.train_python, None, args.train_args)
     table, missed = report(bundled, held_out, shipped)
     print()
     print("nDCG@10 per source; trained: the model trained without the source, its ranking fitted without it too")
