@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 from jwt.api_jws import PyJWS
 
-from ard_mcp.net.fetcher import Fetcher
+from ard_mcp.net.fetcher import Fetcher, origin_of
 from ard_mcp.net.guard import NetworkPolicy
 from ard_mcp.net.limits import FetchLimits
 from ard_mcp.trust.canonical import canonical_json, signed_payload
@@ -425,6 +425,47 @@ async def test_keys_are_fetched_over_https_only(trust: Trust) -> None:
     result = await trust.check(signed(manifest(attestations=attestations), private_key("ec"), "k1", "ES256"))
     assert result.status == "unverified" and "https://host/... URLs only" in result.reason
     assert trust.site.requests == []
+
+
+@pytest.mark.parametrize("path", [JWKS_PATH, DID_PATH])
+async def test_a_key_set_redirected_to_another_origin_is_not_used(trust: Trust, path: str) -> None:
+    """Issue #44: an open redirect at the publisher's key path handed the check the attacker's key, `verified`."""
+    attacker = private_key("ec-attacker")
+    identity = "did:web:acme.test" if path == DID_PATH else "spiffe://acme.test/travel/concierge"
+    with Publisher() as elsewhere:
+        if path == DID_PATH:
+            elsewhere.put("/keys", did_document(identity, (f"{identity}#k1", attacker)))
+        else:
+            elsewhere.put("/keys", {"keys": [public_jwk(attacker, "k1")]})
+        trust.site.redirect(path, elsewhere.url("/keys"))
+        kid = f"{identity}#k1" if path == DID_PATH else "k1"
+        result = await trust.check(signed(manifest(identity), attacker, kid, "ES256"))
+        assert result.status == "unverified", result.reason
+        assert f"redirected to {elsewhere.url('/keys')}, another origin" in result.reason
+        assert elsewhere.requests == []  # refused before it was asked
+
+
+async def test_a_key_set_redirected_within_its_origin_is_used(trust: Trust) -> None:
+    key = private_key("ec")
+    trust.publish(public_jwk(key, "k1"), path="/keys/current.json")
+    trust.site.redirect(JWKS_PATH, "/keys/current.json", status=301)
+    result = await trust.check(signed(manifest(), key, "k1", "ES256"))
+    assert result.status == "verified", result.reason
+    assert "https://acme.test/.well-known/jwks.json" in result.reason
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "same"),
+    [
+        ("https://acme.test/a", "https://ACME.test:443/b?x=1", True),
+        ("http://acme.test/a", "http://acme.test:80/b", True),
+        ("https://acme.test/a", "http://acme.test/a", False),  # a downgrade to plain http
+        ("https://acme.test/a", "https://acme.test:8443/a", False),
+        ("https://acme.test/a", "https://keys.acme.test/a", False),
+    ],
+)
+def test_origins_compare_scheme_host_and_port(first: str, then: str, same: bool) -> None:
+    assert (origin_of(first) == origin_of(then)) is same
 
 
 @pytest.mark.parametrize(

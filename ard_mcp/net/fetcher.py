@@ -9,6 +9,9 @@ robots.txt is honoured, at most `per_host` requests to a host at once and `delay
 starts of two requests to it, and a User-Agent that says who we are.
 Conditional: the caller's ETag / Last-Modified go out as If-None-Match / If-Modified-Since, so a refresh
 of an unchanged catalog costs one 304 and no body.
+Pinned: a fetch `same_origin` follows only redirects within the first URL's origin (scheme, host, port).
+A signing key proves who serves it only if it comes from the origin it was asked of: an open redirect on
+a publisher's host once made an attacker's key, served anywhere (plain http too), verify its signatures.
 """
 
 from __future__ import annotations
@@ -104,6 +107,18 @@ async def _check_location(response: httpx.Response) -> None:
         checked(urljoin(str(response.request.url), location))
 
 
+def origin_of(url: str) -> tuple[str, str, int | None]:
+    """A URL's origin (RFC 6454): scheme, host and port, the default port spelled out, so `https://a.test`
+    and `https://A.test:443/x` are one origin and `http://a.test` another."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return scheme, (parts.hostname or "").lower(), port if port is not None else {"http": 80, "https": 443}.get(scheme)
+
+
 def _max_age(cache_control: str | None) -> int | None:
     if not cache_control:
         return None
@@ -183,18 +198,25 @@ class Fetcher:
         return self._robots[origin]
 
     # -- GET -------------------------------------------------------------------------------------------------
-    async def get(self, url: str, accept: Expect, etag: str | None = None, last_modified: str | None = None) -> Fetched:
-        """GET `url`, following redirects; raises `FetchError` for anything the crawler cannot use."""
-        return await self._get(url, accept, etag, last_modified, check_robots=self.respect_robots)
+    async def get(
+        self, url: str, accept: Expect, etag: str | None = None, last_modified: str | None = None, *, same_origin: bool = False
+    ) -> Fetched:
+        """GET `url`, following redirects (with `same_origin`, only those that stay on `url`'s origin); raises
+        `FetchError` for anything the crawler cannot use."""
+        return await self._get(url, accept, etag, last_modified, check_robots=self.respect_robots, same_origin=same_origin)
 
-    async def _get(self, url: str, accept: Expect, etag: str | None, last_modified: str | None, check_robots: bool) -> Fetched:
+    async def _get(
+        self, url: str, accept: Expect, etag: str | None, last_modified: str | None, check_robots: bool, same_origin: bool = False
+    ) -> Fetched:
         try:
             with anyio.fail_after(self.limits.deadline):
-                return await self._follow(url, accept, etag, last_modified, check_robots)
+                return await self._follow(url, accept, etag, last_modified, check_robots, same_origin)
         except TimeoutError:
             raise FetchError(url, f"no complete answer within {self.limits.deadline:g} s") from None
 
-    async def _follow(self, url: str, accept: Expect, etag: str | None, last_modified: str | None, check_robots: bool) -> Fetched:
+    async def _follow(
+        self, url: str, accept: Expect, etag: str | None, last_modified: str | None, check_robots: bool, same_origin: bool
+    ) -> Fetched:
         current = url
         for _ in range(self.limits.max_redirects + 1):
             checked(current)
@@ -211,7 +233,12 @@ class Fetcher:
                 location = response_headers.get("location")
                 if not location:
                     raise FetchError(current, f"redirect {status} without a Location", status)
-                current = urljoin(current, location)
+                target = urljoin(current, location)
+                if same_origin and origin_of(target) != origin_of(url):
+                    start = urlsplit(url)
+                    only = f"{start.scheme}://{start.netloc}"
+                    raise FetchError(target, f"{current} redirected to {target}, another origin: only {only} is fetched from")
+                current = target
                 continue
             if status == 304:
                 return Fetched(current, 304, b"", "", etag, last_modified, _max_age(response_headers.get("cache-control")))

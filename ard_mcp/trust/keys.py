@@ -6,7 +6,10 @@ URL the trust manifest names, or a `did:web` DID document (`https://<host>/.well
 turned into a JWK Set. Every fetch goes through `ard_mcp.net.fetcher.Fetcher`, so the crawler's network
 rules hold here too (no private addresses unless allowed, size caps, timeouts, robots.txt): key URLs come
 from documents third parties write, which makes them as dangerous as any other URL the crawler is given.
-Key URLs are https: a key fetched over plain http proves nothing about who served it.
+Key URLs are https: a key fetched over plain http proves nothing about who served it. Nor does one another
+origin served: a redirect is followed only within the key URL's origin, so an open redirect on the
+publisher's host cannot hand the check an attacker's key (nor one sent over plain http), and the
+verification fails with a reason naming where the redirect pointed.
 
 How long keys are kept: `Cache-Control: max-age` when the publisher sends it, else an hour, within
 [`min_ttl`, `max_ttl`], and an expired set is asked for again with its ETag / Last-Modified, so an
@@ -216,7 +219,8 @@ class KeyStore:
     async def _fetch(self, url: str, location: str, read: Reader, cached: _Cached | None, now: float) -> dict[str, Any]:
         usable = cached if cached is not None and cached.jwks is not None else None
         try:
-            got = await self.fetcher.get(location, JSON, usable.etag if usable else None, usable.last_modified if usable else None)
+            etag, modified = (usable.etag, usable.last_modified) if usable else (None, None)
+            got = await self.fetcher.get(location, JSON, etag, modified, same_origin=True)
             if got.not_modified and usable is not None and usable.jwks is not None:
                 jwks = usable.jwks
             else:
