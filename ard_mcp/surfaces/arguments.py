@@ -14,7 +14,7 @@ from ard_mcp.config import default_data_dir, env, shipped_model_dir
 from ard_mcp.formats.limits import DEFAULT_MAX_ENTRY_BYTES
 from ard_mcp.invocation.policy import PUBLISHER_SERVED, Limits
 from ard_mcp.surfaces.rest.ratelimit import DEFAULT_RATE_LIMITS
-from ard_mcp.surfaces.rest.settings import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES
+from ard_mcp.surfaces.rest.settings import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY_BYTES, KEEP_ALIVE_SECONDS
 from ard_mcp.trust.policy import TRUST_POLICIES
 
 TRANSPORTS = ("stdio", "sse", "streamable-http")
@@ -255,6 +255,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=_env_number("BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT, float),
         metavar="SECONDS",
         help="a request body not received within this gets 408 (ARD_MCP_BODY_TIMEOUT; default %(default)g)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=_env_number("HEADER_TIMEOUT", DEFAULT_HEADER_TIMEOUT, float),
+        metavar="SECONDS",
+        help="a connection whose request headers are not complete within this of its opening (or of the request's first byte) "
+        f"is closed, with a 408 when part of a request arrived; idle kept-alive connections close after {KEEP_ALIVE_SECONDS} s "
+        "(ARD_MCP_HEADER_TIMEOUT; default %(default)g)",
     )
     for kind, default, what in (
         ("read", DEFAULT_RATE_LIMITS.reads, "searches, listings and other reads a minute per client address and per token"),

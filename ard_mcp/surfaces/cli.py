@@ -95,8 +95,8 @@ def _serve_http(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.max_body_bytes < 1 or args.body_timeout <= 0:
-        print("ard-mcp: --max-body-bytes and --body-timeout must be positive", file=sys.stderr)
+    if args.max_body_bytes < 1 or args.body_timeout <= 0 or args.header_timeout <= 0:
+        print("ard-mcp: --max-body-bytes, --body-timeout and --header-timeout must be positive", file=sys.stderr)
         return 2
     allowed = csv_list(args.allowed_hosts) or None
     if args.mcp_requires_token and not args.oauth_issuer:
@@ -119,6 +119,7 @@ def _serve_http(args: argparse.Namespace) -> int:
         tokens,
         rate_limits=rates,
         body_timeout=args.body_timeout,
+        header_timeout=args.header_timeout,
         mcp_issuer=args.oauth_issuer if args.mcp_requires_token else None,
         crawl=_crawl_settings(args),
         federation=_federation_settings(args),

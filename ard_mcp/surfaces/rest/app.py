@@ -30,7 +30,7 @@ from ard_mcp.surfaces.rest.guard import GuardMiddleware
 from ard_mcp.surfaces.rest.openapi import build_openapi
 from ard_mcp.surfaces.rest.operations import OPERATIONS, dialect_for
 from ard_mcp.surfaces.rest.routes import AppState, state_of
-from ard_mcp.surfaces.rest.settings import HttpSettings
+from ard_mcp.surfaces.rest.settings import KEEP_ALIVE_SECONDS, HttpSettings
 from ard_mcp.surfaces.services import Services
 from ard_mcp.ui.routes import web_page_routes
 from ard_mcp.web.refresh import refresh_forever
@@ -151,15 +151,12 @@ def build_app(
     return app
 
 
-KEEP_ALIVE_SECONDS = 65
-"""How long an idle connection stays open: longer than clients keep one in their pools (httpx 5 s, most
-60 s). With uvicorn's 5 s, under 30 clients a request now and then went out on a connection the server was
-closing, and the client saw it dropped without an answer (the reliability suite, 3 of 9 runs)."""
-
-
 def serve(config: Config, settings: HttpSettings, registry: Registry, log_level: str = "info") -> None:
-    """Run the app with uvicorn; its logs go through ours (stderr), never to stdout."""
+    """Run the app with uvicorn; its logs go through ours (stderr), never to stdout. Every surface is on
+    this one server, so the header limit (`header_deadline`) holds for all of them."""
     import uvicorn
+
+    from ard_mcp.surfaces.rest.header_deadline import with_header_timeout
 
     app = build_app(config, settings, registry=registry)
     uvicorn.run(
@@ -170,4 +167,5 @@ def serve(config: Config, settings: HttpSettings, registry: Registry, log_level:
         log_level=log_level.lower(),
         lifespan="on",
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        http=with_header_timeout(settings.header_timeout),
     )
