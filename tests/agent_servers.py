@@ -6,6 +6,7 @@ clients must tell apart."""
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 import time
@@ -32,7 +33,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 @contextmanager
@@ -91,8 +92,8 @@ def mcp_agent() -> MCPServer:
         raise MCPError(mcp_types.INVALID_PARAMS, "the city is unknown")
 
     @server.tool(description="Answers after a while.")
-    async def slow() -> str:
-        await asyncio.sleep(SLOW_S)
+    async def slow(seconds: float = SLOW_S) -> str:
+        await asyncio.sleep(seconds)
         return "late"
 
     @server.tool(description="An answer of `size` characters.")
@@ -162,6 +163,39 @@ class Locked:
             await refusal(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+class Legacy:
+    """An ASGI app that answers `server/discover` as a server from before it did (method not found), so a
+    client falls back to the initialize handshake and opens the session's standalone GET stream, as the
+    reference servers of 2025 have it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body, more = body + message.get("body", b""), message.get("more_body", False)
+        request = json.loads(body or b"null")
+        if isinstance(request, dict) and request.get("method") == "server/discover":
+            error = {"jsonrpc": "2.0", "id": request.get("id"), "error": {"code": -32601, "message": "Method not found"}}
+            await JSONResponse(error)(scope, receive, send)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
 
 
 # -- AIDIP HTTP agent --------------------------------------------------------------------------------------

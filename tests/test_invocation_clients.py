@@ -17,10 +17,11 @@ import pytest
 from google.protobuf.json_format import MessageToDict
 
 from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable, InvalidArgument
-from ard_mcp.invocation.calls import Target
+from ard_mcp.invocation.calls import Target, TransportFactory
 from ard_mcp.invocation.clients import client_for
 from ard_mcp.invocation.clients.a2a_agent import ANY_SKILL, INPUT
 from ard_mcp.invocation.clients.http_agent import ANY_OPERATION, HttpAgentClient
+from ard_mcp.invocation.credentials import AgentCredentials, Credentialed
 from ard_mcp.invocation.policy import Limits
 from ard_mcp.net.guard import GuardedTransport, NetworkPolicy, SystemResolver
 from tests.agent_servers import (
@@ -42,12 +43,18 @@ pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 LIMITS = Limits(connect=5, total=20, max_bytes=64_000)
 QUICK = Limits(connect=5, total=0.2, max_bytes=64_000)  # shorter than any slow answer of the agents
 SMALL = Limits(connect=5, total=20, max_bytes=2_000)
-KEY = {"X-API-Key": "operator-secret"}
 
 
 def guarded() -> httpx.AsyncBaseTransport:
     """The invocation's transport in these tests: loopback allowed, link-local and cloud metadata never."""
     return GuardedTransport(NetworkPolicy(allow_private=True), SystemResolver())
+
+
+def keyed(url: str, value: str = "operator-secret") -> TransportFactory:
+    """The guarded transport with the operator's `X-API-Key` for the origin of `url` (a credentials-file line)."""
+    credential = AgentCredentials.parse(f"{url} X-API-Key: {value}").chosen("agents.example", url)
+    assert credential is not None
+    return lambda: Credentialed(guarded(), credential)
 
 
 # -- MCP ---------------------------------------------------------------------------------------------------
@@ -64,7 +71,7 @@ def mcp_servers() -> Iterator[dict[str, tuple[str, Recording]]]:
 @pytest.fixture(params=["streamable-http", "sse"])
 def mcp(request: pytest.FixtureRequest, mcp_servers: dict[str, tuple[str, Recording]]) -> tuple[Target, Recording]:
     url, recording = mcp_servers[request.param]
-    return Target("mcp", url, transport_kind=request.param, headers=KEY, limits=LIMITS), recording
+    return Target("mcp", url, transport_kind=request.param, limits=LIMITS), recording
 
 
 async def test_mcp_tools_are_listed_with_their_descriptions_and_schemas(mcp: tuple[Target, Recording]) -> None:
@@ -77,7 +84,8 @@ async def test_mcp_tools_are_listed_with_their_descriptions_and_schemas(mcp: tup
 async def test_mcp_call_gives_structured_content_and_sends_the_operators_headers(mcp: tuple[Target, Recording]) -> None:
     target, recording = mcp
     recording.headers.clear()
-    outcome = await client_for("mcp").call(target, guarded, "forecast", {"city": "Oslo"}, None)
+    origin = target.url.rsplit("/", 1)[0]  # over SSE the messages go to the path the server names: a line for the origin
+    outcome = await client_for("mcp").call(target, keyed(origin), "forecast", {"city": "Oslo"}, None)
     assert outcome.result == {"city": "Oslo", "high_c": 21.5, "summary": "Sunny in Oslo"} and not outcome.is_error
     assert "Sunny in Oslo" in outcome.texts
     assert recording.headers and set(recording.seen("x-api-key")) == {"operator-secret"}
@@ -133,8 +141,8 @@ async def test_mcp_server_that_refuses_the_credentials_is_the_agents_401(kind: s
         with pytest.raises(AgentError, match=r"refused the request \(401\): check this agent's credentials") as raised:
             await client_for("mcp").call(locked, guarded, "forecast", {"city": "Oslo"}, None)
         assert raised.value.http_status == 401
-        opened = replace(locked, headers={"X-API-Key": Locked.KEY})
-        assert (await client_for("mcp").call(opened, guarded, "forecast", {"city": "Oslo"}, None)).result["city"] == "Oslo"
+        opened = keyed(base, Locked.KEY)
+        assert (await client_for("mcp").call(locked, opened, "forecast", {"city": "Oslo"}, None)).result["city"] == "Oslo"
 
 
 @pytest.mark.parametrize("kind", ["streamable-http", "sse"])
@@ -178,7 +186,7 @@ def a2a_server() -> Iterator[tuple[str, Recording]]:
 @pytest.fixture
 def a2a(a2a_server: tuple[str, Recording]) -> Target:
     base = a2a_server[0]
-    return Target("a2a", base + A2A_PATH, transport_kind="JSONRPC", card=MessageToDict(a2a_card(base)), headers=KEY, limits=LIMITS)
+    return Target("a2a", base + A2A_PATH, transport_kind="JSONRPC", card=MessageToDict(a2a_card(base)), limits=LIMITS)
 
 
 async def test_a2a_skills_are_the_tools_without_a_call(a2a: Target, loopback_only: list[str]) -> None:
@@ -196,7 +204,7 @@ async def test_a2a_skills_are_the_tools_without_a_call(a2a: Target, loopback_onl
 async def test_a2a_message_carries_text_data_skill_and_headers(a2a: Target, a2a_server: tuple[str, Recording]) -> None:
     recording = a2a_server[1]
     recording.headers.clear()
-    outcome = await client_for("a2a").call(a2a, guarded, "echo", {"text": "hello", "city": "Oslo"}, None)
+    outcome = await client_for("a2a").call(a2a, keyed(a2a.url), "echo", {"text": "hello", "city": "Oslo"}, None)
     assert outcome.result == {"parts": [{"text": "hello"}, {"data": {"city": "Oslo"}}, {"text": "skill=echo"}]}
     assert not outcome.is_error and outcome.texts == ["hello", "Oslo", "skill=echo"]
     assert set(recording.seen("x-api-key")) == {"operator-secret"} and set(recording.seen("a2a-version")) == {"1.0"}
@@ -337,7 +345,7 @@ async def test_http_call_posts_the_input_and_names_the_operation_where_there_are
 
 
 async def test_http_call_sends_the_operators_headers_and_follows_a_redirect_on_its_origin(aidip: str) -> None:
-    outcome = await client_for("http").call(Target("http", aidip + "/headers", headers=KEY), guarded, ANY_OPERATION, {}, None)
+    outcome = await client_for("http").call(Target("http", aidip + "/headers"), keyed(aidip), ANY_OPERATION, {}, None)
     assert outcome.result == {"key": "operator-secret"}
     outcome = await client_for("http").call(Target("http", aidip + "/moved"), guarded, ANY_OPERATION, {"target_language": "de"}, None)
     assert outcome.result["translated_text"] == "[de] "
@@ -391,7 +399,7 @@ async def test_http_answers_that_are_not_results(aidip: str, path: str, error: t
 )
 async def test_http_redirects_off_the_origin_are_not_followed(aidip: str, path: str, refusal: str, loopback_only: list[str]) -> None:
     with pytest.raises(AgentUnreachable, match=refusal):
-        await client_for("http").call(Target("http", aidip + path, headers=KEY), guarded, ANY_OPERATION, {}, None)
+        await client_for("http").call(Target("http", aidip + path), keyed(aidip), ANY_OPERATION, {}, None)
     assert loopback_only == []
 
 

@@ -1,22 +1,26 @@
-"""Kept MCP sessions (`invocation.clients.mcp_sessions`) against a real MCP server on loopback: one session per
-endpoint and credentials, shared by sequential and concurrent calls; closed when a call on it fails (and opened
-afresh by the next), when idle, when the pool is full, at shutdown; never kept for SSE; every connection still
-through the network policy."""
+"""Kept MCP sessions (`invocation.clients.mcp_sessions`) against a real MCP server on loopback: kept per endpoint
+and credential, lent to one call at a time (sequential calls share one, concurrent calls each get their own);
+closed when the call it is lent to fails (and opened afresh by the next), when idle, past the pool's bound,
+at shutdown; never kept for SSE; every connection still through the network policy. One caller's timeout,
+oversize answer or refused call never reaches another caller's call."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
+from typing import Any
 
 import anyio
 import mcp_types
 import pytest
 from mcp import MCPError
 
-from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable
-from ard_mcp.invocation.calls import Target
+from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable, ArdError
+from ard_mcp.invocation.calls import Target, TransportFactory
 from ard_mcp.invocation.clients.mcp_agent import McpAgentClient
 from ard_mcp.invocation.clients.mcp_sessions import SessionPool, refused_only
+from ard_mcp.invocation.credentials import AgentCredentials, Credentialed
 from ard_mcp.invocation.policy import Limits
 from tests.agent_servers import Locked, Recording, mcp_agent, serving
 from tests.test_invocation_clients import LIMITS, QUICK, guarded
@@ -42,16 +46,27 @@ async def pool() -> AsyncIterator[SessionPool]:
         group.cancel_scope.cancel()
 
 
-def target(agent: tuple[str, str, Recording, Recording], **headers: str) -> Target:
-    return Target("mcp", agent[0], transport_kind="streamable-http", headers=headers, limits=LIMITS)
+def target(agent: tuple[str, str, Recording, Recording], key: str | None = None) -> Target:
+    """The streamable-HTTP endpoint, with the operator's `X-API-Key: key` for it where `key` is given."""
+    credential = AgentCredentials.parse(f"{agent[0]} X-API-Key: {key}" if key else "").chosen("agents.example", agent[0])
+    return Target("mcp", agent[0], transport_kind="streamable-http", credential=credential, limits=LIMITS)
 
 
-async def test_one_session_serves_sequential_and_concurrent_calls(pool: SessionPool, agent: tuple[str, str, Recording, Recording]) -> None:
+def transport(of: Target) -> TransportFactory:
+    """What the invoker hands a call to `of`: the guarded transport, with the target's credential where it has one."""
+    credential = of.credential
+    return guarded if credential is None else lambda: Credentialed(guarded(), credential)
+
+
+async def test_sequential_calls_share_a_session_and_concurrent_calls_get_their_own(
+    pool: SessionPool, agent: tuple[str, str, Recording, Recording]
+) -> None:
     client, recording = McpAgentClient(pool), agent[2]
     assert (await client.call(target(agent), guarded, "forecast", {"city": "Oslo"}, None)).result["city"] == "Oslo"
     recording.headers.clear()
     for city in ("Bergen", "Tromsø"):
         assert (await client.call(target(agent), guarded, "forecast", {"city": city}, None)).result["city"] == city
+    assert len(recording.headers) == 2 and len(pool) == 1  # one request a call: no probe, no tools/list, no new session
     answers: list[str] = []
 
     async def one(city: str) -> None:
@@ -60,8 +75,8 @@ async def test_one_session_serves_sequential_and_concurrent_calls(pool: SessionP
     async with anyio.create_task_group() as group:
         for i in range(6):
             group.start_soon(one, f"city {i}")
-    assert sorted(answers) == [f"city {i}" for i in range(6)] and len(pool) == 1
-    assert len(recording.headers) == 8  # one request a call: no probe, no tools/list, no new session
+    assert sorted(answers) == [f"city {i}" for i in range(6)]
+    assert 1 < len(pool) <= 4  # sessions of their own, the idle ones past the pool's bound closed
 
 
 async def test_credentials_key_the_session_and_the_pool_is_bounded(agent: tuple[str, str, Recording, Recording]) -> None:
@@ -70,13 +85,14 @@ async def test_credentials_key_the_session_and_the_pool_is_bounded(agent: tuple[
         client, recording = McpAgentClient(pool), agent[2]
         for key in ("one", "two", "three"):
             recording.headers.clear()
-            await client.call(target(agent, **{"X-API-Key": key}), guarded, "forecast", {"city": "Oslo"}, None)
+            keyed = target(agent, key)
+            await client.call(keyed, transport(keyed), "forecast", {"city": "Oslo"}, None)
             assert set(recording.seen("x-api-key")) == {key}  # each credential's calls on a session of its own
         assert len(pool) == 2  # the least recently used one was closed
         group.cancel_scope.cancel()
 
 
-async def test_a_failed_call_closes_the_session_and_the_next_opens_another(
+async def test_a_failed_call_closes_its_session_and_the_next_opens_another(
     pool: SessionPool, agent: tuple[str, str, Recording, Recording]
 ) -> None:
     client, recording = McpAgentClient(pool), agent[2]
@@ -94,6 +110,41 @@ async def test_a_failed_call_closes_the_session_and_the_next_opens_another(
         await client.call(small, guarded, "verbose", {"size": 5_000}, None)
     assert (await client.call(small, guarded, "forecast", {"city": "Oslo"}, None)).result["city"] == "Oslo"
     assert len(recording.headers) > 2  # the second call opened a new session: more than its one request
+
+
+async def test_one_callers_failure_never_reaches_another_callers_call(
+    pool: SessionPool, agent: tuple[str, str, Recording, Recording]
+) -> None:
+    """Same endpoint, same limits: while one call times out, another's answer is over the size cap and a third is
+    refused, the calls around them (one of them in flight across the timeout) all get their own answers."""
+    client = McpAgentClient(pool)
+    shared = replace(target(agent), limits=Limits(connect=5, total=1.5, max_bytes=4_000))
+    await client.call(shared, guarded, "forecast", {"city": "Oslo"}, None)  # a session kept, for all to share if they could
+    failures: dict[str, tuple[type[ArdError], str, float]] = {}
+    answers: list[str] = []
+    started = time.monotonic()
+
+    async def failing(name: str, tool: str, arguments: dict[str, Any]) -> None:
+        try:
+            await client.call(shared, guarded, tool, arguments, None)
+        except ArdError as exc:
+            failures[name] = (type(exc), exc.message, time.monotonic() - started)
+
+    async def good(delay: float, tool: str, arguments: dict[str, Any]) -> None:
+        await anyio.sleep(delay)
+        answers.append(str((await client.call(shared, guarded, tool, arguments, None)).result))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(failing, "timeout", "slow", {"seconds": 3})
+        group.start_soon(failing, "oversize", "verbose", {"size": 5_000})
+        group.start_soon(failing, "refused", "refuses", {})
+        group.start_soon(good, 1.0, "slow", {"seconds": 1.0})  # in flight when the first call times out at 1.5 s
+        for i in range(8):
+            group.start_soon(good, i * 0.25, "forecast", {"city": f"city {i}"})
+    assert failures["timeout"][:2] == (AgentTimeout, "the agent did not finish within 1.5 s") and failures["timeout"][2] < 2.5
+    assert failures["oversize"][0] is AgentUnreachable and "over the limit of 4000" in failures["oversize"][1]
+    assert failures["refused"][0] is AgentError and "the city is unknown" in failures["refused"][1]
+    assert len(answers) == 9 and "{'result': 'late'}" in answers
 
 
 def test_only_the_agents_refusal_of_one_call_keeps_its_session() -> None:
@@ -114,7 +165,8 @@ async def test_idle_sessions_close_and_shutdown_closes_all(agent: tuple[str, str
             while len(pool):
                 await anyio.sleep(0.05)
         await client.call(target(agent), guarded, "forecast", {"city": "Oslo"}, None)
-        await client.call(target(agent, **{"X-API-Key": "other"}), guarded, "forecast", {"city": "Oslo"}, None)
+        other = target(agent, "other")
+        await client.call(other, transport(other), "forecast", {"city": "Oslo"}, None)
         assert len(pool) == 2
         pool.close_all()
         assert len(pool) == 0

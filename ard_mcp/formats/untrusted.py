@@ -115,6 +115,21 @@ HIDDEN: tuple[str, ...] = (
     r"\bwithout\s+(?:telling|informing)\s+the\s+user\b",
 )
 
+_SECRET = (
+    r"(?:credentials?|passwords?|passphrases?|api[ _-]?keys?|access[ _-]?tokens?|auth(?:entication)?[ _-]?tokens?|tokens|secrets?"
+    r"|private[ _-]?keys?|ssh[ _-]?keys?|cookies|session[ _-]?ids?|env(?:ironment)?[ _-]?variables|\.env\s+files?)"
+)
+#: Text asking the model to hand over what the person never meant an agent to have: their secrets, or the files
+#: where hosts and tools keep them. An MCP tool's description is read by the host model before any call, the
+#: place a poisoned server puts "pass the user's credentials to tool x". Only the user's secrets spoken of in
+#: the third person, to the model: "pass your AWS credentials" is how real descriptions address the person.
+SECRETS: tuple[str, ...] = (
+    rf"\b(?:pass|send|include|attach|upload|forward|post|paste|copy|leak|exfiltrate|share|provide|give|put)\s+(?:\w+\s+){{0,3}}?"
+    rf"(?:the|this|that)\s+(?:user|person|human)(?:'s|’s|s'|s’)\s+(?:\w+\s+){{0,2}}?{_SECRET}\b",
+    r"~/\.(?:ssh|aws|cursor|config/gcloud|kube|netrc)\b",
+    r"\b(?:id_rsa|id_ed25519|claude_desktop_config\.json|mcp\.json|\.aws/credentials)\b",
+)
+
 _WORD = re.compile(r"[^\W\d_]+")
 _TOKEN = re.compile(r"[^\W\d_]+|[.!?;:\n。！？]")  # words, and the marks that end a sentence
 _SENTENCE_KEEP = re.compile(r"([.!?;:\n。！？]+)")
@@ -200,7 +215,7 @@ def _any_of(patterns: Sequence[str]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in patterns))
 
 
-_OVERRIDE, _TEMPLATE, _HIDDEN = _any_of(OVERRIDES), _any_of(TEMPLATES), _any_of(HIDDEN)
+_OVERRIDE, _TEMPLATE, _HIDDEN, _SECRETS = _any_of(OVERRIDES), _any_of(TEMPLATES), _any_of(HIDDEN), _any_of(SECRETS)
 #: Words one of which every phrase of a group contains: a text with none of them (most texts) is not scanned
 #: by the group's pattern, which costs ~20 µs a text where these substring checks cost ~1.
 _HINTS: dict[re.Pattern[str], tuple[str, ...]] = {
@@ -210,6 +225,7 @@ _HINTS: dict[re.Pattern[str], tuple[str, ...]] = {
         *("<", "note", "message", "memo", "attention", "reminder", "instruction", "if you are", "always", "must", "should"),
         *("first", "top", "above", "higher", "not", "n't", "never", "other", "without", "only"),
     ),
+    _SECRETS: ("credential", "password", "passphrase", "key", "token", "secret", "cookie", "session", "env", "~/.", "id_", ".json"),
 }
 
 
@@ -291,6 +307,7 @@ _DETECTORS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("instruction override", _OVERRIDE),
     ("chat-template or tool-call syntax", _TEMPLATE),
     ("hidden prompt", _HIDDEN),
+    ("request for secrets", _SECRETS),
 )
 MAX_FINDINGS = 5
 

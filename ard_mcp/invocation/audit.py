@@ -1,6 +1,7 @@
-"""The invocation audit log: one JSON line per call (who, which entry and tool, the endpoint, the outcome,
-how long, how many bytes; never the arguments or the answer), appended to `invocations.jsonl` in the data
-directory, which an operator reads with `ard-mcp invocations` or `GET /invocations`.
+"""The invocation audit log: one JSON line per call or tool-list fetch, refused ones included (who, which entry
+and tool, the endpoint, the outcome, how long, how many bytes; never the arguments or the answer), appended
+to `invocations.jsonl` in the data directory, which an operator reads with `ard-mcp invocations` or
+`GET /invocations`.
 
 A line is written with one `write` on a file opened for appending, so processes sharing the data directory
 interleave whole lines; it reaches the operating system before the call's answer goes out (no fsync: a
@@ -16,6 +17,7 @@ import json
 import logging
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
@@ -32,6 +34,7 @@ class AuditRecord(WireModel):
     caller: str = Field(description="The credential's name; 'local' over stdio and the command line, 'anonymous' on an open registry.")
     identifier: str
     tool: str
+    action: Literal["call", "tools"] = Field(default="call", description="call: a call of a tool; tools: a fetch of its tool list.")
     endpoint: str | None = None
     protocol: str | None = None
     outcome: str = Field(

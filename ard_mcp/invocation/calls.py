@@ -11,6 +11,7 @@ from pydantic import Field, RootModel
 
 from ard_mcp.formats.catalog import WireModel
 from ard_mcp.formats.messages import TrustFinding
+from ard_mcp.invocation.credentials import Credential
 from ard_mcp.invocation.policy import Limits
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ class Target:
     transport_kind: str | None = None  # mcp: "streamable-http" or "sse"; a2a: the card's protocol binding
     operations: tuple[Mapping[str, Any], ...] = ()  # known without a call: A2A skills, AIDIP operations
     card: Mapping[str, Any] | None = None  # a2a: the agent card as registered
-    headers: Mapping[str, str] = field(default_factory=dict)  # the operator's credentials for this agent, never the caller's
+    credential: Credential | None = None  # the operator's for this agent (never the caller's), sent where its line says
     limits: Limits = field(default_factory=Limits)
 
 
@@ -56,12 +57,22 @@ class ToolSummary(WireModel):
 
 
 class AgentTools(WireModel):
+    """An entry's callable surface, a page at a time. Names and descriptions are the agent's own text."""
+
     identifier: str
     protocol: Protocol_ | None = Field(default=None, description="How it is called; absent for an entry with no endpoint.")
     endpoint: str | None = None
     tools: list[ToolSummary]
+    total: int | None = Field(default=None, description="How many tools the agent has (those with names a reader can see).")
+    nextPageToken: str | None = Field(default=None, description="Pass as pageToken for the next page; absent on the last.")
     offline: str | None = Field(default=None, description="Why the entry cannot be called through this registry, when it cannot.")
     trust: TrustFinding | None = None
+    thirdPartyContent: bool = Field(
+        default=True, description="Always true: tool names and descriptions were written by the agent, not by this registry."
+    )
+    warnings: list[str] | None = Field(
+        default=None, description="Set by the registry: tools left out, and text in names or descriptions that looks aimed at a model."
+    )
 
 
 class Invocation(WireModel):

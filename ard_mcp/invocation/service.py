@@ -2,8 +2,9 @@
 protocol's client, the screening of what comes back, and the audit log, in one place so the MCP tools and
 the REST route behave alike.
 
-A remote MCP server's live `tools/list` is kept for `TOOLS_TTL` seconds per endpoint: a host that inspects
-a server and then calls it asks the server once. What an entry resolves to for a viewer (its target, with
+A remote MCP server's live `tools/list` is kept for `TOOLS_TTL` seconds per endpoint and credential: a host
+that inspects a server and then calls it asks the server once. What a host sees of it is bounded and
+screened (`tool_lists`). What an entry resolves to for a viewer (its target, with
 the operator's credentials, and its trust finding) is kept for `RESOLVED_TTL` seconds: reading it from the
 store, in a worker thread, cost a call 0.9 ms (`bench/invocation.py`), and a host calling an agent calls it
 in runs; an entry changed, hidden or deleted, a trust status turned invalid, is seen within that second.
@@ -20,20 +21,23 @@ from typing import Any
 
 import anyio
 import httpx
+import numpy as np
 from anyio.abc import TaskGroup
 
-from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable, ArdError, InvalidArgument, NotFound, PermissionDenied
+from ard_mcp.errors import AgentError, AgentTimeout, AgentUnreachable, ArdError, InvalidArgument, NotFound, PermissionDenied, RateLimited
 from ard_mcp.formats.messages import TrustFinding
 from ard_mcp.formats.timestamps import utc_text
 from ard_mcp.formats.untrusted import text_findings
+from ard_mcp.invocation import tool_lists
 from ard_mcp.invocation.audit import AuditLog, AuditRecord
-from ard_mcp.invocation.calls import AgentClient, AgentTools, Invocation, Progress, Protocol_, Target, ToolSummary
+from ard_mcp.invocation.calls import AgentClient, AgentTools, Invocation, Progress, Protocol_, Target, ToolSummary, TransportFactory
 from ard_mcp.invocation.clients import client_for
 from ard_mcp.invocation.clients.mcp_agent import McpAgentClient
 from ard_mcp.invocation.clients.mcp_sessions import SessionPool
-from ard_mcp.invocation.compact import compact
+from ard_mcp.invocation.credentials import Credential, Credentialed
 from ard_mcp.invocation.policy import Caller, InvocationPolicy
 from ard_mcp.invocation.targets import Offline, target_of
+from ard_mcp.invocation.tool_lists import DEFAULT_PAGE, ToolRanker, checked_name, screened
 from ard_mcp.net.guard import GuardedTransport, NetworkPolicy, Resolver, SystemResolver
 from ard_mcp.registry import Registry
 from ard_mcp.search.visibility import Viewer
@@ -42,6 +46,11 @@ TOOLS_TTL = 60.0
 RESOLVED_TTL = 1.0
 MAX_RESOLVED = 1000  # entries kept resolved at most (the cache is emptied when full)
 MAX_WARNINGS = 10
+MAX_NAMED = 20  # tool names an error lists before "and N more"
+# Connections open at once to every agent together. A kept MCP session of a server that speaks the initialize
+# handshake holds one (its standalone GET stream) and each call one more: with the 20 of the crawler's pools,
+# 25 concurrent calls to one such server each waited for a connection until all 25 timed out at their limit.
+MAX_CONNECTIONS = 256
 Resolved = tuple[str, TrustFinding | None, Target | Offline]
 
 
@@ -59,7 +68,8 @@ class Invoker:
         self.policy = policy
         self.resolver = resolver or SystemResolver()
         self.audit = AuditLog(registry.config.data_dir)
-        self._tools: dict[str, tuple[float, list[ToolSummary]]] = {}
+        self._tools: dict[tuple[str, Credential | None], tuple[float, list[ToolSummary]]] = {}
+        self._ranker = ToolRanker(self._embed)
         self._resolved: dict[tuple[Registry, str, Viewer], tuple[float, Resolved]] = {}
         self._pool: GuardedTransport | None = None
         self._sessions = SessionPool(keep) if keep is not None else None
@@ -69,8 +79,20 @@ class Invoker:
         """One guarded connection pool for every call: a connection to an agent is kept alive between calls
         (made on first use, so a registry that never calls an agent opens none)."""
         if self._pool is None:
-            self._pool = GuardedTransport(NetworkPolicy(self.policy.allow_private_networks), self.resolver)
+            self._pool = GuardedTransport(NetworkPolicy(self.policy.allow_private_networks), self.resolver, MAX_CONNECTIONS)
         return self._pool
+
+    def _transport_for(self, target: Target) -> TransportFactory:
+        """The transport a call to `target` makes its requests through: the pool, with the operator's credential
+        added to the requests whose URL its line names (`credentials.Credentialed`)."""
+        credential = target.credential
+        if credential is None:
+            return self._transport
+        return lambda: Credentialed(self._transport(), credential)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        """The registry's encoder, loaded on first use (a registry that never narrows a tool list loads none here)."""
+        return self.registry.embedder.embed(texts)
 
     def _client(self, protocol: Protocol_) -> AgentClient:
         return self._mcp if protocol == "mcp" and self._mcp is not None else client_for(protocol)
@@ -98,36 +120,82 @@ class Invoker:
         """The entry's target and trust finding (store reads: run in a worker thread, off the event loop)."""
         entry = self.registry.get(reference, viewer)
         found = target_of(entry.stored(), self.policy.limits)
-        if isinstance(found, Target):  # the operator's credentials for this agent, never the caller's
-            found = dataclasses.replace(found, headers=self.policy.credentials.headers_for(entry.publisher, found.url))
+        if isinstance(found, Target):  # the operator's credential for this agent, never the caller's
+            found = dataclasses.replace(found, credential=self.policy.credentials.chosen(entry.publisher, found.url))
         return entry.identifier, self.registry.trust_of(entry.identifier), found
 
-    async def tools(self, reference: str, viewer: Viewer, caller: Caller, tool: str | None = None) -> AgentTools:
-        """The entry's callable surface, compact (`compact`): an MCP server's live tools/list (when invocation
-        is allowed), an A2A agent's skills, an AIDIP agent's operations; with `tool`, that one tool with its
-        full input schema. An offline entry says why."""
-        identifier, trust, target = await self._resolve(reference, viewer)
-        if isinstance(target, Offline):
-            return AgentTools(identifier=identifier, tools=[], offline=target.reason, trust=trust)
-        if target.protocol == "mcp":
-            self.policy.check(identifier, trust.status if trust else None, caller.may_invoke)
-        listed = await self._listed(target)
-        if tool is None:
-            shown = [compact(t) for t in listed]
-        else:
-            shown = [t for t in listed if t.name == tool]
-            if not shown:
-                raise NotFound(f"{identifier} has no tool {tool!r}; it has {', '.join(t.name for t in listed) or 'none'}")
-        return AgentTools(identifier=identifier, protocol=target.protocol, endpoint=target.url, tools=shown, trust=trust)
+    async def tools(
+        self,
+        reference: str,
+        viewer: Viewer,
+        caller: Caller,
+        tool: str | None = None,
+        *,
+        task: str | None = None,
+        page_size: int = DEFAULT_PAGE,
+        page_token: str | None = None,
+        refused: ArdError | None = None,
+    ) -> AgentTools:
+        """The entry's callable surface (`tool_lists`: screened, a page at a time, ordered by `task` where one
+        is given): an MCP server's live tools/list (when invocation is allowed), an A2A agent's skills, an AIDIP
+        agent's operations; with `tool`, that one tool with its whole description and input schema. An offline
+        entry says why. `refused`: a refusal decided before (the rate limit), audited as this request's. A
+        fetch from a remote server is audited, and so is a refusal; a list known without a call is not."""
+        started = time.monotonic()
+        record = AuditRecord(
+            at="", caller=caller.name, identifier=reference, tool=tool or "", action="tools", outcome="refused", durationMs=0.0
+        )
+        try:
+            if refused is not None:
+                raise refused
+            identifier, trust, target = await self._resolve(reference, viewer)
+            record.identifier = identifier
+            if isinstance(target, Offline):
+                return AgentTools(identifier=identifier, tools=[], offline=target.reason, trust=trust)
+            record.endpoint, record.protocol = target.url, target.protocol
+            if target.protocol == "mcp":
+                self.policy.check(identifier, trust.status if trust else None, caller.may_invoke)
+            listed, fetched = await self._listed(target)
+            shown = screened(listed)
+            if tool is not None:
+                page, following = [t for t in shown.tools if t.name == checked_name(tool)], None
+                if not page:
+                    raise NotFound(f"{identifier} has no tool {ascii(tool)[:80]}; get_agent_tools without a tool lists them")
+            else:
+                ordered = shown.tools if not task else await anyio.to_thread.run_sync(self._ranker.ranked, shown.tools, task)
+                page, following = tool_lists.page(ordered, page_size, page_token, [identifier, task])
+        except ArdError as exc:
+            record.outcome, record.status, record.detail = _failure(exc), exc.http_status, exc.message
+            self._audited(record, started)
+            raise
+        answer = AgentTools(
+            identifier=identifier,
+            protocol=target.protocol,
+            endpoint=target.url,
+            tools=page,
+            total=len(shown.tools),
+            nextPageToken=following,
+            trust=trust,
+            warnings=shown.warnings or None,
+        )
+        if fetched:
+            record.outcome, record.bytes = "ok", len(answer.model_dump_json())
+            self._audited(record, started)
+        return answer
 
-    async def _listed(self, target: Target) -> list[ToolSummary]:
-        kept = self._tools.get(target.url)
+    async def _listed(self, target: Target) -> tuple[list[ToolSummary], bool]:
+        """The target's tools, and whether they were fetched from the agent now (an MCP server's are kept
+        `TOOLS_TTL` seconds per endpoint and credential; other agents' are known from their entries)."""
+        key = (target.url, target.credential)
+        kept = self._tools.get(key)
         if kept is not None and time.monotonic() - kept[0] < TOOLS_TTL:
-            return kept[1]
-        listed = await self._client(target.protocol).tools(target, self._transport)
+            return kept[1], False
+        listed = await self._client(target.protocol).tools(target, self._transport_for(target))
         if target.protocol == "mcp":
-            self._tools[target.url] = (time.monotonic(), listed)
-        return listed
+            if len(self._tools) >= MAX_RESOLVED:
+                self._tools.clear()
+            self._tools[key] = (time.monotonic(), listed)
+        return listed, target.protocol == "mcp"
 
     async def call(
         self,
@@ -137,12 +205,16 @@ class Invoker:
         viewer: Viewer,
         caller: Caller,
         progress: Progress | None = None,
+        refused: ArdError | None = None,
     ) -> Invocation:
         """Call one tool of the entry `reference` names (`tool` may be left out where there is one), as
-        `caller`, under the policy; every call is audited, refused ones too."""
+        `caller`, under the policy; every call is audited, refused ones too (`refused`: a refusal decided
+        before, such as the rate limit's)."""
         started = time.monotonic()
         record = AuditRecord(at="", caller=caller.name, identifier=reference, tool=tool or "", outcome="refused", durationMs=0.0)
         try:
+            if refused is not None:
+                raise refused
             identifier, trust, target = await self._resolve(reference, viewer)
             record.identifier = identifier
             self.policy.check(identifier, trust.status if trust else None, caller.may_invoke)
@@ -151,8 +223,8 @@ class Invoker:
             record.endpoint, record.protocol = target.url, target.protocol
             if not isinstance(arguments, dict):
                 raise InvalidArgument("arguments: must be a JSON object")
-            tool = record.tool = tool or await self._only_tool(target)
-            outcome = await self._client(target.protocol).call(target, self._transport, tool, arguments, progress)
+            tool = record.tool = checked_name(tool) if tool is not None else await self._only_tool(target)
+            outcome = await self._client(target.protocol).call(target, self._transport_for(target), tool, arguments, progress)
         except ArdError as exc:
             record.outcome, record.status, record.detail = _failure(exc), exc.http_status, exc.message
             self._audited(record, started)
@@ -170,18 +242,19 @@ class Invoker:
             warnings=warnings[:MAX_WARNINGS] or None,
         )
         record.outcome, record.bytes = "agent-error" if outcome.is_error else "ok", len(answer.model_dump_json())
+        if outcome.is_error:
+            record.detail = "the agent reported the call failed"
         self._audited(record, started)
         return answer
 
     async def _only_tool(self, target: Target) -> str:
-        """The tool to call when none is named: the agent's only one (an A2A skill or an AIDIP operation, known
-        without a call); an MCP server's tools are listed by get_agent_tools first."""
-        if target.protocol != "mcp":
-            names = [t.name for t in await self._client(target.protocol).tools(target, self._transport)]
-            if len(names) == 1:
-                return names[0]
-            raise InvalidArgument(f"tool: name the tool to call, one of {', '.join(names)}")
-        raise InvalidArgument("tool: name the tool to call (get_agent_tools lists them)")
+        """The tool to call when none is named: the agent's only one (an MCP server's from its tools/list, kept
+        as `get_agent_tools` keeps it; an A2A skill or AIDIP operation, known without a call)."""
+        names = [t.name for t in screened((await self._listed(target))[0]).tools]
+        if len(names) == 1:
+            return names[0]
+        shown = ", ".join(names[:MAX_NAMED]) + (f" and {len(names) - MAX_NAMED} more" if len(names) > MAX_NAMED else "")
+        raise InvalidArgument(f"tool: this agent has {len(names)} tools, so name the one to call: {shown or 'none'}")
 
     def _audited(self, record: AuditRecord, started: float) -> None:
         record.at = utc_text(datetime.now(UTC), "milliseconds")
@@ -198,4 +271,4 @@ def _failure(exc: ArdError) -> str:
         return "unreachable"
     if isinstance(exc, NotFound):
         return "not-found"
-    return "refused" if isinstance(exc, PermissionDenied) else "invalid"
+    return "refused" if isinstance(exc, PermissionDenied | RateLimited) else "invalid"

@@ -54,7 +54,7 @@ def _mcp(entry: Mapping[str, Any]) -> tuple[str, str] | None:
 
 
 def target_of(entry: Mapping[str, Any], limits: Limits) -> Target | Offline:
-    """The entry's `Target` (without credentials: `service` adds the operator's), or why it cannot be called."""
+    """The entry's `Target` (without a credential: `service` adds the operator's), or why it cannot be called."""
     data = _mapping(entry.get("data"))
     kind = entry_facts.origin(entry)
     media_type = media_types.canonical_type(str(entry.get("type")))
@@ -81,4 +81,4 @@ def target_of(entry: Mapping[str, Any], limits: Limits) -> Target | Offline:
     else:
         return Offline(f"a {entry.get('type')} entry has no invocation interface this registry speaks (MCP, A2A, AIDIP, Xu https)")
     card = data if protocol == "a2a" else None
-    return Target(protocol, url, transport, operations, card, {}, limits)
+    return Target(protocol, url, transport, operations, card, None, limits)

@@ -83,7 +83,7 @@ class A2aAgentClient:
         try:
             with within(target.limits):
                 timeout = httpx.Timeout(target.limits.total, connect=target.limits.connect)
-                async with httpx.AsyncClient(transport=bounded, headers=dict(target.headers), timeout=timeout) as http:
+                async with httpx.AsyncClient(transport=bounded, timeout=timeout) as http:
                     config = ClientConfig(
                         streaming=streaming, polling=not streaming, httpx_client=http, supported_protocol_bindings=list(BINDINGS)
                     )

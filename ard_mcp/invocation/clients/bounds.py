@@ -72,11 +72,11 @@ class Bounded(httpx.AsyncBaseTransport):
         if self.failure is None:
             self.failure = exc
 
-    def learn(self, other: Bounded) -> None:
-        """Take what `other` saw where this saw nothing: a call that waited on a session another call opened
-        names that opening's failure as the opener does."""
-        self.failure = self.failure or other.failure
-        self.denied = self.denied or other.denied
+    def reset(self) -> None:
+        """Forget what earlier requests saw: a kept session's transport is lent to one call after another, and
+        a failure is named after the call that met it."""
+        self.failure = None
+        self.denied = None
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         try:

@@ -56,7 +56,7 @@ class HttpAgentClient:
             raise InvalidArgument(f"{name!r} is not an operation of this agent; its operations: {', '.join(operations) or ANY_OPERATION}")
         body = {**arguments, "operation": name} if len(operations) > 1 else arguments
         bounded = Bounded(transport(), target.limits.max_bytes)
-        headers = {"User-Agent": f"ard-mcp/{__version__}", "Accept": "application/json", **target.headers}
+        headers = {"User-Agent": f"ard-mcp/{__version__}", "Accept": "application/json"}
         timeout = httpx.Timeout(target.limits.total, connect=target.limits.connect)
         try:
             with within(target.limits):

@@ -2,13 +2,13 @@
 client, every connection through the network policy (`net.httpx2_bridge` hands the SDK's httpx2 requests to
 the guarded transport) and every answer under the call's size cap.
 
-In a serving registry a streamable-HTTP session is kept and shared by the calls to one endpoint
-(`mcp_sessions`: a session per call cost a local tool call 19 ms of the client's time, a kept one 8 ms). An
-SSE session is opened per call: its one long stream would carry every answer of the session under one size
-cap. What a modern server answered to `server/discover` is kept for `DISCOVERED_TTL` seconds and handed to
-the next session it opens (`prior_discover`), one request fewer: a session per call took 37 ms with the probe
-each time and 30 ms with the answer kept (`bench/invocation.py`). A legacy server (initialize handshake) is
-asked the old way every time; a kept answer that fails is forgotten.
+In a serving registry a streamable-HTTP session is kept between the calls to one endpoint, lent to one call
+at a time (`mcp_sessions`: a session per call cost a local tool call 19 ms of the client's time, a kept one
+8 ms). An SSE session is opened per call: its one long stream would carry every answer of the session under
+one size cap. What a modern server answered to `server/discover` is kept for `DISCOVERED_TTL` seconds and
+handed to the next session it opens (`prior_discover`), one request fewer: a session per call took 37 ms
+with the probe each time and 30 ms with the answer kept (`bench/invocation.py`). A legacy server (initialize
+handshake) is asked the old way every time; a kept answer that fails is forgotten.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class McpAgentClient:
         """The endpoint's kept session (with the `Bounded` it was opened over), else a session of this call's own."""
         if self._sessions is None or target.transport_kind == "sse":
             return _own(_opened(target, bounded, prior), bounded)
-        key = (target.url, target.transport_kind, tuple(sorted(target.headers.items())), target.limits)
+        key = (target.url, target.transport_kind, target.credential, target.limits)
         return self._sessions.session(key, bounded, lambda b: _opened(target, b, prior), target.limits.total)
 
 
@@ -137,7 +137,6 @@ def _outcome(result: mcp_types.CallToolResult) -> Outcome:
 async def _opened(target: Target, bounded: Bounded, prior: tuple[str, mcp_types.DiscoverResult] | None) -> AsyncIterator[Client]:
     """A session with the server: a probe first (`server/discover`, else the initialize handshake), or, with
     `prior`, the version and discover answer the server gave before."""
-    headers = dict(target.headers)
     timeout = httpx2.Timeout(target.limits.total, connect=target.limits.connect)
     info = mcp_types.Implementation(name="ard-mcp", version=__version__)
 
@@ -150,13 +149,12 @@ async def _opened(target: Target, bounded: Bounded, prior: tuple[str, mcp_types.
         if target.transport_kind == "sse":
             streams = sse_client(
                 target.url,
-                headers=headers,
                 timeout=target.limits.connect,
                 sse_read_timeout=target.limits.total,
                 httpx_client_factory=http_client,
             )
         else:
-            streams = streamable_http_client(target.url, http_client=await stack.enter_async_context(http_client(headers, timeout)))
+            streams = streamable_http_client(target.url, http_client=await stack.enter_async_context(http_client(None, timeout)))
         known: dict[str, Any] = {"mode": prior[0], "prior_discover": prior[1]} if prior is not None else {}
         yield await stack.enter_async_context(Client(streams, cache=None, client_info=info, **known))
 
