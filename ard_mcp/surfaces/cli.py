@@ -26,6 +26,7 @@ from ard_mcp.surfaces.invocation_settings import invocation_policy, print_invoca
 from ard_mcp.surfaces.log_setup import configure_logging
 from ard_mcp.surfaces.rest.ratelimit import RateLimits
 from ard_mcp.surfaces.rest.settings import is_loopback
+from ard_mcp.surfaces.terminal_text import shown, shown_json
 from ard_mcp.trust.policy import demoted_by
 from ard_mcp.web.settings import CrawlSettings
 from ard_mcp.web.sources import Schedule
@@ -86,7 +87,7 @@ def _serve_http(args: argparse.Namespace) -> int:
             verifier.prefetch()
             tokens = tokens.with_verifier(verifier)
     except ValueError as exc:
-        print(f"ard-mcp: {exc}", file=sys.stderr)
+        print(shown(f"ard-mcp: {exc}"), file=sys.stderr)
         return 2
     if not tokens.configured and not is_loopback(args.host) and not args.allow_anonymous_writes:
         print(
@@ -156,7 +157,7 @@ def _ingest(args: argparse.Namespace) -> int:
     finally:
         registry.close()
     if args.json:
-        print(json.dumps(total.as_dict(), indent=2))
+        print(shown_json(json.dumps(total.as_dict(), indent=2)))
     else:
         print_ingest(total)
     return 1 if total.rejected and not (total.added or total.updated or total.unchanged) else 0
@@ -201,13 +202,13 @@ def _crawl(args: argparse.Namespace) -> int:
     if not (request.targets or request.mcpRegistries or request.refresh):
         raise SystemExit("ard-mcp crawl: give a TARGET, --mcp-registry URL or --refresh")
     registry = Registry(_config(args))
-    say = (lambda message: print(message, file=sys.stderr)) if not args.json else None
+    say = (lambda message: print(shown(message), file=sys.stderr)) if not args.json else None
     try:
         report = anyio.run(run_crawl, registry, _crawl_settings(args), request, ProgressBar("embedding"), say)
     finally:
         registry.close()
     if args.json:
-        print(report.model_dump_json(indent=2))
+        print(shown_json(report.model_dump_json(indent=2)))
     else:
         print_crawl(report)
     return 1 if report.failed else 0
@@ -226,7 +227,7 @@ def _search(args: argparse.Namespace) -> int:
         response = page.brief() if args.detail == "compact" else page.response()
     finally:
         registry.close()
-    print(json.dumps(response.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False))
+    print(shown_json(json.dumps(response.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False)))
     return 0
 
 
@@ -251,14 +252,14 @@ def _eval(args: argparse.Namespace) -> int:
     try:
         judgements = load_queries(args.queries)
     except (OSError, ValueError) as exc:
-        print(f"ard-mcp: {exc}", file=sys.stderr)
+        print(shown(f"ard-mcp: {exc}"), file=sys.stderr)
         return 2
     registry = Registry(_config(args))
     try:
         report = evaluate(registry_search(registry), judgements)
     finally:
         registry.close()
-    print(json.dumps(report.to_dict(), indent=2) if args.json else format_table(report))
+    print(shown_json(json.dumps(report.to_dict(), indent=2)) if args.json else format_table(report))
     return 0
 
 
@@ -304,11 +305,11 @@ def _check(args: argparse.Namespace) -> int:
         registry.close()
     print(f"checked {report.checked} entries: {len(report.unreadable)} cannot be read")
     for identifier in report.repaired:
-        print(f"  repaired {identifier}")
+        print(shown(f"  repaired {identifier}"))
     for identifier in report.removed:
-        print(f"  removed  {identifier}")
+        print(shown(f"  removed  {identifier}"))
     for identifier, why in report.still_unreadable:
-        print(f"  unreadable {identifier}: {why}")
+        print(shown(f"  unreadable {identifier}: {why}"))
     if report.still_unreadable:
         print("repair with --repair (registers each again through today's rules) or remove with --remove", file=sys.stderr)
     return 1 if report.still_unreadable else 0
@@ -353,5 +354,5 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(COMMANDS[args.command](args))
     except ArdError as exc:
-        print(f"ard-mcp: {exc.message}", file=sys.stderr)
+        print(shown(f"ard-mcp: {exc.message}"), file=sys.stderr)
         return 2

@@ -13,6 +13,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from ard_mcp.surfaces.terminal_text import shown
+
 # `FILE: entries[3].data.entries[0]` (a crawl: `URL.entries[3]`): where in a manifest an entry sits
 _LOCATION = re.compile(r"^(?P<where>.*?entries\[\d+\](?:\.data\.entries\[\d+\])*)(?:\.|: )(?P<what>.*)$", re.DOTALL)
 # the parts of a message that name the entry's own values: quoted text, identifiers, numbers
@@ -76,9 +78,9 @@ def print_ingest(report: Any) -> None:
 
 def _print_findings(report: Any) -> None:
     for reason in report.rejected:
-        print(f"  rejected {reason}")
+        print(shown(f"  rejected {reason}"))
     for warning in collapsed(report.warnings):
-        print(f"  warning {warning}")
+        print(shown(f"  warning {warning}"))
 
 
 def print_crawl(report: Any) -> None:
@@ -90,9 +92,9 @@ def print_crawl(report: Any) -> None:
     for source in report.sources:
         if source.status != "not-found":
             detail = f" ({source.error})" if source.error else f" ({source.entries} entries)"
-            print(f"  {source.status:<12} {source.url} [{source.via}]{detail}")
+            print(shown(f"  {source.status:<12} {source.url} [{source.via}]{detail}"))
     for registry in report.registries:
-        print(f"  registry     {registry}")
+        print(shown(f"  registry     {registry}"))
     for error in report.errors:
-        print(f"  error {error}")
+        print(shown(f"  error {error}"))
     _print_findings(report)

@@ -8,6 +8,7 @@ import dataclasses
 from ard_mcp.invocation.credentials import AgentCredentials
 from ard_mcp.invocation.policy import InvocationPolicy, Limits
 from ard_mcp.surfaces.arguments import csv_list
+from ard_mcp.surfaces.terminal_text import shown, shown_json
 
 
 def invocation_policy(args: argparse.Namespace, *, stdio: bool) -> InvocationPolicy:
@@ -34,10 +35,10 @@ def print_invocations(args: argparse.Namespace) -> int:
     records = AuditLog(args.data_dir).newest(args.limit)
     for record in records:
         if args.json:
-            print(record.model_dump_json())
+            print(shown_json(record.model_dump_json()))
         else:
             outcome = record.outcome if record.status is None else f"{record.outcome} {record.status}"
-            print(f"{record.at}  {record.caller:<16} {outcome:<16} {record.durationMs:>8.1f} ms  {record.identifier} {record.tool}")
+            print(shown(f"{record.at}  {record.caller:<16} {outcome:<16} {record.durationMs:>8.1f} ms  {record.identifier} {record.tool}"))
     if not records and not args.json:
         print(f"no invocations logged in {AuditLog(args.data_dir).path}")
     return 0
