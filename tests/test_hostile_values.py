@@ -236,6 +236,18 @@ def test_a_row_that_cannot_even_be_decoded_is_left_out_and_can_be_deleted(loaded
 
 
 @pytest.mark.slow
+def test_a_search_counts_no_entry_its_page_leaves_out(loaded: Registry) -> None:
+    """Issue #44: `totalResults: 1` with an empty list, the one match being a row reads cannot use."""
+    weather = WEATHER["identifier"]
+    assert [r.identifier for r in loaded.search(SearchQuery.of("weather forecast for a city")).response().results][:1] == [weather]
+    with loaded.store.transaction() as db:
+        db.execute("UPDATE agents SET entry = ? WHERE identifier = ?", (b"not zlib at all", weather))
+    response = loaded.search(SearchQuery.of("weather forecast for a city", page_size=100)).response()
+    assert weather not in {r.identifier for r in response.results}
+    assert response.totalResults == len(response.results)
+
+
+@pytest.mark.slow
 def test_a_visible_to_list_kept_as_json_text_is_hidden_from_everyone_until_check_repairs_it(loaded: Registry) -> None:
     weather = WEATHER["identifier"]
     _store_as_an_older_version_did(loaded, weather, {"metadata": {"visibleTo": '["alice"]'}}, {"metadata.visibleTo": '["alice"]'})

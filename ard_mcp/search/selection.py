@@ -64,7 +64,10 @@ def narrowed(store: Store, flt: Filter, criteria: Criteria) -> Filter | None:
 
 
 def ranked_page(ranking: Ranking, store: Store, criteria: Criteria, now: datetime, offset: int, size: int) -> Selection:
-    """The page of a ranking at `offset`, best first (ties by agent id, so pages are stable)."""
+    """The page of a ranking at `offset`, best first (ties by agent id, so pages are stable). An agent of the
+    page a read cannot have (deleted since it was ranked, or a row reads cannot use) is left out of the page
+    and of the total alike: the total once counted it, and a search answered `totalResults: 1` with no
+    result (issue #44). Pages keep their places in the ranking, so none repeats another's entries."""
     agents: dict[int, StoredAgent] = {}
     chosen: list[tuple[float, Hit, list[str]]]
     if criteria.empty:
@@ -83,13 +86,14 @@ def ranked_page(ranking: Ranking, store: Store, criteria: Criteria, now: datetim
     page = chosen[offset : offset + size]
     if criteria.empty:
         agents = store.agents_by_id(hit.agent_id for _, hit, _ in page)
-    ranking.show([hit for _, hit, _ in page])
+    shown = [(relevance, hit, preferred) for relevance, hit, preferred in page if hit.agent_id in agents]
+    ranking.show([hit for _, hit, _ in shown])
     candidates = [
         Candidate(agents[hit.agent_id], round(100 * relevance), preferred, partial(ranking.explain, hit, agents[hit.agent_id].entry))
-        for relevance, hit, preferred in page
-        if hit.agent_id in agents  # deleted since it was ranked
+        for relevance, hit, preferred in shown
     ]
-    return Selection(candidates, len(chosen), offset + size < len(chosen), ranking.confident)
+    total = len(chosen) - (len(page) - len(shown))
+    return Selection(candidates, total, offset + size < len(chosen), ranking.confident)
 
 
 def with_trust(store: Store, selection: Selection) -> Selection:
