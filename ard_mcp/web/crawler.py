@@ -309,12 +309,6 @@ class Crawler:
                 items.append((where, {**raw, "metadata": {**(raw.get("metadata") or {}), **provenance}}))
             else:
                 items.append((where, raw))
-        if claims:
-            publishers = sorted({publisher_of(i) for i in claims})
-            self.report.warnings.append(
-                f"{source.url}: claims {len(claims)} identifier(s) of other publishers ({', '.join(publishers)}), which did not "
-                f"delegate to {host}; kept as third-party claims (trust.status third-party)"
-            )
         owned: dict[str, set[tuple[str, str]]] = {}
         if self.trust is not None:
             owned, refused = await self.trust.batch(items, self.trust_policy, claims)
@@ -331,6 +325,7 @@ class Crawler:
                 identifiers = list(dict.fromkeys([*source.identifiers, *identifiers]))
             gone_children = [c for c in source.children if c not in document.nested]
             source.identifiers = [i for i in identifiers if self.holdings.holds(i, source.url)]
+            self._report_claims([i for i in claims if i in source.identifiers], source.url, host)
             source.children = list(document.nested)
             source.last_error = None
             source.schedule(utcnow(), self.schedule, failed=False)
@@ -338,6 +333,16 @@ class Crawler:
         for child in gone_children:
             await self._forget_url(child)
         return len(source.identifiers)
+
+    def _report_claims(self, kept: list[str], url: str, host: str) -> None:
+        """Warn of the third-party claims the document's source now holds; those refused (held elsewhere, invalid,
+        refused by the trust policy) are in `rejected` already, and the warning once counted them as kept too."""
+        if kept:
+            publishers = sorted({publisher_of(i) for i in kept})
+            self.report.warnings.append(
+                f"{url}: claims {len(kept)} identifier(s) of other publishers ({', '.join(publishers)}), which did not "
+                f"delegate to {host}; kept as third-party claims (trust.status third-party)"
+            )
 
     async def remove(self, identifiers: Iterable[str], url: str) -> list[str]:
         removed = []
