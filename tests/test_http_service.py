@@ -59,6 +59,31 @@ async def test_writes_need_a_valid_token_when_tokens_are_configured(tmp_path: Pa
         assert (await client.delete(f"/agents/{WEATHER['identifier']}", headers=BEARER)).status_code == 200
 
 
+async def test_a_refusal_for_want_of_a_token_names_what_was_refused(tmp_path: Path, tokens: TokenStore) -> None:
+    """Issue #44: a read of the invocation log was told it needed a token "for writes"."""
+    async with running(tmp_path / "data", HttpSettings(tokens=tokens)) as client:
+        log = await client.get("/invocations")
+        call = await client.post(f"/agents/{WEATHER['identifier']}/invoke", json={})
+        write = await client.post("/agents", json=WEATHER)
+    assert [r.status_code for r in (log, call, write)] == [401, 401, 401]
+    assert "for reading the invocation log (an operator's token);" in log.json()["message"]
+    assert "for calling agents;" in call.json()["error"]["message"]
+    assert "for writes;" in write.json()["error"]["message"]
+
+
+async def test_openapi_marks_security_as_the_server_runs(tmp_path: Path, tokens: TokenStore) -> None:
+    """Issue #44: an open loopback server's document marked `GET /invocations` (and the writes) as needing
+    `Authorization`, and answered them without."""
+    async with running(tmp_path / "open") as client:
+        document = (await client.get("/openapi.json")).json()
+        assert (await client.get("/invocations")).status_code == 200
+    assert [(op.method, op.path) for op in OPERATIONS if "security" in document["paths"][op.path][op.method.lower()]] == []
+    async with running(tmp_path / "closed", HttpSettings(tokens=tokens)) as client:
+        document = (await client.get("/openapi.json")).json()
+    for op in OPERATIONS:
+        assert ("security" in document["paths"][op.path][op.method.lower()]) == op.write, (op.method, op.path)
+
+
 async def test_full_detail_shows_auth_only_to_a_token_holder(tmp_path: Path, tokens: TokenStore) -> None:
     async with running(tmp_path / "data", HttpSettings(tokens=tokens)) as client:
         await client.post("/agents", json=XU_HR, headers=BEARER)
@@ -173,7 +198,7 @@ async def test_health_and_openapi(tmp_path: Path) -> None:
     for op in OPERATIONS:
         operation = openapi["paths"][op.path][op.method.lower()]
         assert operation["operationId"] == op.operation_id and "500" in operation["responses"]
-        assert ("security" in operation) == op.write
+        assert "security" not in operation  # an open server: no operation needs a token
     for schema in openapi["components"]["schemas"].values():
         jsonschema.Draft202012Validator.check_schema(schema)
     assert "AgentDocument" in openapi["components"]["schemas"] and "DiscoveryRequest" in openapi["components"]["schemas"]

@@ -138,13 +138,17 @@ class TokenStore:
             found = self._verifier.principal(token.strip())
         return found
 
-    def writer(self, headers: Mapping[str, str] | None) -> Principal:
-        """The principal allowed to write, or `Unauthenticated` (401) when tokens are configured and none is valid."""
+    def writer(self, headers: Mapping[str, str] | None, needed_for: str = "writes") -> Principal:
+        """The principal allowed to write, or to do what else needs a credential, or `Unauthenticated` (401)
+        when tokens are configured and none is valid. `needed_for` names what was refused: a read of the
+        invocation log told it required a token "for writes" sent its caller looking for the wrong thing."""
         if not self.configured:
             return Principal(ANONYMOUS)
         principal = self.principal(headers)
         if principal is None:
-            raise Unauthenticated("this registry requires 'Authorization: Bearer <token>' for writes; the request had no valid token")
+            raise Unauthenticated(
+                f"this registry requires 'Authorization: Bearer <token>' for {needed_for}; the request had no valid token"
+            )
         return principal
 
     async def verify_token(self, token: str) -> AccessToken | None:
@@ -162,7 +166,7 @@ class TokenStore:
         """Who calls an agent, for the invocation policy: on a registry without credentials the local caller
         of an open registry (the policy's `--allow-invocation` decides); else the token's principal, or
         `Unauthenticated` (401) without a valid one."""
-        return self.caller_for(self.writer(headers))
+        return self.caller_for(self.writer(headers, "calling agents"))
 
     def caller_for(self, principal: Principal) -> Caller:
         """The caller `principal` is, however it proved itself (a bearer token, the web page's sign-in)."""

@@ -147,7 +147,7 @@ def build_app(
     )
     app.router.redirect_slashes = False  # every route is served at exactly its path: no redirects
     app.state.ard = state
-    state.openapi = build_openapi(settings.transport)
+    state.openapi = build_openapi(settings.transport, credentials=settings.tokens.configured)
     return app
 
 

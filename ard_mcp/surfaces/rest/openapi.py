@@ -3,7 +3,10 @@ every body, so the description cannot drift from what the routes accept and answ
 
 Schemas are pydantic's validation-mode JSON Schemas (the wire models drop absent fields on output, which
 pydantic's serialization-mode schema cannot express). Every operation lists every status it can answer
-with, each with the error object of the draft the route belongs to.
+with, each with the error object of the draft the route belongs to. Security is described as the server
+runs: an operation needs a bearer token only on a server with tokens, so an open server's document names
+none (it once marked `GET /invocations` and the writes as needing `Authorization` while the server
+answered them without).
 """
 
 from __future__ import annotations
@@ -52,7 +55,9 @@ def _statuses(op: Operation) -> list[int]:
     return sorted(statuses)
 
 
-def build_openapi(transport: str = "streamable-http") -> dict[str, Any]:
+def build_openapi(transport: str = "streamable-http", credentials: bool = True) -> dict[str, Any]:
+    """The document for a server on `transport`; `credentials`: whether it checks bearer tokens (a token
+    file or an OAuth issuer), without which no operation needs one."""
     models: list[type[BaseModel]] = [*ERROR_MODELS.values(), *REGISTRATION_FORMATS]
     for op in OPERATIONS:
         models += [op.response] + ([op.request] if op.request else [])
@@ -93,7 +98,7 @@ def build_openapi(transport: str = "streamable-http") -> dict[str, Any]:
         for status in _statuses(op):
             responses[str(status)] = {"description": STATUS_TEXT[status], "content": json_content(ref[ERROR_MODELS[op.dialect]])}
         operation["responses"] = responses
-        if op.write:
+        if op.write and credentials:
             operation["security"] = [{"bearerAuth": []}]
         paths.setdefault(op.path, {})[op.method.lower()] = operation
     mcp = "/mcp (streamable HTTP)" if transport != "sse" else "/sse and /messages/ (SSE)"

@@ -76,8 +76,9 @@ class Operation:
     request: type[BaseModel] | None = None
     errors: tuple[int, ...] = (400,)
     params: tuple[Param, ...] = ()
-    write: bool = False
+    write: bool = False  # needs a credential when the server has tokens (and is rate-limited and origin-checked as a write)
     invocation: bool = False  # calls an agent: counted against the invocations rate limit
+    needs_token_for: str = "writes"  # what a request without a valid token is told it needed one for
     tag: str = "ARD"
 
     @property
@@ -94,7 +95,7 @@ def _endpoint(op: Operation) -> Callable[[Request], Awaitable[Response]]:
         correlation_id = uuid.uuid4().hex
         try:
             if op.write:  # before the body is read: an unauthenticated write costs nothing
-                request.state.writer = state.settings.tokens.writer(request.headers)
+                request.state.writer = state.settings.tokens.writer(request.headers, op.needs_token_for)
             return await op.handler(request, state)
         except ArdError as exc:
             if exc.http_status >= 500:
@@ -210,6 +211,7 @@ OPERATIONS: tuple[Operation, ...] = (
         errors=(400, 401, 403),
         params=(_LIMIT,),
         write=True,
+        needs_token_for="reading the invocation log (an operator's token)",
         tag="Service",
     ),
     Operation(  # before the routes of /agents/{id}, whose id would take "/invoke" in
@@ -225,6 +227,7 @@ OPERATIONS: tuple[Operation, ...] = (
         params=(_ID, _OPERATION),
         write=True,
         invocation=True,
+        needs_token_for="calling agents",
         tag="AIDIP",
     ),
     Operation(
