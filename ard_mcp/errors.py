@@ -129,12 +129,14 @@ class RateLimited(ArdError):
 
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(f"{message}; retry after {retry_after} s")
+        self.reason = message
         self.retry_after = retry_after
 
 
 class AgentError(ArdError):
-    """The agent a caller invoked through the registry answered with an error of its own (its 4xx, a tool
-    error): passed back with the agent's status and message, marked as the agent's, not the registry's."""
+    """The agent a caller invoked through the registry answered with an error of its own (its 4xx, its 5xx, a
+    JSON-RPC error): passed back with the agent's status (a 5xx as 502) and message, marked as the agent's,
+    not the registry's. It was reached: `AgentUnreachable` is for an agent that gave no answer."""
 
     code = "AGENT_ERROR"
     http_status = 400
@@ -145,8 +147,8 @@ class AgentError(ArdError):
 
 
 class AgentUnreachable(ArdError):
-    """The agent could not be reached or answered something that is not an answer (a 5xx, malformed JSON,
-    too large, a refused address)."""
+    """The agent could not be reached or answered something that is not an answer (malformed JSON, too
+    large, a broken stream, a refused address)."""
 
     code = "BAD_GATEWAY"
     http_status = 502

@@ -47,6 +47,7 @@ from ard_mcp.surfaces.lazy_registry import Opening, open_registry, warm_up_soon
 from ard_mcp.surfaces.lazy_registry import registry_of as _registry
 from ard_mcp.surfaces.mcp_crawl import add_crawl_tool
 from ard_mcp.surfaces.mcp_invoke import add_invoke_tools
+from ard_mcp.surfaces.mcp_refusals import RegistryServer
 from ard_mcp.surfaces.services import Services
 from ard_mcp.surfaces.tool_results import compact_json, compact_result
 from ard_mcp.surfaces.xu_discovery import Federate, discover
@@ -70,7 +71,6 @@ INSTRUCTIONS = (
 )
 
 WRITE_TOOLS = frozenset({"register_agent", "deregister_agent", "crawl_catalogs"})  # what rate limits count as writes over HTTP
-INVOKE_TOOLS = frozenset({"call_agent", "get_agent_tools"})  # ... and as invocations: each one reaches an agent
 
 FilterArg = Annotated[
     dict[str, Any] | None,
@@ -149,7 +149,7 @@ def build_server(
             if closed is not None:
                 closed()
 
-    server: MCPServer[Callable[[], Registry]] = MCPServer(
+    server: MCPServer[Callable[[], Registry]] = RegistryServer(
         "ard-mcp",
         version=__version__,
         instructions=INSTRUCTIONS,

@@ -14,11 +14,12 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
 
-def compact_result(result: BaseModel) -> CallToolResult:
+def compact_result(result: BaseModel, is_error: bool = False) -> CallToolResult:
     """A result as compact JSON text and the same object as structured content (a CallToolResult passes
-    through the SDK, which still checks its structured content against the output schema)."""
+    through the SDK, which still checks its structured content against the output schema unless `is_error`)."""
     structured = result.model_dump(mode="json", by_alias=True)
-    return CallToolResult(content=[TextContent(type="text", text=compact_json(structured))], structured_content=structured)
+    text = TextContent(type="text", text=compact_json(structured))
+    return CallToolResult(content=[text], structured_content=structured, is_error=is_error)
 
 
 def compact_json(value: Any) -> str:

@@ -244,13 +244,11 @@ def _a2a_failure(leaf: BaseException) -> ArdError | None:
         status = cause.response.status_code
         if 400 <= status < 500:
             return AgentError(f"the agent answered {status}: {cause.response.reason_phrase}", status)
-        return AgentUnreachable(f"the agent answered {status}")
+        return AgentError(f"the agent failed with {status}: {cause.response.reason_phrase}", status)
     if isinstance(leaf, A2AClientError):
         return AgentUnreachable(f"the agent's answer is not an A2A one: {leaf}")
     if isinstance(leaf, A2AError):
         mapping = A2A_ERROR_MAPPING.get(type(leaf))
         status = mapping.http_code if mapping else 400
-        if status >= 500:
-            return AgentUnreachable(f"the agent failed: {leaf.message}")
-        return AgentError(f"the agent refused the message: {leaf.message}", status)
+        return AgentError(f"the agent {'failed' if status >= 500 else 'refused the message'}: {leaf.message}", status)
     return None

@@ -31,14 +31,14 @@ from ard_mcp.errors import AgentError, AgentUnreachable, ArdError
 from ard_mcp.invocation.calls import Outcome, Progress, Target, ToolSummary, TransportFactory
 from ard_mcp.invocation.clients.bounds import Bounded, raise_named, strings_in, text_of, within
 from ard_mcp.invocation.clients.mcp_sessions import SessionPool
+from ard_mcp.invocation.clients.sse_endpoint import EndpointChecked, EndpointElsewhere
 from ard_mcp.net.httpx2_bridge import Httpx2Bridge
 
 DISCOVERED_TTL = 60.0
 _MAX_PAGES = 20  # tools/list pages followed: a server whose cursor never ends cannot hold a call
 _T = TypeVar("_T")
-# What the SDK answers for a stream that broke, a body it could not parse or a 5xx: the agent failed, it
-# did not refuse the request.
-_BROKEN = {mcp_types.CONNECTION_CLOSED, mcp_types.INTERNAL_ERROR, mcp_types.PARSE_ERROR}
+# What the SDK answers for a stream that broke or a body it could not parse: no answer came back.
+_BROKEN = {mcp_types.CONNECTION_CLOSED, mcp_types.PARSE_ERROR}
 
 
 class McpAgentClient:
@@ -143,7 +143,9 @@ async def _opened(target: Target, bounded: Bounded, prior: tuple[str, mcp_types.
     def http_client(
         headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
     ) -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(transport=Httpx2Bridge(bounded), headers=headers, timeout=timeout, auth=auth)
+        bridged = Httpx2Bridge(bounded)
+        transport = EndpointChecked(bridged) if target.transport_kind == "sse" else bridged
+        return httpx2.AsyncClient(transport=transport, headers=headers, timeout=timeout, auth=auth)
 
     async with AsyncExitStack() as stack:
         if target.transport_kind == "sse":
@@ -176,8 +178,12 @@ def _mcp_failure(leaf: BaseException, url: str, during: str | None) -> ArdError 
         if during is None:
             return AgentUnreachable(f"no MCP server answered at {url}: {leaf.message}")
         if leaf.code in _BROKEN:
-            return AgentUnreachable(f"the MCP server failed during {during}: {leaf.message}")
+            return AgentUnreachable(f"no answer came back from the MCP server during {during}: {leaf.message}")
+        if leaf.code == mcp_types.INTERNAL_ERROR:  # its own failure (a 5xx, or an internal error it answered): it was reached
+            return AgentError(f"the MCP server failed during {during}: {leaf.message}", 502)
         return AgentError(f"the MCP server refused {during}: {leaf.message} (code {leaf.code})", 400)
+    if isinstance(leaf, EndpointElsewhere):
+        return AgentUnreachable(str(leaf))
     if isinstance(leaf, httpx2.TransportError):
         return AgentUnreachable(f"could not reach the MCP server ({type(leaf).__name__}: {leaf})")
     if type(leaf) is RuntimeError and during is not None:

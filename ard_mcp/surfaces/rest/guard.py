@@ -12,6 +12,7 @@ refused by the MCP endpoint)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import anyio
 from starlette.requests import Request
@@ -27,7 +28,9 @@ from ard_mcp.errors import (
     UnsupportedMediaType,
 )
 from ard_mcp.formats.media_types import is_json
-from ard_mcp.surfaces.mcp_server import INVOKE_TOOLS, WRITE_TOOLS
+from ard_mcp.surfaces import over_limit
+from ard_mcp.surfaces.mcp_invoke import INVOKE_TOOLS
+from ard_mcp.surfaces.mcp_server import WRITE_TOOLS
 from ard_mcp.surfaces.rest.errors import error_response
 from ard_mcp.surfaces.rest.operations import dialect_for, is_invocation, is_write
 from ard_mcp.surfaces.rest.ratelimit import Limiter
@@ -50,7 +53,7 @@ class GuardMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        scope = {**scope, "headers": [(k, v.lower() if k == b"host" else v) for k, v in scope["headers"]]}
+        scope = {**scope, "headers": over_limit.without_marker([(k, v.lower() if k == b"host" else v) for k, v in scope["headers"]])}
         request = Request(scope)
         dialect = dialect_for(request.method, request.url.path)
         refusal = self._refusal(request)
@@ -65,6 +68,8 @@ class GuardMiddleware:
                 body, receive = read, _replay(read, receive)
         if refusal is None:
             refusal = self._over_limit(request, body)
+            if refusal is not None and _answers_its_own_limit(request, body):
+                scope, refusal = {**scope, "headers": over_limit.marked(scope["headers"], refusal)}, None
         if refusal is not None:
             await error_response(dialect, refusal)(scope, receive, send)
             return
@@ -152,13 +157,25 @@ def _kind(request: Request, body: bytes) -> str:
         return "invocations" if path == INVOKE_FORM else "writes"
     if not path.startswith(_MCP_PATHS):
         return "invocations" if is_invocation(request.method, path) else "writes" if is_write(request.method, path) else "reads"
+    names = {m["params"].get("name") for m in _tool_calls(body) if isinstance(m.get("params"), dict)}
+    return "invocations" if names & INVOKE_TOOLS else "writes" if names & WRITE_TOOLS else "reads"
+
+
+def _answers_its_own_limit(request: Request, body: bytes) -> bool:
+    """Whether the operation, not the guard, answers this request's rate-limit refusal (`over_limit`): an MCP
+    tool call (a tool error the host reads) and an invocation (audited, as every refused call is)."""
+    if _kind(request, body) == "invocations":
+        return True
+    return request.url.path.startswith(_MCP_PATHS) and bool(_tool_calls(body))
+
+
+def _tool_calls(body: bytes) -> list[dict[str, Any]]:
+    """The `tools/call` requests of an MCP message or batch."""
     try:
         message = json.loads(body) if body else None
     except ValueError:
-        return "reads"  # the MCP SDK answers it as a parse error
-    calls = [m for m in (message if isinstance(message, list) else [message]) if isinstance(m, dict) and m.get("method") == "tools/call"]
-    names = {m["params"].get("name") for m in calls if isinstance(m.get("params"), dict)}
-    return "invocations" if names & INVOKE_TOOLS else "writes" if names & WRITE_TOOLS else "reads"
+        return []  # the MCP SDK answers it as a parse error
+    return [m for m in (message if isinstance(message, list) else [message]) if isinstance(m, dict) and m.get("method") == "tools/call"]
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -33,11 +33,12 @@ from ard_mcp.formats.messages import (
     SearchRequest,
 )
 from ard_mcp.invocation.audit import MAX_READ, AuditLog, InvocationLog
+from ard_mcp.invocation.clients.bounds import strings_in
 from ard_mcp.registry import Registry
 from ard_mcp.search.paging import MAX_PAGE_SIZE
 from ard_mcp.search.query import SearchQuery
 from ard_mcp.search.visibility import Viewer
-from ard_mcp.surfaces import xu_discovery
+from ard_mcp.surfaces import over_limit, xu_discovery
 from ard_mcp.surfaces.aidip_search import search as attribute_search
 from ard_mcp.surfaces.auth import Principal
 from ard_mcp.surfaces.rest.manifest import manifest
@@ -48,6 +49,9 @@ from ard_mcp.web.report import CrawlRequest
 from ard_mcp.web.settings import CrawlSettings
 
 _LIST_PARAMS = ("filter", "orderBy", "pageSize", "pageToken")
+
+AGENT_FAILED = "the agent reported that the call failed (its own answer, third-party text, is in details)"
+MAX_DETAILS, MAX_DETAIL = 10, 500
 
 
 def model_response(model: BaseModel, status: int = 200) -> JSONResponse:
@@ -202,13 +206,18 @@ async def delete_agent(request: Request, state: AppState) -> Response:
 
 
 async def invoke_agent(request: Request, state: AppState) -> Response:
-    """The agent's answer as it gave it; what the registry knows about the call in `ARD-Invocation-*` headers."""
-    arguments = await json_body(request)
+    """The agent's answer as it gave it; what the registry knows about the call in `ARD-Invocation-*` headers. An
+    answer the agent itself calls a failure (an MCP tool error, a failed A2A task) is no success (AIDIP §5: "avoid
+    using 2xx if the operation did not semantically succeed"): 502 with the AIDIP error object, the agent's
+    answer's texts in `details`."""
+    refused = over_limit.refusal(request.headers)
+    arguments = await json_body(request) if refused is None else {}
     if not isinstance(arguments, dict):
         raise InvalidArgument("request body: the agent's input must be a JSON object")
     invoker = state.open_services().invoker(state.open_registry())
     caller = state.settings.tokens.caller(request.headers)
-    answer = await invoker.call(request.path_params["id"], request.query_params.get("operation"), arguments, viewer_of(request), caller)
+    operation = request.query_params.get("operation")
+    answer = await invoker.call(request.path_params["id"], operation, arguments, viewer_of(request), caller, refused=refused)
     headers = {
         "ARD-Invocation-Endpoint": answer.endpoint,
         "ARD-Invocation-Protocol": answer.protocol,
@@ -221,6 +230,10 @@ async def invoke_agent(request: Request, state: AppState) -> Response:
         headers["ARD-Invocation-Error"] = "true"
     if answer.warnings:
         headers["ARD-Invocation-Warnings"] = json.dumps(answer.warnings, ensure_ascii=True)
+    if answer.isError:
+        texts = [text[:MAX_DETAIL] for text in strings_in(answer.result)[:MAX_DETAILS]] or None
+        failed = aidip.AidipError(error=aidip.AidipErrorDetail(code="AgentError", message=AGENT_FAILED, details=texts))
+        return JSONResponse(failed.model_dump(mode="json", exclude_none=True), status_code=502, headers=headers)
     return JSONResponse(answer.result, headers=headers)
 
 
