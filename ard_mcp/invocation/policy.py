@@ -45,6 +45,7 @@ INVOKE_SCOPE = "ard:invoke"
 @dataclass(frozen=True)
 class InvocationPolicy:
     enabled: bool = False
+    turned_on_by: str = "its operator can turn it on with --allow-invocation"  # over stdio: restart without --no-invocation
     allowed_trust: tuple[str, ...] = PUBLISHER_SERVED
     allow_private_networks: bool = False
     limits: Limits = field(default_factory=Limits)
@@ -53,7 +54,7 @@ class InvocationPolicy:
     def check(self, identifier: str, trust_status: str | None, may_invoke: bool) -> None:
         """Refuse (`PermissionDenied`, saying why and what the operator can change) a call this policy does not allow."""
         if not self.enabled:
-            raise PermissionDenied("invocation is off on this registry; its operator can turn it on with --allow-invocation")
+            raise PermissionDenied(f"invocation is off on this registry; {self.turned_on_by}")
         if not may_invoke:
             raise PermissionDenied(
                 f"calling agents needs a credential with the invoke scope (token file column 'invoke', OAuth scope {INVOKE_SCOPE})"

@@ -51,6 +51,7 @@ MAX_NAMED = 20  # tool names an error lists before "and N more"
 # handshake holds one (its standalone GET stream) and each call one more: with the 20 of the crawler's pools,
 # 25 concurrent calls to one such server each waited for a connection until all 25 timed out at their limit.
 MAX_CONNECTIONS = 256
+CALLS = "call agents on private networks"  # what --allow-private-networks would allow, in a refusal
 Resolved = tuple[str, TrustFinding | None, Target | Offline]
 
 
@@ -79,7 +80,7 @@ class Invoker:
         """One guarded connection pool for every call: a connection to an agent is kept alive between calls
         (made on first use, so a registry that never calls an agent opens none)."""
         if self._pool is None:
-            self._pool = GuardedTransport(NetworkPolicy(self.policy.allow_private_networks), self.resolver, MAX_CONNECTIONS)
+            self._pool = GuardedTransport(NetworkPolicy(self.policy.allow_private_networks, CALLS), self.resolver, MAX_CONNECTIONS)
         return self._pool
 
     def _transport_for(self, target: Target) -> TransportFactory:

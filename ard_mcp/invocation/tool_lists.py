@@ -24,8 +24,7 @@ import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats.untrusted import strip_invisible, text_findings
@@ -33,13 +32,16 @@ from ard_mcp.invocation.calls import ToolSummary
 from ard_mcp.invocation.compact import compact, one_line
 from ard_mcp.search.paging import decode_token, encode_token
 
+if TYPE_CHECKING:  # numpy comes with the model, when a list is first narrowed: an MCP server's start loads neither
+    import numpy as np
+
 MAX_PAGE = 100
 DEFAULT_PAGE = 25  # about 1,700 tokens of compact lines (`compact`: 1,370-1,540 per 20 tools measured)
 MAX_DESCRIPTION = 4_000
 MAX_SCHEMA_BYTES = 32_768
 MAX_WARNINGS = 10
 MAX_KEPT_VECTORS = 20_000
-Embed = Callable[[list[str]], np.ndarray]
+Embed = Callable[[list[str]], "np.ndarray"]
 
 
 def unusable_name(name: str) -> str | None:
@@ -99,11 +101,13 @@ class ToolRanker:
 
     def __init__(self, embed: Embed) -> None:
         self._embed = embed
-        self._kept: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._kept: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
 
     def ranked(self, tools: Sequence[ToolSummary], task: str) -> list[ToolSummary]:
         """`tools`, the best fit for `task` first (ties in the agent's order). Runs the model: call it off the event loop."""
+        import numpy as np
+
         texts = [_text(t) for t in tools]
         with self._lock:
             missing = list(dict.fromkeys(t for t in texts if t not in self._kept))

@@ -71,9 +71,11 @@ def why_blocked(address: Address) -> str | None:
 
 @dataclass(frozen=True)
 class NetworkPolicy:
-    """`allow_private`: connect to loopback, private and reserved addresses too (never to link-local or cloud metadata ones)."""
+    """`allow_private`: connect to loopback, private and reserved addresses too (never to link-local or cloud metadata ones).
+    `purpose` ends the refusal's advice: what the operator's --allow-private-networks would let this connection do."""
 
     allow_private: bool = False
+    purpose: str = "crawl private networks"
 
     def check(self, host: str, addresses: Iterable[str]) -> list[str]:
         """The addresses to connect to; raises `BlockedAddress` if any of them is refused (a name with
@@ -90,7 +92,7 @@ class NetworkPolicy:
                 reason = why_blocked(address)
                 if reason is not None:
                     raise BlockedAddress(
-                        f"{host} resolves to {address}, {reason}: refused (pass --allow-private-networks to crawl private networks)"
+                        f"{host} resolves to {address}, {reason}: refused (pass --allow-private-networks to {self.purpose})"
                     )
         return [str(a) for a in checked]
 

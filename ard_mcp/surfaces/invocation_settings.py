@@ -22,6 +22,7 @@ def invocation_policy(args: argparse.Namespace, *, stdio: bool) -> InvocationPol
         raise SystemExit(f"ard-mcp: {exc}") from None
     return InvocationPolicy(
         enabled=not args.no_invocation if stdio else args.allow_invocation,
+        turned_on_by="it was started with --no-invocation; start it without to call agents" if stdio else InvocationPolicy.turned_on_by,
         allowed_trust=csv_list(args.invoke_trust),
         allow_private_networks=args.allow_private_networks,
         limits=dataclasses.replace(Limits(), total=args.invoke_timeout),

@@ -33,7 +33,7 @@ SELF_ASSERTED = "no trust manifest: the publisher in the identifier is a claim n
 class TrustChecks:
     def __init__(self, allow_private_networks: bool = False, resolver: Resolver | None = None, origin_for: OriginFor | None = None) -> None:
         """`origin_for` maps a domain to the origin its keys are fetched from (tests point one at loopback)."""
-        self._policy = NetworkPolicy(allow_private_networks)
+        self._policy = NetworkPolicy(allow_private_networks, "fetch signing keys from private networks")
         self._resolver = resolver or SystemResolver()
         self._origin_for = origin_for
         self._verifier: Verifier | None = None

@@ -33,7 +33,6 @@ from ard_mcp.formats.messages import (
     SearchRequest,
 )
 from ard_mcp.invocation.audit import MAX_READ, AuditLog, InvocationLog
-from ard_mcp.invocation.clients.bounds import strings_in
 from ard_mcp.registry import Registry
 from ard_mcp.search.paging import MAX_PAGE_SIZE
 from ard_mcp.search.query import SearchQuery
@@ -50,8 +49,8 @@ from ard_mcp.web.settings import CrawlSettings
 
 _LIST_PARAMS = ("filter", "orderBy", "pageSize", "pageToken")
 
-AGENT_FAILED = "the agent reported that the call failed (its own answer, third-party text, is in details)"
-MAX_DETAILS, MAX_DETAIL = 10, 500
+AGENT_FAILED = "the agent reported that the call failed (its own answer, third-party text, is in details as JSON)"
+MAX_DETAIL = 4_000  # characters of the agent's answer passed on
 
 
 def model_response(model: BaseModel, status: int = 200) -> JSONResponse:
@@ -209,7 +208,7 @@ async def invoke_agent(request: Request, state: AppState) -> Response:
     """The agent's answer as it gave it; what the registry knows about the call in `ARD-Invocation-*` headers. An
     answer the agent itself calls a failure (an MCP tool error, a failed A2A task) is no success (AIDIP §5: "avoid
     using 2xx if the operation did not semantically succeed"): 502 with the AIDIP error object, the agent's
-    answer's texts in `details`."""
+    answer in `details`."""
     refused = over_limit.refusal(request.headers)
     arguments = await json_body(request) if refused is None else {}
     if not isinstance(arguments, dict):
@@ -231,8 +230,8 @@ async def invoke_agent(request: Request, state: AppState) -> Response:
     if answer.warnings:
         headers["ARD-Invocation-Warnings"] = json.dumps(answer.warnings, ensure_ascii=True)
     if answer.isError:
-        texts = [text[:MAX_DETAIL] for text in strings_in(answer.result)[:MAX_DETAILS]] or None
-        failed = aidip.AidipError(error=aidip.AidipErrorDetail(code="AgentError", message=AGENT_FAILED, details=texts))
+        answered = [json.dumps(answer.result, ensure_ascii=False)[:MAX_DETAIL]]
+        failed = aidip.AidipError(error=aidip.AidipErrorDetail(code="AgentError", message=AGENT_FAILED, details=answered))
         return JSONResponse(failed.model_dump(mode="json", exclude_none=True), status_code=502, headers=headers)
     return JSONResponse(answer.result, headers=headers)
 
