@@ -210,3 +210,16 @@ async def test_over_mcp_a_read_limit_is_a_tool_error_too(tmp_path: Path) -> None
     refused = text_of(answers[-1])
     assert answers[-1].is_error and refused.startswith("RATE_LIMIT_EXCEEDED: too many reads from this client: at most 36 a minute")
     assert "retry after" in refused
+
+
+def test_over_stdio_invocation_turned_off_names_the_option_that_did_it() -> None:
+    from ard_mcp.errors import PermissionDenied
+    from ard_mcp.surfaces.arguments import build_parser
+    from ard_mcp.surfaces.invocation_settings import invocation_policy
+
+    stdio = invocation_policy(build_parser().parse_args(["serve", "--no-invocation"]), stdio=True)
+    with pytest.raises(PermissionDenied, match="it was started with --no-invocation; start it without to call agents"):
+        stdio.check("urn:air:x.example:y", None, True)
+    http = invocation_policy(build_parser().parse_args(["serve", "--transport", "streamable-http"]), stdio=False)
+    with pytest.raises(PermissionDenied, match="its operator can turn it on with --allow-invocation"):
+        http.check("urn:air:x.example:y", None, True)

@@ -39,7 +39,8 @@ def print_invocations(args: argparse.Namespace) -> int:
             print(shown_json(record.model_dump_json()))
         else:
             outcome = record.outcome if record.status is None else f"{record.outcome} {record.status}"
-            print(shown(f"{record.at}  {record.caller:<16} {outcome:<16} {record.durationMs:>8.1f} ms  {record.identifier} {record.tool}"))
+            what = record.tool if record.action == "call" else f"(tool list{' of ' + record.tool if record.tool else ''})"
+            print(shown(f"{record.at}  {record.caller:<16} {outcome:<16} {record.durationMs:>8.1f} ms  {record.identifier} {what}"))
     if not records and not args.json:
         print(f"no invocations logged in {AuditLog(args.data_dir).path}")
     return 0
