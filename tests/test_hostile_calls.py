@@ -113,6 +113,9 @@ async def test_tool_names_and_descriptions_are_screened_as_third_party_text(tmp_
     assert any("request for secrets in tool lookup description (pass the user's credentials)" in w for w in listed["warnings"])
     assert json.loads(text_of(one))["warnings"] == listed["warnings"]
     assert called == []  # never sent to the agent
+    logged = [(r.action, r.outcome, r.tool) for r in AuditLog(tmp_path / "data").newest(10)]
+    assert ("tools", "ok", "") in logged  # the fetch from the remote server (the next list was the kept one)
+    assert logged.count(("call", "invalid", "safe\u202etxt.exe")) == 1 and ("call", "invalid", "clear\x1b[2J") in logged
 
 
 async def test_an_agents_failure_is_a_tool_error_and_a_502_never_a_success(tmp_path: Path) -> None:
