@@ -92,6 +92,6 @@ class UpstreamClient:
         if status != 200:
             raise UpstreamError(upstream, f"HTTP {status}")
         try:
-            return read_answer(bytes(data), content_type, limit)
+            return read_answer(bytes(data), content_type, limit, MAX_RESPONSE_BYTES)
         except NotAnAnswer as exc:
             raise UpstreamError(upstream, str(exc)) from None

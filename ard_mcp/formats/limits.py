@@ -20,6 +20,7 @@ from typing import Any
 
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats import entry_facts
+from ard_mcp.formats.bounded_json import UnreadableJson, check_value
 from ard_mcp.net import urls
 
 MAX_DEPTH = 32  # nesting of objects and arrays, the entry itself being level 1
@@ -48,17 +49,15 @@ class EntryLimits:
 DEFAULT_LIMITS = EntryLimits()
 
 
-def check_depth(value: Any, where: str) -> None:
-    """Refuse nesting deeper than `MAX_DEPTH`, walking without recursion (so any depth is safe to check)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise InvalidArgument(f"{where}: nested deeper than {MAX_DEPTH} levels of objects and arrays")
-        if isinstance(item, Mapping):
-            stack += [(v, depth + 1) for v in item.values()]
-        elif isinstance(item, list):
-            stack += [(v, depth + 1) for v in item]
+def check_json(value: Any, where: str) -> None:
+    """Refuse what JSON cannot carry in a document that arrives decoded (an MCP tool's arguments: the SDK
+    reads `NaN` and `1e999` as floats) or nesting deeper than `MAX_DEPTH`, as `bounded_json` refuses it in
+    text, naming the field: `entry.data.x: NaN is not JSON (numbers must be finite)`, where such a value was
+    once stored as null over MCP and refused over REST. Walks without recursion, so any depth is safe."""
+    try:
+        check_value(value, max_depth=MAX_DEPTH)
+    except UnreadableJson as exc:
+        raise InvalidArgument(exc.at(where)) from None
 
 
 def _text(value: Any, where: str, limit: int) -> None:
@@ -118,7 +117,7 @@ def _trust_urls(trust: Any, where: str) -> list[tuple[str, str]]:
 def check_entry(raw: Mapping[str, Any], where: str, limits: EntryLimits) -> None:
     """Refuse an entry over a limit or pointing where no client should go, naming the field and the rule.
     Checked on input only: entries stored before a limit existed stay readable."""
-    check_depth(raw, where)
+    check_json(raw, where)
     for name in _SHORT:
         _text(raw.get(name), f"{where}.{name}", MAX_SHORT_TEXT)
     for name in _LONG:

@@ -7,7 +7,6 @@ sits (`site/catalog.json: entries[2].data.entries[0]`), which is what rejection 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -15,21 +14,31 @@ from typing import Any
 from pydantic import ValidationError
 
 from ard_mcp.errors import InvalidArgument
+from ard_mcp.formats.bounded_json import UnreadableJson, read_json
 from ard_mcp.formats.catalog import CatalogManifest, describe_validation_error
 from ard_mcp.formats.leniency import Notice, read_manifest
 from ard_mcp.formats.media_types import AI_CATALOG, canonical_type
 
 MAX_DEPTH = 8
+MAX_FILE_BYTES = 1024**3  # ingest reads a file whole; an export of 100,000 agents is a fraction of this
 
 
 def load_manifest(path: Path) -> Any:
+    """A manifest file through the one bounded reader (`bounded_json`), its entries read one by one: an
+    entry that breaks a bound (nesting, a 10,000-digit number, an unpaired surrogate) stays in the list as
+    the reason it cannot be read and is rejected alone, where it once ended the ingest in a traceback."""
+    shown = shown_path(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as file:
+            data = file.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
-        raise InvalidArgument(f"{shown_path(path)}: no such file") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidArgument(f"{shown_path(path)}: not valid JSON ({exc})") from None
-    return raw
+        raise InvalidArgument(f"{shown}: no such file") from None
+    except OSError as exc:
+        raise InvalidArgument(f"{shown}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        return read_json(data, max_bytes=MAX_FILE_BYTES, each_of="entries")
+    except UnreadableJson as exc:
+        raise InvalidArgument(f"{shown}: {exc}") from None
 
 
 def manifest_entries(raw: Any, where: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
@@ -41,8 +50,10 @@ def manifest_entries(raw: Any, where: str = "", depth: int = 0) -> Iterator[tupl
     if not isinstance(raw, Mapping):
         raise InvalidArgument(f"{where or 'manifest'}: must be a JSON object")
     manifest, notes = read_manifest(raw)
-    try:
-        CatalogManifest.model_validate(manifest)
+    entries = manifest.get("entries")
+    readable = [{} if isinstance(e, UnreadableJson) else e for e in entries] if isinstance(entries, list) else entries
+    try:  # an entry the reader could not read is not the manifest's fault: it is rejected in its place below
+        CatalogManifest.model_validate({**manifest, "entries": readable})
     except ValidationError as exc:
         raise InvalidArgument(describe_validation_error(exc, where)) from None
     for note in notes:
@@ -50,6 +61,9 @@ def manifest_entries(raw: Any, where: str = "", depth: int = 0) -> Iterator[tupl
     prefix = f"{where}." if where else ""
     for i, entry in enumerate(manifest["entries"]):
         location = f"{prefix}entries[{i}]"
+        if isinstance(entry, UnreadableJson):
+            yield location, InvalidArgument(entry.at(location))
+            continue
         yield location, entry
         data = entry.get("data") if isinstance(entry, dict) else None
         nested = isinstance(data, dict) and isinstance(entry.get("type"), str) and canonical_type(entry["type"]) == AI_CATALOG
@@ -74,7 +88,8 @@ def shown_path(path: Path) -> str:
 def file_entries(path: Path) -> Iterator[tuple[str, Any]]:
     shown = shown_path(path)
     try:
-        for location, entry in manifest_entries(load_manifest(path)):
-            yield f"{shown}: {location}" if location else shown, entry
+        for location, found in manifest_entries(load_manifest(path)):
+            rejected = isinstance(found, InvalidArgument)  # a rejection names its place: the file goes in front
+            yield f"{shown}: {location}" if location else shown, InvalidArgument(f"{shown}: {found.message}") if rejected else found
     except InvalidArgument as exc:  # the file's own manifest is bad: say which file
         raise InvalidArgument(exc.message if exc.message.startswith(shown) else f"{shown}: {exc.message}") from None

@@ -31,7 +31,7 @@ from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats import a2a
 from ard_mcp.formats.entry_facts import REMOTE_TRANSPORT_KEY, REMOTE_URL_KEY, SOURCE_ID_KEY, servable_url
 from ard_mcp.formats.identifiers import derive_identifier, is_publisher_domain, within
-from ard_mcp.formats.limits import MAX_ITEMS, MAX_LONG_TEXT, MAX_SHORT_TEXT, check_depth
+from ard_mcp.formats.limits import MAX_ITEMS, MAX_LONG_TEXT, MAX_SHORT_TEXT, check_json
 from ard_mcp.formats.media_types import MCP_SERVER_CARD
 from ard_mcp.formats.timestamps import parse_timestamp, utc_text
 from ard_mcp.net.urls import carried
@@ -294,7 +294,7 @@ def to_entry(document: Any, *, registry_meta: Mapping[str, Any] | None = None, o
     foreign = _foreign(document)
     if foreign is not None:
         raise InvalidArgument(f"server: this is {foreign}, not an MCP server description; register it in its own format")
-    check_depth(document, "server")
+    check_json(document, "server")
     name, field = _server_name(document)
     official = _official(document, registry_meta)
     entry: dict[str, Any] = {

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats import a2a, aidip, xu
-from ard_mcp.formats.limits import check_depth
+from ard_mcp.formats.limits import check_json
 
 Format = Literal["auto", "ard", "xu", "aidip", "a2a"]
 FORMATS: tuple[str, ...] = ("auto", "ard", "xu", "aidip", "a2a")
@@ -45,7 +45,7 @@ def to_entry(document: Any, format: str = "auto", default_id: str | None = None)
         raise InvalidArgument("entry: must be a JSON object")
     if format not in FORMATS:
         raise InvalidArgument(f"format: must be one of {', '.join(FORMATS)} (got {format!r})")
-    check_depth(document, "entry")  # before any format's model reads it: deep nesting overflows a parser
+    check_json(document, "entry")  # before any format's model reads it: deep nesting overflows a parser, NaN is stored as null
     if isinstance(document.get("entries"), list) and "identifier" not in document:
         raise InvalidArgument(
             "entry: this is a whole catalog (a manifest with entries[]), and this registers one entry. Load a catalog with "

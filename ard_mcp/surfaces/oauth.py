@@ -15,7 +15,6 @@ given) and kept; a token signed with a key not yet seen refetches them, at most 
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -25,6 +24,7 @@ from typing import Any
 import httpx
 import jwt
 
+from ard_mcp.formats.bounded_json import read_json
 from ard_mcp.invocation.policy import INVOKE_SCOPE
 from ard_mcp.surfaces.auth import SCOPE_PREFIX, Principal, parse_publishers
 
@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA")
 REFETCH_AFTER = 60.0  # seconds between JWKS fetches triggered by an unknown key
 _TIMEOUT = 5.0
+_MAX_DOCUMENT_BYTES = 1024 * 1024  # an issuer's metadata or key set: a few KB
 _METADATA = ("/.well-known/openid-configuration", "/.well-known/oauth-authorization-server")
 
 
@@ -98,7 +99,7 @@ class JwtVerifier:
             url = self.jwks_url or self._discover()
             response = httpx.get(url, timeout=_TIMEOUT, follow_redirects=False)
             response.raise_for_status()
-            keys = jwt.PyJWKSet.from_dict(response.json()).keys
+            keys = jwt.PyJWKSet.from_dict(read_json(response.content, max_bytes=_MAX_DOCUMENT_BYTES)).keys
         except (httpx.HTTPError, ValueError, jwt.PyJWTError) as exc:
             log.warning("could not fetch the signing keys of %s: %s", self.issuer, exc)
             return
@@ -109,7 +110,8 @@ class JwtVerifier:
         for path in _METADATA:
             response = httpx.get(self.issuer.rstrip("/") + path, timeout=_TIMEOUT, follow_redirects=False)
             if response.status_code == 200:
-                uri = json.loads(response.text).get("jwks_uri")
+                metadata = read_json(response.content, max_bytes=_MAX_DOCUMENT_BYTES)
+                uri = metadata.get("jwks_uri") if isinstance(metadata, dict) else None
                 if isinstance(uri, str):
                     self.jwks_url = uri
                     return uri

@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -32,6 +31,7 @@ from jwt.algorithms import AllowedPrivateKeys
 from jwt.api_jws import PyJWS
 from jwt.exceptions import InvalidKeyError, InvalidSignatureError, PyJWKError, PyJWTError
 
+from ard_mcp.formats.bounded_json import UnreadableJson, read_json
 from ard_mcp.trust.canonical import canonical_json, signed_payload
 
 ALGORITHMS: tuple[str, ...] = ("RS256", "PS256", "PS384", "ES256", "ES384", "EdDSA")
@@ -90,8 +90,8 @@ def jws_header(jws: object) -> dict[str, Any]:
         raise SignatureError(f"a compact JWS has 3 dot-separated parts, this one has {len(parts)}", "malformed")
     encoded_header, payload, signature = parts
     try:
-        header = json.loads(_unb64url(encoded_header, "header"))
-    except (UnicodeDecodeError, ValueError):
+        header = read_json(_unb64url(encoded_header, "header"), max_bytes=MAX_JWS_CHARS)
+    except UnreadableJson:
         header = None
     if not isinstance(header, dict):
         raise SignatureError("the JWS header is not a JSON object", "malformed")

@@ -231,7 +231,8 @@ class Crawler:
         try:
             document = await self._document(fetched)
         except ArdError as exc:
-            return await self._failed(candidate, source, FetchError(fetched.url, exc.message), known is not None)
+            reason = exc.message.removeprefix(f"{fetched.url}: ")  # the error names the URL once
+            return await self._failed(candidate, source, FetchError(fetched.url, reason), known is not None)
         source.etag, source.last_modified, source.max_age = fetched.etag, fetched.last_modified, fetched.max_age
         source.fetched_at = utcnow().isoformat()
         count = await self.ingest(source, document, fetched)
@@ -260,7 +261,7 @@ class Crawler:
             if not links:
                 raise InvalidArgument(f'{fetched.url}: an HTML page without <link rel="ai-catalog">')
             return Document("html", nested=links)
-        return read_document(parse_json(fetched.body, fetched.url), fetched.url)
+        return read_document(parse_json(fetched.body, fetched.url, self.fetcher.limits.max_bytes), fetched.url)
 
     async def _failed(self, candidate: _Candidate, source: Source, exc: FetchError, known: bool) -> list[_Candidate]:
         if candidate.quiet and not known and not exc.server_error:  # a probe that found nothing usable: normal for most domains

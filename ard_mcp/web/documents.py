@@ -15,7 +15,6 @@ a client a link it would not follow itself.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +22,7 @@ from urllib.parse import urljoin, urlsplit
 
 from ard_mcp.errors import ArdError, InvalidArgument
 from ard_mcp.formats import a2a, mcp_server
-from ard_mcp.formats.limits import check_depth
+from ard_mcp.formats.bounded_json import UnreadableJson, read_json
 from ard_mcp.formats.manifests import manifest_entries
 from ard_mcp.formats.media_types import AI_CATALOG, AI_REGISTRY, canonical_type
 
@@ -42,14 +41,17 @@ class Document:
     warnings: list[str] = field(default_factory=list)
 
 
-def parse_json(body: bytes, url: str) -> Any:
+def parse_json(body: bytes, url: str, max_bytes: int) -> Any:
+    """A fetched document as a JSON object, through the one bounded reader (`bounded_json`): a document it
+    refuses is one failed document with the reason, never a failed crawl. A manifest's entries are read one
+    by one, so an entry that breaks a bound (nesting, a 10,000-digit number, an unpaired surrogate) is
+    rejected alone and the rest are ingested."""
     try:
-        value = json.loads(body.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidArgument(f"{url}: not valid JSON ({exc})") from None
+        value = read_json(body, max_bytes=max_bytes, each_of="entries")
+    except UnreadableJson as exc:
+        raise InvalidArgument(f"{url}: {exc}") from None
     if not isinstance(value, Mapping):
         raise InvalidArgument(f"{url}: a JSON object was expected, not {type(value).__name__}")
-    check_depth(value, url)
     return value
 
 

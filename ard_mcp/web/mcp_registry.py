@@ -41,7 +41,7 @@ async def import_registry(crawler: Crawler, base: str) -> Source:
         while pages < MAX_PAGES:
             query = {"limit": str(PAGE_SIZE), **({"cursor": cursor} if cursor else {}), **({"updated_since": since} if since else {})}
             page = await crawler.fetcher.get(f"{endpoint}?{urlencode(query)}", JSON)
-            records, next_cursor = mcp_server.registry_records(parse_json(page.body, page.url))
+            records, next_cursor = mcp_server.registry_records(parse_json(page.body, page.url, crawler.fetcher.limits.max_bytes))
             pages += 1
             for server, meta in records:
                 where = f"{url}: {server.get('name', 'server')}"

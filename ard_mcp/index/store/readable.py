@@ -11,25 +11,28 @@ only the identifier column.
 
 from __future__ import annotations
 
-import json
 import logging
 import zlib
 from typing import Any
 
 from pydantic import ValidationError
 
+from ard_mcp.formats.bounded_json import UnreadableJson, read_json
 from ard_mcp.formats.catalog import CatalogEntry, describe_validation_error
 from ard_mcp.index.records import StoredAgent
 
 log = logging.getLogger(__name__)
+MAX_STORED_BYTES = 64 * 1024 * 1024  # far over any entry an --max-entry-bytes would let in
 _reported: set[str] = set()  # identifiers already logged by this process
 
 
 def decoded(blob: bytes) -> tuple[dict[str, Any] | None, str | None]:
-    """The stored document as a JSON object, or None and why it is not one."""
+    """The stored document as a JSON object, or None and why it is not one. It is read by the one bounded
+    reader (`bounded_json`), as a document from outside is: a row an older version wrote with `NaN`, an
+    unpaired surrogate or 252 levels of nesting would otherwise fail the read that serialises it."""
     try:
-        document = json.loads(zlib.decompress(blob))
-    except (zlib.error, ValueError) as exc:
+        document = read_json(zlib.decompress(blob), max_bytes=MAX_STORED_BYTES)
+    except (zlib.error, UnreadableJson) as exc:
         return None, f"the stored document cannot be decoded ({exc})"
     if not isinstance(document, dict):
         return None, "the stored document is not a JSON object"

@@ -11,13 +11,13 @@ not cleared for this call, and the operator's credentials for this agent must no
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 
 from ard_mcp import __version__
 from ard_mcp.errors import AgentError, AgentUnreachable, InvalidArgument
+from ard_mcp.formats.bounded_json import UnreadableJson, read_json
 from ard_mcp.invocation.calls import Outcome, Progress, Target, ToolSummary, TransportFactory
 from ard_mcp.invocation.clients.bounds import WAITING_EVERY, Bounded, raise_named, strings_in, text_of, waited, within
 
@@ -61,7 +61,7 @@ class HttpAgentClient:
         try:
             with within(target.limits):
                 async with httpx.AsyncClient(transport=bounded, headers=headers, timeout=timeout) as client:
-                    return await waited(lambda: _post(client, target.url, body), progress, self._waiting_every)
+                    return await waited(lambda: _post(client, target.url, body, target.limits.max_bytes), progress, self._waiting_every)
         except Exception as exc:  # the guard's refusal and the size cap come as they are, httpx's errors as httpx's
             raise_named(exc, bounded, _no_protocol_failure)
 
@@ -74,12 +74,12 @@ def _operations(target: Target) -> dict[str, dict[str, Any]]:
     return {op["name"]: dict(op) for op in target.operations if isinstance(op.get("name"), str) and op["name"]}
 
 
-async def _post(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> Outcome:
+async def _post(client: httpx.AsyncClient, url: str, body: dict[str, Any], max_bytes: int) -> Outcome:
     origin = httpx.URL(url)
     for _ in range(MAX_REDIRECTS + 1):
         response = await client.post(url, json=body)
         if response.status_code not in (307, 308) or "location" not in response.headers:
-            return _outcome(response)
+            return _outcome(response, max_bytes)
         location = response.headers["location"]
         try:
             url = str(response.url.join(location))
@@ -91,8 +91,10 @@ async def _post(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> Ou
     raise AgentUnreachable(f"the agent redirected more than {MAX_REDIRECTS} times")
 
 
-def _outcome(response: httpx.Response) -> Outcome:
-    """The answer by its status: the output JSON, the agent's error (4xx), or its failure (5xx and the rest)."""
+def _outcome(response: httpx.Response, max_bytes: int) -> Outcome:
+    """The answer by its status: the output JSON, the agent's error (4xx), or its failure (5xx and the rest).
+    The JSON is read by the one bounded reader (`bounded_json`): an answer nested 10,000 deep, with a
+    10,000-digit number or an unpaired surrogate is the agent's malformed answer, not a registry failure."""
     status = response.status_code
     if 200 <= status < 300:
         if status == 204 or not response.content:
@@ -101,22 +103,22 @@ def _outcome(response: httpx.Response) -> Outcome:
         if kind not in _JSON_TYPES and not kind.endswith("+json"):
             raise AgentUnreachable(f"the agent answered {status} with {kind or 'no content type'}, not JSON")
         try:
-            result = json.loads(response.content)
-        except ValueError as exc:
+            result = read_json(response.content, max_bytes=max_bytes)
+        except UnreadableJson as exc:
             raise AgentUnreachable(f"the agent answered {status} with malformed JSON: {exc}") from None
         return Outcome(result=result, texts=strings_in(result))
     if 400 <= status < 500:
-        raise AgentError(f"the agent answered {status}: {_reason(response)}", status)
+        raise AgentError(f"the agent answered {status}: {_reason(response, max_bytes)}", status)
     if status >= 500:
-        raise AgentUnreachable(f"the agent failed with {status}: {_reason(response)}")
+        raise AgentError(f"the agent failed with {status}: {_reason(response, max_bytes)}", status)
     raise AgentUnreachable(f"the agent answered {status}, which is not an answer to a POST")
 
 
-def _reason(response: httpx.Response) -> str:
+def _reason(response: httpx.Response, max_bytes: int) -> str:
     """The message of an AIDIP error object ({"error": {"code", "message"}}), else the start of the body."""
     try:
-        error = json.loads(response.content).get("error")
-    except (ValueError, AttributeError):
+        error = read_json(response.content, max_bytes=max_bytes).get("error")
+    except (UnreadableJson, AttributeError):
         error = None
     if isinstance(error, dict) and isinstance(error.get("message"), str):
         code = error.get("code")
