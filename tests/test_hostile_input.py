@@ -7,10 +7,13 @@ from __future__ import annotations
 import base64
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
 
+from ard_mcp.config import Config
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats import registration
 from ard_mcp.formats.leniency import read_entry
@@ -18,7 +21,9 @@ from ard_mcp.formats.limits import EntryLimits
 from ard_mcp.search.criteria import Criteria
 from ard_mcp.search.filters import parse_filter
 from ard_mcp.search.paging import decode_token, encode_token
+from ard_mcp.surfaces.mcp_server import build_server
 from tests.conftest import WEATHER, entry
+from tests.http_support import running
 from tests.url_spellings import IDS, SPELLINGS, points_to
 
 
@@ -87,6 +92,24 @@ def test_an_entry_url_pointing_at_cloud_metadata_is_refused_in_every_spelling(ur
         read_entry(entry(WEATHER, data=None, url=url))
     assert caught.value.message.startswith(f"entry.url: {points_to(url, address)}")
     assert caught.value.message.endswith("which the registry refuses")
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_every_surface_refuses_every_spelling_and_stores_nothing(data_dir: Path) -> None:
+    """`POST /agents` and the `register_agent` tool (a crawl and ingest: `test_crawl`; federation: `test_federation`).
+    `http://[::169.254.169.254]/`, `http://metadata/` and `http://0/` passed every surface before issue #44."""
+    documents = [entry(WEATHER, identifier=f"urn:air:example.com:x:m{i}", data=None, url=url) for i, (url, _) in enumerate(SPELLINGS)]
+    async with running(data_dir) as client:
+        for document, (url, address) in zip(documents, SPELLINGS, strict=True):
+            posted = await client.post("/agents", json=document)
+            assert posted.status_code == 400 and points_to(url, address) in posted.json()["error"]["message"], posted.text
+        assert (await client.get("/agents")).json()["total"] == 0
+    async with Client(build_server(Config(data_dir), warm=False)) as mcp:
+        for document, (url, address) in zip(documents, SPELLINGS, strict=True):
+            result = await mcp.call_tool("register_agent", {"entry": document})
+            assert result.is_error and points_to(url, address) in result.content[0].text  # type: ignore[union-attr]
+        assert not (await mcp.call_tool("list_agents", {})).structured_content["items"]  # type: ignore[index]
 
 
 @pytest.mark.parametrize(("url", "address"), SPELLINGS, ids=IDS)

@@ -1,8 +1,9 @@
-"""Spellings of the addresses no URL may point to, each with the address a client really connects to.
+"""Spellings of the addresses no URL may point to (cloud metadata, link-local, the unspecified address),
+each with the address a client really connects to.
 
 Shared by every test of the one URL check (`ard_mcp.net.urls`): registration, the fetcher, the crawl,
 federation. Each spelling is one a browser (WHATWG URL Standard host parsing) or Python's own URL parsers
-read as cloud metadata or a link-local address; before the check only the first was refused.
+read as cloud metadata, a link-local or the unspecified address; before the check only the first was refused.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ SPELLINGS: list[tuple[str, str]] = [
     ("http://[::ffff:169.254.169.254]/", METADATA),  # IPv4-mapped IPv6, dotted
     ("http://[::ffff:a9fe:a9fe]/", METADATA),  # IPv4-mapped IPv6, hexadecimal
     ("http://[64:ff9b::a9fe:a9fe]/", METADATA),  # NAT64
+    ("http://[::169.254.169.254]/", METADATA),  # IPv4-compatible IPv6 (deprecated), dotted: passed every surface (issue #44)
+    ("http://[::a9fe:a9fe]/", METADATA),  # ... hexadecimal
     ("http://169.254.169.254./", METADATA),  # a trailing dot
     ("http://%31%36%39.254.169.254/", METADATA),  # percent-encoded digits
     ("HTTP://169.254.169.254:80/", METADATA),  # upper-case scheme, explicit port
@@ -31,6 +34,11 @@ SPELLINGS: list[tuple[str, str]] = [
     ("http://[fe80::1]/agent", "fe80::1"),  # IPv6 link-local
     ("http://[FE80::A9FE:A9FE]/", "fe80::a9fe:a9fe"),
     ("http://metadata.google.internal./computeMetadata/v1/", "metadata.google.internal."),
+    ("http://metadata/computeMetadata/v1/", "metadata"),  # GCP's bare name, completed by the search domain (issue #44)
+    ("http://instance-data/latest/meta-data/", "instance-data"),  # EC2's name for it
+    ("http://0/", "0.0.0.0"),  # the unspecified address, as browsers read `0`: a client reaches its own machine (issue #44)
+    ("http://0.0.0.0:8000/mcp", "0.0.0.0"),
+    ("http://[::]/", "::"),
 ]
 IDS = [url for url, _ in SPELLINGS]
 

@@ -6,16 +6,23 @@ runtimes follow, reads `2852039166`, `0xa9fea9fe`, `0251.0376.0251.0376`, `169.2
 other clients reads the numeric ones alike. Registration once compared the text with the dotted spelling,
 refusing one way of writing cloud metadata and storing the others for every client that searched. So a
 host is read here as the URL Standard reads it, by ada (the parser Node uses, through `ada-url`), and an
-IPv4 address carried inside an IPv6 one (`::ffff:a9fe:a9fe`, 6to4, NAT64) is judged as itself.
+IPv4 address carried inside an IPv6 one (`::ffff:a9fe:a9fe`, the deprecated IPv4-compatible
+`::169.254.169.254`, 6to4, NAT64) is judged as itself.
 
 Python's parsers (urllib, httpx) read some URLs differently: `http://evil.com\\@169.254.169.254/` is
 evil.com to a browser and 169.254.169.254 to httpx. Both readings are judged, and the URL is refused if
 either points somewhere refused.
 
 Refused everywhere, whatever else is allowed: link-local addresses (169.254.0.0/16, fe80::/10), where cloud
-instance metadata and its credentials live, and the metadata services outside them. Loopback and private
-addresses are not refused here: a registry for a private network stores and serves them, and whether one
-is fetched is the connection guard's decision (`guard.NetworkPolicy`, which also resolves names).
+instance metadata and its credentials live, the metadata services outside them and the names clouds give
+them (`metadata.google.internal`, and the bare `metadata` and `instance-data` a cloud's search domain
+completes), and the unspecified address: `http://0/` is 0.0.0.0 to a browser, and a client that connects to
+0.0.0.0 or `::` reaches its own machine, under a spelling that checks for loopback miss (browsers have
+been closing that hole too). It names no machine a publisher could mean (it is where a server listens on
+every interface), so it is refused, with the refusal saying so; a local agent is `localhost` or
+127.0.0.1. Loopback and private addresses are not refused here: a registry for a private network stores
+and serves them, and whether one is fetched is the connection guard's decision (`guard.NetworkPolicy`,
+which also resolves names).
 """
 
 from __future__ import annotations
@@ -30,13 +37,15 @@ import ada_url
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052: a NAT64 gateway connects to the IPv4 address in the low bits
+_COMPATIBLE = ipaddress.IPv6Network("::/96")  # RFC 4291 §2.5.5.1, deprecated: ::a.b.c.d, read as a.b.c.d by some stacks
 _METADATA_ADDRESSES = frozenset(
     {
         ipaddress.ip_address("fd00:ec2::254"),  # AWS's instance metadata over IPv6 (a unique-local address, not link-local)
         ipaddress.ip_address("100.100.100.200"),  # Alibaba Cloud's (shared address space)
     }
 )
-_METADATA_HOSTS = frozenset({"metadata.google.internal"})  # GCP's name for 169.254.169.254
+# GCP's names for 169.254.169.254 (the bare one resolves through the instance's search domain), and EC2's
+_METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata", "instance-data"})
 _SCHEME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*):")
 WEB_SCHEMES = ("http", "https")
 
@@ -61,9 +70,10 @@ class Target:
 
 
 def carried(address: Address) -> Address:
-    """The IPv4 address an IPv6 one carries (IPv4-mapped, 6to4, NAT64), which is where it connects; else itself."""
+    """The IPv4 address an IPv6 one carries (IPv4-mapped, IPv4-compatible, 6to4, NAT64), which is where it
+    connects; else itself. `::` and `::1` are themselves (unspecified and loopback), not 0.0.0.0 and 0.0.0.1."""
     if isinstance(address, ipaddress.IPv6Address):
-        if address in _NAT64:
+        if address in _NAT64 or (address in _COMPATIBLE and int(address) > 1):
             return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
         return address.ipv4_mapped or address.sixtofour or address
     return address
@@ -74,6 +84,8 @@ def refused_kind(address: Address) -> str | None:
     inner = carried(address)
     if inner in _METADATA_ADDRESSES:
         return "a cloud metadata address"
+    if inner.is_unspecified:
+        return "the unspecified address (a client that connects to it reaches its own machine; a local agent is localhost)"
     if inner.is_link_local:
         return "a link-local (cloud metadata) address" if inner.version == 4 else "a link-local address"
     return None
