@@ -51,15 +51,16 @@ def manifest_entries(raw: Any, where: str = "", depth: int = 0) -> Iterator[tupl
         raise InvalidArgument(f"{where or 'manifest'}: must be a JSON object")
     manifest, notes = read_manifest(raw)
     entries = manifest.get("entries")
-    readable = [{} if isinstance(e, UnreadableJson) else e for e in entries] if isinstance(entries, list) else entries
-    try:  # an entry the reader could not read is not the manifest's fault: it is rejected in its place below
-        CatalogManifest.model_validate({**manifest, "entries": readable})
+    if isinstance(entries, list):  # an entry the reader could not read is not the manifest's fault: it is rejected below
+        manifest = {**manifest, "entries": [{} if isinstance(e, UnreadableJson) else e for e in entries]}
+    try:
+        CatalogManifest.model_validate(manifest)
     except ValidationError as exc:
         raise InvalidArgument(describe_validation_error(exc, where)) from None
     for note in notes:
         yield where, Notice(note)
     prefix = f"{where}." if where else ""
-    for i, entry in enumerate(manifest["entries"]):
+    for i, entry in enumerate(entries):
         location = f"{prefix}entries[{i}]"
         if isinstance(entry, UnreadableJson):
             yield location, InvalidArgument(entry.at(location))
