@@ -2,10 +2,12 @@
 
 Agent metadata is stored as an ARD catalog entry whose `data` is the document (with the id the registry
 assigned when it brought none), `capabilities`, `tags`, `description` and `version` copied to the ARD
-fields, and `status`, `publisher` and a non-URN id in scalar `metadata` keys. Operations (name,
-description, example inputs) are indexed as examples (see `ard_mcp.index.example_texts`). `GET /agents/{id}`
-answers with one document that is both a valid ARD catalog entry and AIDIP agent metadata (`AgentDocument`).
-Answering `POST /agents/search` is `ard_mcp.surfaces.aidip_search`.
+fields, and `status`, `publisher` and a non-URN id in scalar `metadata` keys. `expires_at` becomes the
+entry's `metadata.expiresAt`, so the record lapses when it says, as a Xu record does; a value that is not
+a representable time is refused (it was once kept as an unknown field, and the record never expired).
+Operations (name, description, example inputs) are indexed as examples (see `ard_mcp.index.example_texts`).
+`GET /agents/{id}` answers with one document that is both a valid ARD catalog entry and AIDIP agent
+metadata (`AgentDocument`). Answering `POST /agents/search` is `ard_mcp.surfaces.aidip_search`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from ard_mcp.formats.entry_facts import (
 )
 from ard_mcp.formats.identifiers import assigned_id, derive_identifier, publisher_of
 from ard_mcp.formats.limits import MAX_QUERY_CHARS
+from ard_mcp.formats.reserved_metadata import expiry_metadata
+from ard_mcp.formats.timestamps import checked_timestamp
 
 MAX_TOP = 100
 
@@ -77,8 +81,10 @@ class AidipAgent(WireModel):
     operations: list[AidipOperation] | None = None
     inputs: dict[str, Any] | None = None
     outputs: dict[str, Any] | None = None
+    expires_at: str | None = Field(default=None, description="When the record lapses: an ISO 8601 date-time with a zone.")
 
     _endpoint = field_validator("endpoint")(_absolute)
+    _expires = field_validator("expires_at")(checked_timestamp)
 
 
 def to_entry(document: Mapping[str, Any], default_id: str | None = None) -> dict[str, Any]:
@@ -89,6 +95,7 @@ def to_entry(document: Mapping[str, Any], default_id: str | None = None) -> dict
     metadata: dict[str, Any] = {STATUS_KEY: (meta.status or "active").lower()}
     if meta.publisher:
         metadata[PUBLISHER_KEY] = meta.publisher
+    metadata.update(expiry_metadata(meta.expires_at))
     if identifier != agent_id:
         metadata[SOURCE_ID_KEY] = agent_id
     entry: dict[str, Any] = {

@@ -46,6 +46,14 @@ def parse_timestamp(value: str, *, naive_is_utc: bool = False) -> datetime:
         raise ValueError("is outside the range of representable times (0001-01-01 to 9999-12-31 in UTC)") from None
 
 
+def checked_timestamp(value: str | None) -> str | None:
+    """A document's timestamp field as sent, once it parses (a pydantic field validator: Xu's and AIDIP's
+    `expires_at`, Xu's `updated_at`)."""
+    if value is not None:
+        parse_timestamp(value)
+    return value
+
+
 def parse_date_or_timestamp(value: str) -> datetime:
     """A bound such as a listing's `createdAfter`: a date (midnight UTC) or a date-time as `parse_timestamp`."""
     if isinstance(value, str) and _DATE.match(value.strip()):

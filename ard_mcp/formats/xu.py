@@ -31,16 +31,10 @@ from ard_mcp.formats.entry_facts import (
 from ard_mcp.formats.identifiers import derive_identifier
 from ard_mcp.formats.limits import MAX_QUERY_CHARS
 from ard_mcp.formats.messages import RegistryReferral, TrustFinding
-from ard_mcp.formats.reserved_metadata import EXPIRES_KEY
-from ard_mcp.formats.timestamps import parse_timestamp, utc_text
+from ard_mcp.formats.reserved_metadata import EXPIRES_KEY, expiry_metadata
+from ard_mcp.formats.timestamps import checked_timestamp
 
 MAX_LIMIT = 100
-
-
-def _timestamp(value: str | None) -> str | None:
-    if value is not None:
-        parse_timestamp(value)
-    return value
 
 
 # -- Agent Metadata (§4) ------------------------------------------------------------------------------
@@ -84,7 +78,7 @@ class XuAgentMetadata(WireModel):
     updated_at: str | None = None
     signature: dict[str, Any] | None = None
 
-    _stamps = field_validator("expires_at", "updated_at")(_timestamp)
+    _stamps = field_validator("expires_at", "updated_at")(checked_timestamp)
 
 
 def to_entry(document: Mapping[str, Any]) -> dict[str, Any]:
@@ -92,8 +86,7 @@ def to_entry(document: Mapping[str, Any]) -> dict[str, Any]:
     meta = parse_as(XuAgentMetadata, document, "metadata")
     identifier = derive_identifier(meta.id, [b.endpoint for b in meta.bindings], "metadata.id")
     metadata: dict[str, Any] = {STATUS_KEY: (meta.status or "active").lower()}
-    if meta.expires_at:
-        metadata[EXPIRES_KEY] = utc_text(parse_timestamp(meta.expires_at))
+    metadata.update(expiry_metadata(meta.expires_at))
     if identifier != meta.id:
         metadata[SOURCE_ID_KEY] = meta.id
     region = (meta.constraints or {}).get("region")
