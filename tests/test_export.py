@@ -13,12 +13,15 @@ import shutil
 import sqlite3
 import threading
 import tracemalloc
+import zlib
 from collections.abc import Iterable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ard_mcp.config import Config
 from ard_mcp.errors import InvalidArgument, NotFound
 from ard_mcp.formats.leniency import Notice, read_entry
 from ard_mcp.formats.manifests import manifest_entries
@@ -29,6 +32,8 @@ from ard_mcp.index.filter_values import entry_values
 from ard_mcp.index.lexical import fts_document
 from ard_mcp.index.records import content_hash
 from ard_mcp.index.store.sqlite import SqliteStore as Store
+from ard_mcp.registry import Registry
+from ard_mcp.search.visibility import EVERYONE
 from tests.conftest import PDF, SAMPLE, WEATHER, entry
 from tests.http_support import ard_errors, assert_ard
 from tests.test_cli import ard
@@ -128,6 +133,29 @@ def test_the_stored_form_keeps_every_query_and_the_served_form_is_schema_valid(t
     entries = _by_identifier(served)
     assert entries[CHATTY["identifier"]]["representativeQueries"] == CHATTY["representativeQueries"][:5]
     assert "representativeQueries" not in entries[LONE["identifier"]]
+
+
+def test_export_writes_what_reads_show_and_leaves_out_what_they_leave_out(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue #44: export wrote a row today's rules refuse and an entry whose expiresAt had passed, which every
+    read leaves out (a registry that opens the store removes the second at its first read). An entry
+    `visibleTo` hides from others is the operator's to export: the local operator's reads show it."""
+    data_dir = tmp_path / "data"
+    hidden = entry(WEATHER, identifier="urn:air:example.com:weather:private", metadata={"visibleTo": "alice"})
+    lapsed = entry(WEATHER, identifier="urn:air:example.com:weather:lapsed", metadata={"expiresAt": "2020-01-01T00:00:00Z"})
+    broken = entry(WEATHER, identifier="urn:air:example.com:weather:broken")
+    stored = _fill(data_dir, [*SAMPLE, hidden, lapsed, broken])
+    older = {**stored[broken["identifier"]], "metadata": {"expiresAt": "9999-12-31T23:59:59-14:00"}}  # as an older version stored it
+    with sqlite3.connect(data_dir / "catalog.sqlite3") as db:
+        db.execute("UPDATE agents SET entry = ? WHERE identifier = ?", (zlib.compress(json.dumps(older).encode()), broken["identifier"]))
+    db.close()
+
+    shown = {e["identifier"] for e in SAMPLE} | {hidden["identifier"]}
+    for served in (False, True):
+        assert set(_by_identifier(_exported(data_dir, served=served))) == shown
+    assert f"{lapsed['identifier']} expired at 2020-01-01T00:00:00Z and is left out of the export" in caplog.text
+    assert f"{broken['identifier']} is stored but cannot be read, so it is left out of every answer" in caplog.text
+    with closing(Registry(Config(data_dir))) as registry:  # what a read shows the local operator: the same entries
+        assert {item.identifier for item in registry.list(page_size=100, viewer=EVERYONE).items} == shown
 
 
 def test_export_streams_in_batches_and_holds_one_batch_at_a_time(tmp_path: Path) -> None:

@@ -13,6 +13,13 @@ schema, which allows 2-5 queries: an entry registered with one query or more tha
 the registry serves them instead (the first five queries, a lone one left out): always schema-valid, lossy
 for those entries.
 
+What is written is what a read of the registry shows the local operator, who sees every entry (those
+`visibleTo` hides from others included): a row reads leave out is left out here too, logged with why. That
+is a row today's rules refuse (written by an older version, or edited by hand: `ard-mcp check` lists,
+repairs or removes it) and an entry whose `expiresAt` has passed, which the next read removes. An export
+once wrote both, so a file restored entries no registry answered with, and ingest refused the others.
+`ard-mcp backup` copies the store as it is, rows no read can use included.
+
 Nested catalogs (`application/ai-catalog+json` with inline `data`) and their members are stored as
 separate entries, and each is written once at top level. Catalogs come first: ingest registers a
 catalog's members again as it walks it, so the members as stored must follow to have the last word.
@@ -24,21 +31,26 @@ server-side cursor per group.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats.catalog import CatalogEntry, HostInfo
+from ard_mcp.formats.entry_facts import expiry_of
 from ard_mcp.formats.media_types import AI_CATALOG
+from ard_mcp.formats.timestamps import utc_text
 from ard_mcp.index.backup import connect_read_only, temporary_beside
 from ard_mcp.index.store import CATALOG_FILE, require_postgres_driver
-from ard_mcp.index.store.readable import decoded, stored_document
+from ard_mcp.index.store.readable import stored_document
 from ard_mcp.index.store.schema import SCHEMA_VERSION
 
+log = logging.getLogger(__name__)
 SPEC_VERSION = "1.0"
 HOST = HostInfo(displayName="ard-mcp agent registry")  # as in the registry's own /.well-known/ai-catalog.json
 BATCH = 500  # entries read, decoded and written together
@@ -111,17 +123,23 @@ def export_postgres(store_url: str, out: IO[bytes], *, served: bool = False, pro
 
 
 def _stored_batches(select: Callable[[str], Any], batch: int, served: bool) -> Iterator[list[dict[str, Any]]]:
-    """Every stored entry (`StoredAgent.entry`), nested catalogs first, each group in registration order;
-    `select(sql)` runs one group's query (its one parameter, the catalog type, bound) on a cursor. A backup
-    keeps every document that decodes, as stored; a served export only those reads can use (`readable`)."""
+    """Every entry a read would show (`StoredAgent.entry`), nested catalogs first, each group in registration
+    order; `select(sql)` runs one group's query (its one parameter, the catalog type, bound) on a cursor."""
+    now = datetime.now(UTC)
     for sql in _GROUPS:
         cursor = select(sql)
         while rows := cursor.fetchmany(batch):
-            if served:
-                documents = (stored_document(identifier, blob) for identifier, blob in rows)
-                yield [CatalogEntry.model_validate(d).wire() for d in documents if d is not None]
-            else:
-                yield [d for d in (decoded(blob)[0] for _, blob in rows) if d is not None]
+            documents = [d for d in (stored_document(identifier, blob) for identifier, blob in rows) if d is not None and _current(d, now)]
+            yield [CatalogEntry.model_validate(d).wire() for d in documents] if served else documents
+
+
+def _current(document: dict[str, Any], now: datetime) -> bool:
+    """Whether the entry has not expired: a registry that opens the store removes it at its first read."""
+    expires = expiry_of(document)
+    if expires is not None and expires <= now:
+        log.warning("%s expired at %s and is left out of the export", document.get("identifier"), utc_text(expires))
+        return False
+    return True
 
 
 def write_manifest(batches: Iterator[list[dict[str, Any]]], out: IO[bytes], total: int, progress: Progress | None = None) -> int:
