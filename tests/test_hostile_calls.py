@@ -226,3 +226,16 @@ def test_over_stdio_invocation_turned_off_names_the_option_that_did_it() -> None
     http = invocation_policy(build_parser().parse_args(["serve", "--transport", "streamable-http"]), stdio=False)
     with pytest.raises(PermissionDenied, match="its operator can turn it on with --allow-invocation"):
         http.check("urn:air:x.example:y", None, True)
+
+
+async def test_a_body_nested_10000_deep_is_refused_not_a_server_error(tmp_path: Path) -> None:
+    """The guard reads an MCP message to tell its tool calls apart; a body it cannot read is the SDK's parse
+    error, never a RecursionError escaping as 500."""
+    nested = b"[" * 10_000 + b"]" * 10_000
+    async with served_app(tmp_path, RateLimits(loopback=True)) as (rest, _):
+        mcp = await rest.post(
+            "/mcp", content=nested, headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        )
+        invoke = await rest.post("/agents/urn:air:x.example:y/invoke", content=nested, headers={"Content-Type": "application/json"})
+    assert mcp.status_code == 400 and mcp.json()["error"]["code"] == -32700
+    assert invoke.status_code == 400 and "nested deeper than 64 levels" in invoke.json()["error"]["message"]

@@ -52,7 +52,7 @@ class UpstreamClient:
             headers = {"User-Agent": USER_AGENT}
 
             def pool(allow_private: bool) -> httpx.AsyncClient:
-                transport = GuardedTransport(NetworkPolicy(allow_private), self._resolver)
+                transport = GuardedTransport(NetworkPolicy(allow_private, "ask registries on private networks"), self._resolver)
                 return httpx.AsyncClient(transport=transport, timeout=timeout, headers=headers, follow_redirects=False)
 
             self._pools = (pool(True), pool(self._settings.allow_private_networks))  # configured upstreams, named ones

@@ -26,7 +26,6 @@ and reported by stay the publisher's.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -36,6 +35,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from ard_mcp.formats.bounded_json import UnreadableJson, read_json
 from ard_mcp.formats.identifiers import is_publisher_domain
 from ard_mcp.net.fetcher import JSON, Fetcher, FetchError
 from ard_mcp.trust.status import did_web_location
@@ -225,9 +225,9 @@ class KeyStore:
                 jwks = usable.jwks
             else:
                 try:
-                    document = json.loads(got.body)
-                except (UnicodeDecodeError, ValueError, RecursionError):
-                    raise FetchError(location, "not JSON") from None
+                    document = read_json(got.body, max_bytes=len(got.body))
+                except UnreadableJson as exc:
+                    raise FetchError(location, f"not JSON this registry reads: {exc}") from None
                 jwks = read(document, url)
         except FetchError as exc:
             if usable is not None and now < usable.expires:

@@ -5,13 +5,13 @@ the page's CSRF token (`security`)."""
 
 from __future__ import annotations
 
-import json
 from urllib.parse import parse_qsl
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from ard_mcp.errors import InvalidArgument, PermissionDenied, Unauthenticated
+from ard_mcp.formats.bounded_json import UnreadableJson, read_json
 from ard_mcp.surfaces.rest.routes import run, state_of
 from ard_mcp.ui.crawl_stream import crawl_page
 from ard_mcp.ui.operator_view import operator_view
@@ -87,10 +87,11 @@ def operator_routes(web: Site) -> list[tuple[str, str, Handler]]:
         principal = web.operator(request)
         if principal is None:
             raise Unauthenticated("sign in as an operator to call an agent from the page")
+        text = (fields.get("arguments") or "{}").encode()
         try:
-            arguments = json.loads(fields.get("arguments") or "{}")
-        except ValueError as exc:
-            raise InvalidArgument(f"arguments: not JSON ({exc})") from None
+            arguments = read_json(text, max_bytes=len(text))
+        except UnreadableJson as exc:
+            raise InvalidArgument(f"arguments: not JSON this registry reads ({exc})") from None
         if not isinstance(arguments, dict):
             raise InvalidArgument("arguments: the agent's input must be a JSON object")
         state = state_of(request)

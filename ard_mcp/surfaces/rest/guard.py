@@ -11,7 +11,6 @@ refused by the MCP endpoint)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import anyio
@@ -27,6 +26,7 @@ from ard_mcp.errors import (
     RequestTimeout,
     UnsupportedMediaType,
 )
+from ard_mcp.formats.bounded_json import UnreadableJson, read_json
 from ard_mcp.formats.media_types import is_json
 from ard_mcp.surfaces import over_limit
 from ard_mcp.surfaces.mcp_invoke import INVOKE_TOOLS
@@ -172,8 +172,8 @@ def _answers_its_own_limit(request: Request, body: bytes) -> bool:
 def _tool_calls(body: bytes) -> list[dict[str, Any]]:
     """The `tools/call` requests of an MCP message or batch."""
     try:
-        message = json.loads(body) if body else None
-    except ValueError:
+        message = read_json(body, max_bytes=len(body)) if body else None
+    except UnreadableJson:
         return []  # the MCP SDK answers it as a parse error
     return [m for m in (message if isinstance(message, list) else [message]) if isinstance(m, dict) and m.get("method") == "tools/call"]
 
