@@ -45,7 +45,7 @@ def to_entry(document: Any, format: str = "auto", default_id: str | None = None)
         raise InvalidArgument("entry: must be a JSON object")
     if format not in FORMATS:
         raise InvalidArgument(f"format: must be one of {', '.join(FORMATS)} (got {format!r})")
-    check_json(document, "entry")  # before any format's model reads it: deep nesting overflows a parser, NaN is stored as null
+    check_json(document, "entry")  # before any format's model reads it: deep nesting overflows a parser, a model stores NaN as null
     if isinstance(document.get("entries"), list) and "identifier" not in document:
         raise InvalidArgument(
             "entry: this is a whole catalog (a manifest with entries[]), and this registers one entry. Load a catalog with "
