@@ -60,7 +60,7 @@ def manifest_entries(raw: Any, where: str = "", depth: int = 0) -> Iterator[tupl
     for note in notes:
         yield where, Notice(note)
     prefix = f"{where}." if where else ""
-    for i, entry in enumerate(entries):
+    for i, entry in enumerate(raw["entries"]):  # as read: an entry the reader refused is its UnreadableJson
         location = f"{prefix}entries[{i}]"
         if isinstance(entry, UnreadableJson):
             yield location, InvalidArgument(entry.at(location))

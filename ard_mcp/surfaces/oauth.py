@@ -99,7 +99,10 @@ class JwtVerifier:
             url = self.jwks_url or self._discover()
             response = httpx.get(url, timeout=_TIMEOUT, follow_redirects=False)
             response.raise_for_status()
-            keys = jwt.PyJWKSet.from_dict(read_json(response.content, max_bytes=_MAX_DOCUMENT_BYTES)).keys
+            document = read_json(response.content, max_bytes=_MAX_DOCUMENT_BYTES)
+            if not isinstance(document, dict):  # PyJWT would fail on it with an AttributeError
+                raise ValueError(f"{url} is not a JWK Set (a JSON object with keys)")
+            keys = jwt.PyJWKSet.from_dict(document).keys
         except (httpx.HTTPError, ValueError, jwt.PyJWTError) as exc:
             log.warning("could not fetch the signing keys of %s: %s", self.issuer, exc)
             return
