@@ -275,7 +275,7 @@ async def test_an_offline_entry_says_why(tmp_path: Path) -> None:
         await client.call_tool("register_agent", {"entry": local_only})
         tools = _text(await client.call_tool("get_agent_tools", {"identifier": WEATHER_MCP}))
         refused = await client.call_tool("call_agent", {"identifier": WEATHER_MCP, "tool": "x"})
-    assert tools["tools"] == [] and "runs locally" in tools["offline"]
+    assert tools["tools"] == [] and "no package to start it from" in tools["offline"]
     assert refused.is_error and "cannot be called through this registry" in refused.content[0].text
 
 

@@ -27,6 +27,7 @@ LAYERS = {  # a module may import from its own layer and those below
     "ard_mcp.trust": 6,
     "ard_mcp.federation": 6,
     "ard_mcp.invocation": 6,  # calling what was found: stands on the registry (entries, visibility) and the network layer
+    "ard_mcp.packages": 6,  # installing and starting package servers, sandboxed: what invocation calls for an entry without a remote
     "ard_mcp.surfaces": 7,
     "ard_mcp.ui": 7,  # the web page: a surface like REST, whose app mounts it (and whose guard knows its form posts)
     "ard_mcp.__main__": 8,
@@ -39,7 +40,8 @@ ROOMS: dict[str, set[str]] = {
     "ard_mcp.trust": set(),
     "ard_mcp.federation": {"ard_mcp.trust"},  # remote results are checked by this registry's own verifier
     "ard_mcp.evaluation": set(),
-    "ard_mcp.invocation": set(),
+    "ard_mcp.invocation": {"ard_mcp.packages"},  # a package server is started by its room, then called like a remote one
+    "ard_mcp.packages": set(),
 }
 # What only the index and search layers may use: surfaces reach storage and ranking through the registry.
 INTERNALS = (

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import collections
 import hashlib
-import html
 import io
 import json
 import subprocess
@@ -16,7 +15,6 @@ import sys
 import tarfile
 import threading
 import time
-import zipfile
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -29,9 +27,9 @@ from mcp import Client, StdioServerParameters
 
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.packages.install import Installed, Installer, InstallRefused, Registries
-from ard_mcp.packages.lookup import release_of
 from ard_mcp.packages.specs import EnvVar, PackageSpec, Unusable, package_of, parse_key
 from tests.conftest import NO_SHARED_DATA, SHARED_DATA
+from tests.package_support import serving_index, wheel
 
 pytestmark = pytest.mark.slow
 
@@ -210,38 +208,6 @@ def test_keys_read_back() -> None:
 
 # -- a PyPI index on loopback ------------------------------------------------------------------------------------
 
-PROBE = """import json, sys
-def main():
-    print(json.dumps({"argv": sys.argv, "file": __file__, "isolated": sys.flags.isolated, "no_site": sys.flags.no_site,
-                      "utf8": sys.flags.utf8_mode, "path": sys.path}))
-    return 0
-def helper():
-    return 3
-"""
-
-
-def _wheel(directory: Path, name: str, version: str, scripts: dict[str, str]) -> Path:
-    """A pure-Python wheel written as the wheel spec (PEP 427) lays one out: the module, METADATA, WHEEL,
-    entry_points.txt and a RECORD with each file's sha256."""
-    dist = name.replace("-", "_")
-    info = f"{dist}-{version}.dist-info"
-    files = {
-        f"{dist}/__init__.py": PROBE.encode(),
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
-        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: ard-mcp-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        f"{info}/entry_points.txt": ("[console_scripts]\n" + "".join(f"{k} = {v}\n" for k, v in scripts.items())).encode(),
-    }
-    record = [
-        f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}"
-        for path, data in files.items()
-    ]
-    files[f"{info}/RECORD"] = ("\n".join([*record, f"{info}/RECORD,,"]) + "\n").encode()
-    path = directory / f"{dist}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as archive:
-        for member, data in files.items():
-            archive.writestr(member, data)
-    return path
-
 
 def _sdist(directory: Path, name: str, version: str) -> Path:
     path = directory / f"{name.replace('-', '_')}-{version}.tar.gz"
@@ -253,54 +219,19 @@ def _sdist(directory: Path, name: str, version: str) -> Path:
     return path
 
 
-class _Index(BaseHTTPRequestHandler):
-    files: Path
-    asked: list[str]
-
-    def do_GET(self) -> None:
-        self.asked.append(self.path)
-        parts = self.path.strip("/").split("/")
-        if parts[0] == "simple" and len(parts) == 2:
-            found = sorted(f for f in self.files.iterdir() if (r := release_of(f.name)) and r[0] == parts[1])
-            if not found:
-                return self._send(404, b"no such project", "text/plain")
-            links = "".join(
-                f'<a href="/files/{html.escape(f.name)}#sha256={hashlib.sha256(f.read_bytes()).hexdigest()}">{html.escape(f.name)}</a>\n'
-                for f in found
-            )
-            return self._send(200, f"<!DOCTYPE html><html><body>{links}</body></html>".encode(), "text/html")
-        if parts[0] == "files" and len(parts) == 2 and (self.files / parts[1]).is_file():
-            return self._send(200, (self.files / parts[1]).read_bytes(), "application/octet-stream")
-        return self._send(404, b"not found", "text/plain")
-
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[str], Path]]:
     """(simple index URL, paths asked of it, the files it serves)."""
     files = tmp_path_factory.mktemp("index")
     both = {"ard-probe-server": "ard_probe_server:main", "ard-probe-helper": "ard_probe_server:helper"}
     for version in ("1.0.0", "1.1.0"):
-        _wheel(files, "ard-probe-server", version, both)
-    _wheel(files, "ard-probe-pair", "1.0.0", {"pair-one": "ard_probe_pair:main", "pair-two": "ard_probe_pair:helper"})
-    _wheel(files, "ard-probe-solo", "1.0.0", {"solo-run": "ard_probe_solo:main"})
+        wheel(files, "ard-probe-server", version, both)
+    wheel(files, "ard-probe-pair", "1.0.0", {"pair-one": "ard_probe_pair:main", "pair-two": "ard_probe_pair:helper"})
+    wheel(files, "ard-probe-solo", "1.0.0", {"solo-run": "ard_probe_solo:main"})
     _sdist(files, "ard-probe-sdist", "1.0.0")
     asked: list[str] = []
-    handler = type("Index", (_Index,), {"files": files, "asked": asked})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/simple", asked, files
-    server.shutdown()
-    server.server_close()
+    with serving_index(files, asked) as url:
+        yield url, asked, files
 
 
 def _run(installed: Installed) -> dict[str, Any]:

@@ -45,6 +45,7 @@ class AuditRecord(WireModel):
     durationMs: float
     bytes: int = Field(default=0, description="The size of the agent's answer as returned.")
     detail: str | None = Field(default=None, description="Why, for anything but ok.")
+    integrity: str | None = Field(default=None, description="A package server's: the registry's integrity data for what was run.")
 
 
 class InvocationLog(WireModel):

@@ -13,12 +13,14 @@ from ard_mcp.formats.catalog import WireModel
 from ard_mcp.formats.messages import TrustFinding
 from ard_mcp.invocation.credentials import Credential
 from ard_mcp.invocation.policy import Limits
+from ard_mcp.packages.servers import Start
+from ard_mcp.packages.specs import PackageSpec
 
 if TYPE_CHECKING:
     import httpx
 
 Protocol_ = Literal["mcp", "a2a", "http"]
-"""mcp: a remote MCP server (tools/list, tools/call over streamable HTTP or SSE); a2a: an A2A agent
+"""mcp: an MCP server (tools/list, tools/call over streamable HTTP, SSE, or stdio to a package server); a2a: an A2A agent
 (its card's skills, message/send); http: an AIDIP agent or a Xu https binding (POST of the input JSON)."""
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -37,6 +39,8 @@ class Target:
     card: Mapping[str, Any] | None = None  # a2a: the agent card as registered
     credential: Credential | None = None  # the operator's for this agent (never the caller's), sent where its line says
     limits: Limits = field(default_factory=Limits)
+    package: PackageSpec | None = None  # transport "stdio": the package it is started from (`ard_mcp.packages`)
+    start: Start | None = None  # ... once consented to and installed: what is started
 
 
 TransportFactory = Callable[[], "httpx.AsyncBaseTransport"]

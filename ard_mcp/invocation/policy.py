@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ard_mcp.errors import PermissionDenied
 from ard_mcp.invocation.credentials import AgentCredentials
+from ard_mcp.packages.settings import PackagePolicy
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class InvocationPolicy:
     allow_private_networks: bool = False
     limits: Limits = field(default_factory=Limits)
     credentials: AgentCredentials = field(default_factory=AgentCredentials)
+    packages: PackagePolicy = field(default_factory=PackagePolicy)
 
     def check(self, identifier: str, trust_status: str | None, may_invoke: bool) -> None:
         """Refuse (`PermissionDenied`, saying why and what the operator can change) a call this policy does not allow."""

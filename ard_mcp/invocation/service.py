@@ -15,6 +15,7 @@ Everything an agent returns is third-party content: its texts are screened for t
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -39,6 +40,7 @@ from ard_mcp.invocation.policy import Caller, InvocationPolicy
 from ard_mcp.invocation.targets import Offline, target_of
 from ard_mcp.invocation.tool_lists import DEFAULT_PAGE, ToolRanker, checked_name, screened
 from ard_mcp.net.guard import GuardedTransport, NetworkPolicy, Resolver, SystemResolver
+from ard_mcp.packages.runtime import Consent, PackageRuntime
 from ard_mcp.registry import Registry
 from ard_mcp.search.visibility import Viewer
 
@@ -74,7 +76,8 @@ class Invoker:
         self._resolved: dict[tuple[Registry, str, Viewer], tuple[float, Resolved]] = {}
         self._pool: GuardedTransport | None = None
         self._sessions = SessionPool(keep) if keep is not None else None
-        self._mcp = McpAgentClient(self._sessions) if self._sessions is not None else None
+        self.packages = PackageRuntime(registry.config.data_dir, policy.packages, keep, dict(os.environ))
+        self._mcp = McpAgentClient(self._sessions, self.packages)
 
     def _transport(self) -> httpx.AsyncBaseTransport:
         """One guarded connection pool for every call: a connection to an agent is kept alive between calls
@@ -96,9 +99,10 @@ class Invoker:
         return self.registry.embedder.embed(texts)
 
     def _client(self, protocol: Protocol_) -> AgentClient:
-        return self._mcp if protocol == "mcp" and self._mcp is not None else client_for(protocol)
+        return self._mcp if protocol == "mcp" else client_for(protocol)
 
     async def aclose(self) -> None:
+        self.packages.close_all()
         if self._sessions is not None:
             self._sessions.close_all()
         if self._pool is not None:
@@ -136,6 +140,7 @@ class Invoker:
         page_size: int = DEFAULT_PAGE,
         page_token: str | None = None,
         refused: ArdError | None = None,
+        consent: Consent | None = None,
     ) -> AgentTools:
         """The entry's callable surface (`tool_lists`: screened, a page at a time, ordered by `task` where one
         is given): an MCP server's live tools/list (when invocation is allowed), an A2A agent's skills, an AIDIP
@@ -156,6 +161,7 @@ class Invoker:
             record.endpoint, record.protocol = target.url, target.protocol
             if target.protocol == "mcp":
                 self.policy.check(identifier, trust.status if trust else None, caller.may_invoke)
+                target = await self._started(target, consent, record)
             listed, fetched = await self._listed(target)
             shown = screened(listed)
             if tool is not None:
@@ -207,6 +213,7 @@ class Invoker:
         caller: Caller,
         progress: Progress | None = None,
         refused: ArdError | None = None,
+        consent: Consent | None = None,
     ) -> Invocation:
         """Call one tool of the entry `reference` names (`tool` may be left out where there is one), as
         `caller`, under the policy; every call is audited, refused ones too (`refused`: a refusal decided
@@ -224,6 +231,7 @@ class Invoker:
             record.endpoint, record.protocol = target.url, target.protocol
             if not isinstance(arguments, dict):
                 raise InvalidArgument("arguments: must be a JSON object")
+            target = await self._started(target, consent, record)
             tool = record.tool = checked_name(tool) if tool is not None else await self._only_tool(target)
             outcome = await self._client(target.protocol).call(target, self._transport_for(target), tool, arguments, progress)
         except ArdError as exc:
@@ -247,6 +255,22 @@ class Invoker:
             record.detail = "the agent reported the call failed"
         self._audited(record, started)
         return answer
+
+    async def consent_question(self, reference: str, viewer: Viewer) -> str | None:
+        """What to ask the person before the package server `reference` names is first installed and started,
+        or None when there is nothing to ask (no package, approved already, or the person is not asked here)."""
+        identifier, trust, target = await self._resolve(reference, viewer)
+        if isinstance(target, Offline) or target.package is None or not (self.packages.policy.enabled and self.packages.policy.ask):
+            return None
+        return await self.packages.question(target.package, identifier, trust.status if trust else "self-asserted")
+
+    async def _started(self, target: Target, consent: Consent | None, record: AuditRecord) -> Target:
+        """A package server's target, consented to and installed (`packages.runtime`); any other as it is."""
+        if target.package is None:
+            return target
+        start, installed = await self.packages.prepare(target.package, consent)
+        record.endpoint, record.integrity = installed.spec.key(), installed.integrity
+        return dataclasses.replace(target, url=installed.spec.key(), start=start)
 
     async def _only_tool(self, target: Target) -> str:
         """The tool to call when none is named: the agent's only one (an MCP server's from its tools/list, kept

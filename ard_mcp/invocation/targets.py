@@ -2,7 +2,8 @@
 
 - an MCP server (`application/mcp-server-card+json`): the first remote of its inline server.json or card
   (`remotes`, `transport`, `endpoint`, `url`), else the remote the registry recorded when it read one
-  (`metadata.remoteUrl`); streamable HTTP unless the remote says SSE;
+  (`metadata.remoteUrl`); streamable HTTP unless the remote says SSE; without a remote, the npm or PyPI
+  package it can be started from, over stdio (`ard_mcp.packages`: installed and started once consented to);
 - an A2A agent card: its first interface (`supportedInterfaces`, or v0.3 `url`), its skills as the tools;
 - AIDIP agent metadata: its `endpoint`, its `operations` as the tools;
 - Xu agent metadata: its first http(s) binding, called like an AIDIP agent.
@@ -22,6 +23,7 @@ from ard_mcp.formats import entry_facts, media_types
 from ard_mcp.invocation.calls import Protocol_, Target
 from ard_mcp.invocation.policy import Limits
 from ard_mcp.net.urls import RefusedUrl, check_url
+from ard_mcp.packages.specs import Unusable, package_of
 
 _SSE = ("sse", "http+sse")
 
@@ -70,7 +72,10 @@ def target_of(entry: Mapping[str, Any], limits: Limits) -> Target | Offline:
     elif media_type == media_types.MCP_SERVER_CARD:
         remote = _mcp(entry)
         if remote is None:
-            return Offline("no remote MCP endpoint (streamable HTTP or SSE) in its server description: it runs locally, from its package")
+            package = package_of(entry)
+            if isinstance(package, Unusable):
+                return Offline(f"no remote MCP endpoint in its server description, and no package to start it from: {package.reason}")
+            return Target("mcp", package.key(), "stdio", limits=limits, package=package)
         (url, transport), protocol = remote, "mcp"
     elif media_type in (media_types.A2A_AGENT_CARD, media_types.AGENT_CARD):
         interfaces = [i for i in entry_facts.card_interfaces(data) if _http(i.get("url")) is not None]

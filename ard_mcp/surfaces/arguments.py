@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 from ard_mcp import __version__
 from ard_mcp.config import default_data_dir, env, shipped_model_dir
 from ard_mcp.formats.limits import DEFAULT_MAX_ENTRY_BYTES
-from ard_mcp.invocation.policy import PUBLISHER_SERVED, Limits
+from ard_mcp.surfaces.invocation_arguments import invocation_commands, invocation_options
+from ard_mcp.surfaces.option_values import csv_list, env_number, truthy
 from ard_mcp.surfaces.rest.ratelimit import DEFAULT_RATE_LIMITS
 from ard_mcp.surfaces.rest.settings import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY_BYTES, KEEP_ALIVE_SECONDS
 from ard_mcp.trust.policy import TRUST_POLICIES
 
 TRANSPORTS = ("stdio", "sse", "streamable-http")
-N = TypeVar("N", int, float)
 
 
 def model_dir(value: str) -> Path:
@@ -61,7 +59,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-entry-bytes",
         type=int,
-        default=_env_number("MAX_ENTRY_BYTES", DEFAULT_MAX_ENTRY_BYTES, int),
+        default=env_number("MAX_ENTRY_BYTES", DEFAULT_MAX_ENTRY_BYTES, int),
         help="larger entries are refused when registered or ingested (ARD_MCP_MAX_ENTRY_BYTES; default %(default)s)",
     )
 
@@ -97,46 +95,8 @@ def federation_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-registry-upstreams",
         action="store_true",
-        default=_truthy(env("NO_REGISTRY_UPSTREAMS")),
+        default=truthy(env("NO_REGISTRY_UPSTREAMS")),
         help="do not ask the registries the catalog holds as application/ai-registry+json entries (ARD_MCP_NO_REGISTRY_UPSTREAMS)",
-    )
-
-
-def invocation_options(parser: argparse.ArgumentParser) -> None:
-    """Calling agents through the registry (`ard_mcp.invocation.policy`)."""
-    parser.add_argument(
-        "--allow-invocation",
-        action="store_true",
-        default=_truthy(env("ALLOW_INVOCATION")),
-        help="over HTTP, let callers with the invoke scope call the agents they find (call_agent, POST /agents/{id}/invoke); "
-        "off by default (ARD_MCP_ALLOW_INVOCATION)",
-    )
-    parser.add_argument(
-        "--no-invocation",
-        action="store_true",
-        default=_truthy(env("NO_INVOCATION")),
-        help="over stdio, where the local user's host may call agents by default, turn that off (ARD_MCP_NO_INVOCATION)",
-    )
-    parser.add_argument(
-        "--invoke-trust",
-        default=env("INVOKE_TRUST", ",".join(PUBLISHER_SERVED)),
-        help="comma-separated trust statuses an entry must have to be called (ARD_MCP_INVOKE_TRUST; default %(default)s: "
-        "never invalid or third-party)",
-    )
-    parser.add_argument(
-        "--agent-credentials",
-        type=Path,
-        default=Path(c) if (c := env("AGENT_CREDENTIALS")) else None,
-        help="the operator's credentials for agents, one 'TARGET bearer TOKEN' or 'TARGET Header-Name: VALUE' per line, TARGET a "
-        "publisher domain or an endpoint URL prefix; callers' own credentials are never forwarded (ARD_MCP_AGENT_CREDENTIALS)",
-    )
-    parser.add_argument(
-        "--invoke-timeout",
-        type=float,
-        default=_env_number("INVOKE_TIMEOUT", Limits().total, float),
-        metavar="SECONDS",
-        help="the most one call of an agent may take, a running A2A task followed to its end included (ARD_MCP_INVOKE_TIMEOUT; "
-        "default %(default)g)",
     )
 
 
@@ -153,7 +113,7 @@ def crawl_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-private-networks",
         action="store_true",
-        default=_truthy(env("ALLOW_PRIVATE_NETWORKS")),
+        default=truthy(env("ALLOW_PRIVATE_NETWORKS")),
         help="let the crawler fetch from loopback, private and reserved addresses; never link-local or cloud metadata ones "
         "(ARD_MCP_ALLOW_PRIVATE_NETWORKS)",
     )
@@ -163,17 +123,9 @@ def crawl_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--refresh-interval",
         type=float,
-        default=_env_number("REFRESH_INTERVAL", 3600.0, float),
+        default=env_number("REFRESH_INTERVAL", 3600.0, float),
         help="seconds between refreshes of a crawled document that gives no max-age (ARD_MCP_REFRESH_INTERVAL; default %(default)s)",
     )
-
-
-def _env_number(name: str, default: N, kind: Callable[[str], N]) -> N:
-    value = env(name)
-    try:
-        return kind(value) if value is not None else default
-    except ValueError:
-        raise SystemExit(f"ard-mcp: ARD_MCP_{name} must be a number (got {value!r})") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -222,14 +174,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--mcp-requires-token",
         action="store_true",
-        default=_truthy(env("MCP_REQUIRES_TOKEN")),
+        default=truthy(env("MCP_REQUIRES_TOKEN")),
         help="with --oauth-issuer: every MCP request needs a token (reads too), and /.well-known/oauth-protected-resource "
         "names the issuer so MCP clients can sign in; the REST reads stay public (ARD_MCP_MCP_REQUIRES_TOKEN)",
     )
     serve.add_argument(
         "--allow-anonymous-writes",
         action="store_true",
-        default=_truthy(env("ALLOW_ANONYMOUS_WRITES")),
+        default=truthy(env("ALLOW_ANONYMOUS_WRITES")),
         help="serve a non-loopback address without a token file: anyone who reaches it can write (ARD_MCP_ALLOW_ANONYMOUS_WRITES)",
     )
     serve.add_argument(
@@ -252,14 +204,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--body-timeout",
         type=float,
-        default=_env_number("BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT, float),
+        default=env_number("BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT, float),
         metavar="SECONDS",
         help="a request body not received within this gets 408 (ARD_MCP_BODY_TIMEOUT; default %(default)g)",
     )
     serve.add_argument(
         "--header-timeout",
         type=float,
-        default=_env_number("HEADER_TIMEOUT", DEFAULT_HEADER_TIMEOUT, float),
+        default=env_number("HEADER_TIMEOUT", DEFAULT_HEADER_TIMEOUT, float),
         metavar="SECONDS",
         help="a connection whose request headers are not complete within this of its opening (or of the request's first byte) "
         f"is closed, with a 408 when part of a request arrived; idle kept-alive connections close after {KEEP_ALIVE_SECONDS} s "
@@ -275,27 +227,18 @@ def build_parser() -> argparse.ArgumentParser:
         serve.add_argument(
             f"--{kind}-rate",
             type=int,
-            default=_env_number(name, default, int),
+            default=env_number(name, default, int),
             metavar="N",
             help=f"{what}, then 429; 0 for no limit (ARD_MCP_{name}; default %(default)s)",
         )
     serve.add_argument(
         "--rate-limit-loopback",
         action="store_true",
-        default=_truthy(env("RATE_LIMIT_LOOPBACK")),
+        default=truthy(env("RATE_LIMIT_LOOPBACK")),
         help="apply the rate limits to loopback clients too (ARD_MCP_RATE_LIMIT_LOOPBACK)",
     )
 
-    invocations = commands.add_parser(
-        "invocations",
-        help="print the invocation audit log: the newest calls of agents through this registry",
-        description="Every call of an agent through the registry (call_agent, POST /agents/{id}/invoke, get_agent_tools of a "
-        "remote MCP server) is logged in <data-dir>/invocations.jsonl: who, which entry and tool, the endpoint, the outcome, "
-        "the status, how long and how many bytes, never the arguments or the answer. This prints the newest first.",
-    )
-    _common(invocations)
-    invocations.add_argument("--limit", type=int, default=50, metavar="N", help="how many (default %(default)s, at most 1000)")
-    invocations.add_argument("--json", action="store_true", help="one JSON object a line instead of a table")
+    invocation_commands(commands, _common)
 
     ingest = commands.add_parser("ingest", help="load ai-catalog.json files into the registry")
     _common(ingest)
@@ -395,11 +338,3 @@ def build_parser() -> argparse.ArgumentParser:
         "dest", type=Path, metavar="DEST", help="file to write (replaced only once complete), or a directory to hold catalog.sqlite3"
     )
     return parser
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def csv_list(value: str | None) -> tuple[str, ...]:
-    return tuple(part.strip() for part in (value or "").split(",") if part.strip())

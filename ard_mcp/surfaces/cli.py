@@ -20,10 +20,12 @@ from ard_mcp.config import Config
 from ard_mcp.errors import ArdError, InvalidArgument
 from ard_mcp.federation.settings import FederationSettings, load_upstreams
 from ard_mcp.formats.limits import EntryLimits
-from ard_mcp.surfaces.arguments import build_parser, csv_list
+from ard_mcp.surfaces.arguments import build_parser
 from ard_mcp.surfaces.console import ProgressBar, print_crawl, print_ingest
 from ard_mcp.surfaces.invocation_settings import invocation_policy, print_invocations
 from ard_mcp.surfaces.log_setup import configure_logging
+from ard_mcp.surfaces.option_values import csv_list
+from ard_mcp.surfaces.package_settings import packages_command
 from ard_mcp.surfaces.rest.ratelimit import RateLimits
 from ard_mcp.surfaces.rest.settings import is_loopback
 from ard_mcp.surfaces.terminal_text import shown, shown_json
@@ -340,6 +342,7 @@ COMMANDS: dict[str, Any] = {
     "check": _check,
     "backup": _backup,
     "invocations": print_invocations,
+    "packages": packages_command,
 }
 
 

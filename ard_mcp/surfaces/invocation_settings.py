@@ -7,7 +7,8 @@ import dataclasses
 
 from ard_mcp.invocation.credentials import AgentCredentials
 from ard_mcp.invocation.policy import InvocationPolicy, Limits
-from ard_mcp.surfaces.arguments import csv_list
+from ard_mcp.surfaces.option_values import csv_list
+from ard_mcp.surfaces.package_settings import package_policy
 from ard_mcp.surfaces.terminal_text import shown, shown_json
 
 
@@ -27,6 +28,7 @@ def invocation_policy(args: argparse.Namespace, *, stdio: bool) -> InvocationPol
         allow_private_networks=args.allow_private_networks,
         limits=dataclasses.replace(Limits(), total=args.invoke_timeout),
         credentials=credentials,
+        packages=package_policy(args, stdio=stdio),
     )
 
 

@@ -8,8 +8,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
+from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resolve import Resolve
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
@@ -17,7 +19,9 @@ from ard_mcp.errors import ArdError
 from ard_mcp.invocation.calls import AgentTools, Invocation
 from ard_mcp.invocation.policy import Caller
 from ard_mcp.invocation.tool_lists import DEFAULT_PAGE, MAX_PAGE
+from ard_mcp.packages.consent import PackageConsent
 from ard_mcp.search.visibility import Viewer
+from ard_mcp.surfaces.mcp_consent import ask_consent, asks_with, consent_of
 from ard_mcp.surfaces.over_limit import refusal
 from ard_mcp.surfaces.tool_results import compact_result
 
@@ -56,10 +60,16 @@ def add_invoke_tools(
         registry = open_registry(ctx)
         return invoker_of(registry if registry is not None else await anyio.to_thread.run_sync(registry_of, ctx))
 
+    async def question(identifier: str, ctx: Context) -> str | None:
+        return await (await opened(ctx)).consent_question(identifier, viewer(ctx))
+
+    asks_with(server, question)
+
     @server.tool(title="Get agent tools", description=TOOLS, annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True))
     async def get_agent_tools(
         identifier: Annotated[str, Field(description=IDENTIFIER)],
         ctx: Context,
+        consent: Annotated[ElicitationResult[PackageConsent], Resolve(ask_consent)],
         tool: Annotated[str | None, Field(description="One tool's name: that tool alone, with its full input schema.")] = None,
         task: Annotated[str | None, Field(description="What you need done: the tools are listed best fit first.")] = None,
         pageSize: Annotated[int, Field(ge=1, le=MAX_PAGE, description=f"Tools per page (1-{MAX_PAGE}).")] = DEFAULT_PAGE,  # noqa: N803
@@ -75,6 +85,7 @@ def add_invoke_tools(
                 page_size=pageSize,
                 page_token=pageToken,
                 refused=refusal(ctx.headers),
+                consent=consent_of(consent),
             )
         except ArdError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None
@@ -88,6 +99,7 @@ def add_invoke_tools(
     async def call_agent(
         identifier: Annotated[str, Field(description=IDENTIFIER)],
         ctx: Context,
+        consent: Annotated[ElicitationResult[PackageConsent], Resolve(ask_consent)],
         tool: Annotated[
             str | None, Field(description="The tool, skill or operation name from get_agent_tools; optional when it has one.")
         ] = None,
@@ -100,7 +112,10 @@ def add_invoke_tools(
             await ctx.report_progress(done, total, message)
 
         try:
-            answer = await (await opened(ctx)).call(identifier, tool, arguments, viewer(ctx), caller(ctx), progress, refusal(ctx.headers))
+            invoker = await opened(ctx)
+            answer = await invoker.call(
+                identifier, tool, arguments, viewer(ctx), caller(ctx), progress, refusal(ctx.headers), consent_of(consent)
+            )
         except ArdError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None
         return compact_result(answer, is_error=answer.isError)

@@ -33,6 +33,7 @@ from ard_mcp.invocation.clients.bounds import Bounded, raise_named, strings_in, 
 from ard_mcp.invocation.clients.mcp_sessions import SessionPool
 from ard_mcp.invocation.clients.sse_endpoint import EndpointChecked, EndpointElsewhere
 from ard_mcp.net.httpx2_bridge import Httpx2Bridge
+from ard_mcp.packages.runtime import PackageRuntime
 
 DISCOVERED_TTL = 60.0
 _MAX_PAGES = 20  # tools/list pages followed: a server whose cursor never ends cannot hold a call
@@ -45,9 +46,10 @@ class McpAgentClient:
     """`AgentClient` for `Target.protocol == "mcp"`; `transport_kind` "sse" or "streamable-http" (the default).
     With `sessions`, streamable-HTTP sessions are kept there; without, each call opens its own."""
 
-    def __init__(self, sessions: SessionPool | None = None) -> None:
+    def __init__(self, sessions: SessionPool | None = None, packages: PackageRuntime | None = None) -> None:
         self._discovered: dict[tuple[str, str | None], tuple[float, str, mcp_types.DiscoverResult]] = {}
         self._sessions = sessions
+        self._packages = packages
 
     async def tools(self, target: Target, transport: TransportFactory) -> list[ToolSummary]:
         return await self._run(target, transport, "tools/list", _list_tools)
@@ -86,7 +88,12 @@ class McpAgentClient:
     def _session(
         self, target: Target, bounded: Bounded, prior: tuple[str, mcp_types.DiscoverResult] | None
     ) -> AbstractAsyncContextManager[tuple[Client, Bounded]]:
-        """The endpoint's kept session (with the `Bounded` it was opened over), else a session of this call's own."""
+        """The endpoint's kept session (with the `Bounded` it was opened over), else a session of this call's own;
+        for a package server, its running process."""
+        if target.transport_kind == "stdio":
+            if self._packages is None or target.start is None:
+                raise AgentUnreachable(f"{target.url} is a package server, started only through the invocation service")
+            return _own(self._packages.session(target.start, target.limits.total, target.limits.max_bytes), bounded)
         if self._sessions is None or target.transport_kind == "sse":
             return _own(_opened(target, bounded, prior), bounded)
         key = (target.url, target.transport_kind, target.credential, target.limits)

@@ -1,0 +1,214 @@
+"""Running package servers: started when first called, shared by the calls to them, stopped when idle, when
+too many run, and when the registry stops; a crashed one is reported with the tail of its stderr and started
+afresh by the next call.
+
+A package server is one process speaking MCP over stdio, so unlike a remote server's sessions it is not
+lent to one call at a time: its calls share it, matched to their answers by id, and one call's timeout
+cancels that request alone (the SDK sends `notifications/cancelled`) without stopping the server. Each runs
+in a task of its own (`_keep`) in the serving registry's background task group, because an MCP client
+session's task groups must end in the task that began them.
+
+Nothing is started that the person has not approved (`consent`): the check is made here as well as by the
+caller. Its environment holds only the variables it declares, from the operator's secrets file or the
+registry's own environment (`environment`), and it runs in the sandbox (`sandbox`) unless the operator
+allowed unsandboxed servers.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import mcp_types
+from anyio.abc import TaskGroup
+from mcp import Client
+
+from ard_mcp import __version__
+from ard_mcp.errors import AgentTimeout, AgentUnreachable, PermissionDenied
+from ard_mcp.packages.consent import Approvals
+from ard_mcp.packages.install import Installed
+from ard_mcp.packages.sandbox import Confinement, Launch, SandboxUnavailable, sandboxed, unsandboxed
+from ard_mcp.packages.stdio import BoundedStdio, MessageTooLarge, stderr_tail
+
+log = logging.getLogger(__name__)
+MAX_RUNNING = 8
+IDLE_S = 300.0
+
+
+@dataclass(frozen=True)
+class Start:
+    """What one server is started from: the installed package, whether it may reach the network, its environment."""
+
+    installed: Installed
+    network: bool
+    environment: tuple[tuple[str, str], ...]  # name, value: what it declares, and only that
+
+    @property
+    def key(self) -> str:
+        return self.installed.spec.key()
+
+
+@dataclass(eq=False)
+class _Running:
+    start: Start
+    state_dir: Path
+    ready: anyio.Event = field(default_factory=anyio.Event)
+    closing: anyio.Event = field(default_factory=anyio.Event)
+    client: Client | None = None
+    exited: anyio.Event | None = None  # set when its output ended: it exited or crashed
+    ended: str | None = None  # why it stopped, once it has
+    users: int = 0
+    last_used: float = field(default_factory=time.monotonic)
+
+    @property
+    def stderr(self) -> Path:
+        """Beside its state directory, never in it: the server owns that directory and could put a link where
+        this process, writing the log, would follow it."""
+        return self.state_dir.parent / "stderr.log"
+
+
+class PackageServers:
+    def __init__(
+        self,
+        group: TaskGroup,
+        state_root: Path,
+        approvals: Approvals,
+        confinement: Confinement,
+        allow_unsandboxed: bool = False,
+        max_running: int = MAX_RUNNING,
+        idle_s: float = IDLE_S,
+    ) -> None:
+        """`state_root`: where each server gets its private writable directory (`<key>/state`)."""
+        self._group = group
+        self._state_root = state_root
+        self._approvals = approvals
+        self._confinement = confinement
+        self._allow_unsandboxed = allow_unsandboxed
+        self._max = max_running
+        self._idle_s = idle_s
+        self._running: dict[Start, _Running] = {}
+
+    def __len__(self) -> int:
+        return len(self._running)
+
+    def argv(self, start: Start, state_dir: Path) -> list[str]:
+        """How `start` is run: in the sandbox, or without one where the operator allowed that and none can be had."""
+        launch = Launch(
+            command=start.installed.command,
+            package_dir=start.installed.directory,
+            state_dir=state_dir,
+            runtime_dirs=start.installed.runtime_dirs,
+            environment=dict(start.environment),
+            network=start.network,
+        )
+        try:
+            return sandboxed(launch, self._confinement)
+        except SandboxUnavailable as exc:
+            if not self._allow_unsandboxed:
+                raise PermissionDenied(f"package servers run only in a sandbox, and none can be had here: {exc}") from None
+            log.warning("starting %s without a sandbox (--allow-unsandboxed-packages): %s", start.key, exc)
+            return unsandboxed(launch, self._confinement)
+
+    @asynccontextmanager
+    async def session(self, start: Start, open_within: float, max_message_bytes: int) -> AsyncIterator[Client]:
+        """The running server for `start`, started (within `open_within` seconds) where none runs. A server
+        that ended during the block is reported with the tail of its stderr."""
+        approval = self._approvals.get(start.key)
+        if approval is None or (start.network and not approval.network):
+            raise PermissionDenied(f"{start.key} is not approved to run{' with network access' if start.network else ''} on this registry")
+        running = self._running.get(start)
+        if running is None or running.closing.is_set():
+            running = self._start(start, open_within, max_message_bytes)
+        running.users += 1
+        try:
+            await running.ready.wait()
+            if running.client is None:
+                raise AgentUnreachable(f"the package server {start.key} did not start: {running.ended}")
+            yield running.client
+        except Exception as exc:
+            if running.exited is not None and running.exited.is_set() and not isinstance(exc, AgentUnreachable):
+                raise AgentUnreachable(f"the package server {start.key} exited{_said(running)}") from exc
+            raise
+        finally:
+            running.users -= 1
+            running.last_used = time.monotonic()
+
+    def close_all(self) -> None:
+        for running in list(self._running.values()):
+            running.closing.set()
+
+    def _start(self, start: Start, open_within: float, max_message_bytes: int) -> _Running:
+        if len(self._running) >= self._max:
+            idle = [r for r in self._running.values() if r.users == 0]
+            if idle:
+                min(idle, key=lambda r: r.last_used).closing.set()
+        state_dir = self._state_root / _path_safe(start.key) / "state"
+        state_dir.mkdir(parents=True, exist_ok=True)
+        running = _Running(start, state_dir)
+        self._running[start] = running
+        self._group.start_soon(self._keep, running, open_within, max_message_bytes)
+        return running
+
+    async def _keep(self, running: _Running, open_within: float, max_message_bytes: int) -> None:
+        """Start the server, hold it until it is closed, idle or ends; never raise (this task's failure must not
+        end the registry's background task group)."""
+        start = running.start
+        try:
+            argv = self.argv(start, running.state_dir)
+            # the sandbox's argv names the declared variables and takes their values from the environment it is started
+            # with (a value in the argv would show in `ps`); it clears everything else
+            environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **dict(start.environment)}
+            with anyio.CancelScope(deadline=anyio.current_time() + open_within) as scope:
+                transport = BoundedStdio(argv, environment, running.stderr, max_message_bytes)
+                async with Client(transport, client_info=mcp_types.Implementation(name="ard-mcp", version=__version__)) as client:
+                    scope.deadline = math.inf
+                    running.client, running.exited = client, transport.ended
+                    running.ready.set()
+                    await self._held(running, transport.ended)
+                    if transport.ended.is_set():
+                        running.ended = "it exited" + _said(running)
+            if running.client is None:
+                running.ended = f"it did not answer within {open_within:g} s" + _said(running)
+        except (PermissionDenied, AgentTimeout) as exc:
+            running.ended = exc.message
+        except Exception as exc:  # a crash, a refused start, a message over the limit: said to the callers
+            reason = str(exc) if isinstance(exc, MessageTooLarge) else f"{type(exc).__name__}: {exc}"
+            running.ended = reason + _said(running)
+            log.info("package server %s ended: %s", start.key, running.ended)
+        finally:
+            if self._running.get(start) is running:
+                del self._running[start]
+            running.ended = running.ended or "it was stopped"
+            running.ready.set()
+
+    async def _held(self, running: _Running, exited: anyio.Event) -> None:
+        """Until it is closed, has been idle `idle_s` seconds, or has exited (which closes it)."""
+        async with anyio.create_task_group() as watch:
+            watch.start_soon(_close_on, exited, running.closing)
+            while not running.closing.is_set():
+                with anyio.move_on_after(self._idle_s):
+                    await running.closing.wait()
+                if running.users == 0 and time.monotonic() - running.last_used >= self._idle_s:
+                    break
+            watch.cancel_scope.cancel()
+
+
+async def _close_on(exited: anyio.Event, closing: anyio.Event) -> None:
+    await exited.wait()
+    closing.set()
+
+
+def _said(running: _Running) -> str:
+    tail = stderr_tail(running.stderr)
+    return f"; its stderr ends: {tail}" if tail else ""
+
+
+def _path_safe(key: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in key)
