@@ -135,11 +135,11 @@ def invocation_commands(
         description="A package server is installed and started only once approved for its registry, name and version: by the "
         "person through their host (over stdio), or here. Over HTTP only what is approved here runs.",
     )
-    common(packages)
     actions = packages.add_subparsers(dest="action", required=True)
     allow = actions.add_parser("allow", help="approve one package version, such as npm:@modelcontextprotocol/server-memory@2026.8.31")
     allow.add_argument("key", metavar="REGISTRY:NAME@VERSION")
     allow.add_argument("--network", action="store_true", help="let it reach the network (off: it runs with none)")
     revoke = actions.add_parser("revoke", help="take an approval back (a running server keeps running until it stops)")
     revoke.add_argument("key", metavar="REGISTRY:NAME@VERSION")
-    actions.add_parser("list", help="the approved package versions")
+    for action in (allow, revoke, actions.add_parser("list", help="the approved package versions")):
+        common(action)
