@@ -336,3 +336,34 @@ def test_long_enums_and_argument_lists_are_abbreviated() -> None:
     assert arguments.startswith("region: KR|BR|EUNE|…(+5), mode: RANKED|FLEX|URF, name: a-very-long-enumeration…|…(+1), title?: string")
     assert arguments.endswith(f"option_{MAX_OPTIONAL - 2}?: number, +{11 - MAX_OPTIONAL} optional")
     assert compact(ToolSummary(name="x", inputSchema={"type": "object", "properties": {}})).arguments is None
+
+
+async def test_the_tools_a_server_listed_are_kept_on_its_entry_and_found_by_search(tmp_path: Path, agents: dict[str, str]) -> None:
+    """An entry that describes no tools is found by what its server's tools do once the server listed them; a
+    publisher's own tools are never replaced, the trust finding stays, and an unchanged list writes nothing."""
+    server = build_server(Config(tmp_path / "data"), warm=False, services=Services("http://registry.test", invocation=POLICY))
+    bare = {**mcp_entry(agents["mcp"]), "displayName": "Loopback server", "description": "An MCP server on this machine."}
+    described = {**mcp_entry(agents["mcp"], "urn:air:weather.example:mcp:described"), "displayName": "Described server"}
+    described["description"] = "A server that lists a tool of its own."
+    described["data"] = {**described["data"], "tools": [{"name": "own_tool", "description": "The publisher's own."}]}
+    task = "the weather forecast for a city"
+    async with Client(server) as client:
+        for entry in (bare, described):
+            assert not (await client.call_tool("register_agent", {"entry": entry})).is_error
+        before = _text(await client.call_tool("search_agents", {"text": task, "detail": "full"}))
+        assert WEATHER_MCP not in [r["identifier"] for r in before["results"] if r["score"] >= 50]
+        for identifier in (WEATHER_MCP, described["identifier"]):
+            assert not (await client.call_tool("get_agent_tools", {"identifier": identifier})).is_error
+        after = _text(await client.call_tool("search_agents", {"text": task, "detail": "full"}))
+        kept = _text(await client.call_tool("get_agent", {"identifier": WEATHER_MCP}))
+        own = _text(await client.call_tool("get_agent", {"identifier": described["identifier"]}))
+    assert after["results"][0]["identifier"] == WEATHER_MCP
+    assert "forecast" in {t["name"] for t in kept["data"]["tools"]} and kept["metadata"]["toolsObservedAt"]
+    assert own["data"]["tools"] == [{"name": "own_tool", "description": "The publisher's own."}]
+    registry = Registry(Config(tmp_path / "data"))
+    try:
+        tools = [{"name": t["name"], "description": t["description"]} for t in kept["data"]["tools"]]
+        assert registry.indexer.observe_tools(WEATHER_MCP, tools, "2026-11-28T00:00:00Z") is False  # the same list: nothing written
+        assert registry.trust_of(WEATHER_MCP) is not None and registry.trust_of(WEATHER_MCP).status == "self-asserted"  # type: ignore[union-attr]
+    finally:
+        registry.close()

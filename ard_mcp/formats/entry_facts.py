@@ -37,7 +37,10 @@ CRAWL_VIA_KEY = "crawlVia"
 CRAWL_FETCHED_KEY = "crawlFetchedAt"
 CRAWL_ETAG_KEY = "crawlEtag"
 CRAWL_MODIFIED_KEY = "crawlLastModified"
-VOLATILE_KEYS = frozenset({CRAWL_FETCHED_KEY, CRAWL_ETAG_KEY, CRAWL_MODIFIED_KEY})
+# When the registry first saw the tool list it keeps in an MCP server's `data.tools` (`Indexer.observe_tools`):
+# the server described none, and what it answered to tools/list when called is indexed as if it had.
+TOOLS_OBSERVED_KEY = "toolsObservedAt"
+VOLATILE_KEYS = frozenset({CRAWL_FETCHED_KEY, CRAWL_ETAG_KEY, CRAWL_MODIFIED_KEY, TOOLS_OBSERVED_KEY})
 # What the registry found about an entry's trust manifest (`ard_mcp.trust`), kept as filter values beside the
 # entry, never in it: `trust.status` is filterable and facetable; the `~` fields (reason, time) no caller can
 # filter on. An entry no verifier has seen is `self-asserted` without a manifest, `unverified` with one.

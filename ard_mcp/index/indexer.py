@@ -20,7 +20,7 @@ import numpy as np
 
 from ard_mcp.errors import ArdError, Conflict, InvalidArgument, NotFound, PermissionDenied, StaleEntry
 from ard_mcp.formats.catalog import CatalogEntry
-from ard_mcp.formats.entry_facts import SOURCE_ID_KEY, TRUST_CHECKED, TRUST_FIELDS, unchecked_trust
+from ard_mcp.formats.entry_facts import SOURCE_ID_KEY, TOOLS_OBSERVED_KEY, TRUST_CHECKED, TRUST_FIELDS, unchecked_trust
 from ard_mcp.formats.identifiers import normalize_identifier, publisher_of
 from ard_mcp.formats.leniency import Notice, read_entry
 from ard_mcp.formats.limits import EntryLimits
@@ -44,6 +44,7 @@ INGEST_CHUNK = 2000  # agents planned, embedded and written together: memory sta
 _PLAN_GROUP = 500  # entries whose stored rows one read fetches: one read an entry made a PostgreSQL re-ingest 4x SQLite's
 _EMBED_STEP = 512  # texts embedded between progress reports
 _FLUSH_EVERY = 4000  # example vectors sent to Chroma together
+MAX_OBSERVED_TOOLS = 64  # of a server's live tool list kept on its entry: an entry indexes 96 examples at most
 
 
 @dataclass
@@ -314,6 +315,27 @@ class Indexer:
             if progress:
                 progress(min(start + _EMBED_STEP, len(texts)), len(texts))
         return out
+
+    # -- what a running server showed ------------------------------------------------------------------
+    def observe_tools(self, identifier: str, tools: Sequence[Mapping[str, str]], at: str) -> bool:
+        """Keep the tools a server listed when it was called (name and description each, at most
+        `MAX_OBSERVED_TOOLS`) as its entry's `data.tools`, with when they were first seen, and index them as
+        inline tools are: the next search finds a package server by what its tools do, where its entry
+        described none. The publisher's own tools are never replaced, nor the trust finding; an unchanged
+        list writes nothing. Whether anything was written."""
+        with self._lock:
+            stored = self._store.get(normalize_identifier(identifier))
+            data = stored.entry.get("data") if stored is not None else None
+            metadata = (stored.entry.get("metadata") or {}) if stored is not None else {}
+            if stored is None or not isinstance(data, dict) or (data.get("tools") and TOOLS_OBSERVED_KEY not in metadata):
+                return False
+            observed = [{"name": t["name"], "description": t.get("description") or ""} for t in tools[:MAX_OBSERVED_TOOLS]]
+            document = {**stored.entry, "data": {**data, "tools": observed}, "metadata": {**metadata, TOOLS_OBSERVED_KEY: at}}
+            entry, _ = read_entry(document, limits=self._limits)
+            plan = self._plan(entry, self._store.owned_values(stored.id, TRUST_FIELDS) or None, stored)
+            if plan is not None:
+                self._apply([plan])
+        return plan is not None
 
     # -- removal --------------------------------------------------------------------------------------
     def deregister(self, identifier: str, may_write: MayWrite | None = None) -> DeregisterResult:

@@ -15,6 +15,7 @@ Everything an agent returns is third-party content: its texts are screened for t
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import time
 from datetime import UTC, datetime
@@ -44,6 +45,7 @@ from ard_mcp.packages.runtime import Consent, PackageRuntime
 from ard_mcp.registry import Registry
 from ard_mcp.search.visibility import Viewer
 
+log = logging.getLogger(__name__)
 TOOLS_TTL = 60.0
 RESOLVED_TTL = 1.0
 MAX_RESOLVED = 1000  # entries kept resolved at most (the cache is emptied when full)
@@ -164,6 +166,8 @@ class Invoker:
                 target = await self._started(target, consent, record)
             listed, fetched = await self._listed(target)
             shown = screened(listed)
+            if fetched:
+                await self._observed(identifier, shown.tools)
             if tool is not None:
                 page, following = [t for t in shown.tools if t.name == checked_name(tool)], None
                 if not page:
@@ -189,6 +193,15 @@ class Invoker:
             record.outcome, record.bytes = "ok", len(answer.model_dump_json())
             self._audited(record, started)
         return answer
+
+    async def _observed(self, identifier: str, tools: list[ToolSummary]) -> None:
+        """Keep what the server listed on its entry, indexed (`Indexer.observe_tools`); a failure to is logged,
+        never the caller's: the list was fetched for the caller, the index is the registry's own business."""
+        found = [{"name": t.name, "description": t.description or ""} for t in tools]
+        try:
+            await anyio.to_thread.run_sync(self.registry.indexer.observe_tools, identifier, found, utc_text(datetime.now(UTC), "seconds"))
+        except ArdError as exc:
+            log.warning("the tools %s listed were not kept on its entry: %s", identifier, exc.message)
 
     async def _listed(self, target: Target) -> tuple[list[ToolSummary], bool]:
         """The target's tools, and whether they were fetched from the agent now (an MCP server's are kept
