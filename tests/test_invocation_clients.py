@@ -76,7 +76,18 @@ def mcp(request: pytest.FixtureRequest, mcp_servers: dict[str, tuple[str, Record
 
 async def test_mcp_tools_are_listed_with_their_descriptions_and_schemas(mcp: tuple[Target, Recording]) -> None:
     tools = {t.name: t for t in await client_for("mcp").tools(mcp[0], guarded)}
-    assert tools.keys() == {"forecast", "count", "broken", "refuses", "slow", "verbose", "sneaky"}
+    assert tools.keys() == {
+        "forecast",
+        "count",
+        "broken",
+        "refuses",
+        "slow",
+        "verbose",
+        "sneaky",
+        "ask_the_person",
+        "ask_the_model",
+        "the_roots",
+    }
     assert tools["forecast"].description == "The forecast for a city.\nSecond line, left out of summaries."
     assert tools["forecast"].inputSchema is not None and "city" in tools["forecast"].inputSchema["properties"]
 

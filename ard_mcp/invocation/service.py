@@ -14,10 +14,12 @@ Everything an agent returns is third-party content: its texts are screened for t
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,6 +43,7 @@ from ard_mcp.invocation.policy import Caller, InvocationPolicy
 from ard_mcp.invocation.targets import Offline, target_of
 from ard_mcp.invocation.tool_lists import DEFAULT_PAGE, ToolRanker, checked_name, screened
 from ard_mcp.net.guard import GuardedTransport, NetworkPolicy, Resolver, SystemResolver
+from ard_mcp.packages.relay import HOST, HostChannel
 from ard_mcp.packages.runtime import Consent, PackageRuntime
 from ard_mcp.registry import Registry
 from ard_mcp.search.visibility import Viewer
@@ -143,6 +146,7 @@ class Invoker:
         page_token: str | None = None,
         refused: ArdError | None = None,
         consent: Consent | None = None,
+        host: HostChannel | None = None,
     ) -> AgentTools:
         """The entry's callable surface (`tool_lists`: screened, a page at a time, ordered by `task` where one
         is given): an MCP server's live tools/list (when invocation is allowed), an A2A agent's skills, an AIDIP
@@ -164,7 +168,8 @@ class Invoker:
             if target.protocol == "mcp":
                 self.policy.check(identifier, trust.status if trust else None, caller.may_invoke)
                 target = await self._started(target, consent, record)
-            listed, fetched = await self._listed(target)
+            with _serving(host):
+                listed, fetched = await self._listed(target)
             shown = screened(listed)
             if fetched:
                 await self._observed(identifier, shown.tools)
@@ -227,6 +232,7 @@ class Invoker:
         progress: Progress | None = None,
         refused: ArdError | None = None,
         consent: Consent | None = None,
+        host: HostChannel | None = None,
     ) -> Invocation:
         """Call one tool of the entry `reference` names (`tool` may be left out where there is one), as
         `caller`, under the policy; every call is audited, refused ones too (`refused`: a refusal decided
@@ -246,7 +252,8 @@ class Invoker:
                 raise InvalidArgument("arguments: must be a JSON object")
             target = await self._started(target, consent, record)
             tool = record.tool = checked_name(tool) if tool is not None else await self._only_tool(target)
-            outcome = await self._client(target.protocol).call(target, self._transport_for(target), tool, arguments, progress)
+            with _serving(host):
+                outcome = await self._client(target.protocol).call(target, self._transport_for(target), tool, arguments, progress)
         except ArdError as exc:
             record.outcome, record.status, record.detail = _failure(exc), exc.http_status, exc.message
             self._audited(record, started)
@@ -298,6 +305,16 @@ class Invoker:
         record.at = utc_text(datetime.now(UTC), "milliseconds")
         record.durationMs = round((time.monotonic() - started) * 1000, 1)
         self.audit.append(record)
+
+
+@contextlib.contextmanager
+def _serving(host: HostChannel | None) -> Iterator[None]:
+    """While a call for `host` runs: what its server asks mid-call goes to that host (`packages.relay`)."""
+    token = HOST.set(host)
+    try:
+        yield
+    finally:
+        HOST.reset(token)
 
 
 def _failure(exc: ArdError) -> str:

@@ -22,6 +22,7 @@ from ard_mcp.invocation.tool_lists import DEFAULT_PAGE, MAX_PAGE
 from ard_mcp.packages.consent import PackageConsent
 from ard_mcp.search.visibility import Viewer
 from ard_mcp.surfaces.mcp_consent import ask_consent, asks_with, consent_of
+from ard_mcp.surfaces.mcp_host import McpHost
 from ard_mcp.surfaces.over_limit import refusal
 from ard_mcp.surfaces.tool_results import compact_result
 
@@ -86,6 +87,7 @@ def add_invoke_tools(
                 page_token=pageToken,
                 refused=refusal(ctx.headers),
                 consent=consent_of(consent),
+                host=McpHost(ctx),
             )
         except ArdError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None
@@ -114,7 +116,7 @@ def add_invoke_tools(
         try:
             invoker = await opened(ctx)
             answer = await invoker.call(
-                identifier, tool, arguments, viewer(ctx), caller(ctx), progress, refusal(ctx.headers), consent_of(consent)
+                identifier, tool, arguments, viewer(ctx), caller(ctx), progress, refusal(ctx.headers), consent_of(consent), McpHost(ctx)
             )
         except ArdError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None

@@ -13,6 +13,7 @@ handshake) is asked the old way every time; a kept answer that fails is forgotte
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -33,9 +34,11 @@ from ard_mcp.invocation.clients.bounds import Bounded, raise_named, strings_in, 
 from ard_mcp.invocation.clients.mcp_sessions import SessionPool
 from ard_mcp.invocation.clients.sse_endpoint import EndpointChecked, EndpointElsewhere
 from ard_mcp.net.httpx2_bridge import Httpx2Bridge
+from ard_mcp.packages.relay import HOST, Relay
 from ard_mcp.packages.runtime import PackageRuntime
 
 DISCOVERED_TTL = 60.0
+_RELAYS: dict[int, Relay] = {}  # each open session's link to its callers' hosts, by the id of its client
 _MAX_PAGES = 20  # tools/list pages followed: a server whose cursor never ends cannot hold a call
 _T = TypeVar("_T")
 # What the SDK answers for a stream that broke or a body it could not parse: no answer came back.
@@ -78,7 +81,9 @@ class McpAgentClient:
                     discovered = client.session.discover_result
                     if prior is None and discovered is not None and client.session.protocol_version is not None:
                         self._discovered[key] = (time.monotonic(), client.session.protocol_version, discovered)
-                    return await work(client)
+                    relay = _RELAYS.get(id(client))  # a package server's relay is its own (`packages.servers`)
+                    with relay.serving(HOST.get()) if relay is not None else contextlib.nullcontext():
+                        return await work(client)
         except Exception as exc:
             self._discovered.pop(key, None)
             if bounded.denied is not None and not isinstance(exc, ArdError):
@@ -165,7 +170,13 @@ async def _opened(target: Target, bounded: Bounded, prior: tuple[str, mcp_types.
         else:
             streams = streamable_http_client(target.url, http_client=await stack.enter_async_context(http_client(None, timeout)))
         known: dict[str, Any] = {"mode": prior[0], "prior_discover": prior[1]} if prior is not None else {}
-        yield await stack.enter_async_context(Client(streams, cache=None, client_info=info, **known))
+        relay = Relay()
+        client = await stack.enter_async_context(Client(streams, cache=None, client_info=info, **relay.client_options(), **known))
+        _RELAYS[id(client)] = relay
+        try:
+            yield client
+        finally:
+            del _RELAYS[id(client)]
 
 
 def _denied(status: int) -> AgentError:

@@ -1,0 +1,102 @@
+"""A faithful proxy (issue #45): what a server called through ard-mcp asks mid-call (sampling, elicitation, its
+roots) reaches the host of the call, as it would attached directly; where the host cannot take it (no such
+capability, no channel for a request mid-call, a REST caller) the server gets a clear error, never a hang.
+A real MCP server on loopback whose tools ask, the real registry, the SDK's client as the host."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import mcp_types
+import pytest
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+from pydantic import FileUrl
+
+from ard_mcp.config import Config
+from ard_mcp.invocation.policy import InvocationPolicy, Limits
+from ard_mcp.surfaces.auth import Principal, TokenStore
+from ard_mcp.surfaces.mcp_server import build_server
+from ard_mcp.surfaces.rest.settings import HttpSettings
+from ard_mcp.surfaces.services import Services
+from tests.agent_servers import mcp_agent, serving
+from tests.http_support import running
+
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+
+POLICY = InvocationPolicy(enabled=True, allow_private_networks=True, limits=Limits(connect=2.0, total=10.0))
+ASKING = "urn:air:weather.example:mcp:asking"
+
+
+@pytest.fixture(scope="module")
+def asking() -> Iterator[dict[str, Any]]:
+    with serving(lambda base: mcp_agent().streamable_http_app(streamable_http_path="/mcp")) as base:
+        yield {
+            "identifier": ASKING,
+            "displayName": "Asking weather",
+            "type": "application/mcp-server-card+json",
+            "description": "Forecasts, asking the person and the model along the way.",
+            "data": {"name": "asking", "remotes": [{"type": "streamable-http", "url": base + "/mcp"}]},
+        }
+
+
+async def _called(tmp_path: Path, entry: dict[str, Any], tools: list[str], **host: Any) -> list[Any]:
+    server = build_server(Config(tmp_path / "data"), warm=False, services=Services("http://registry.test", invocation=POLICY))
+    async with Client(server, **host) as client:
+        assert not (await client.call_tool("register_agent", {"entry": entry})).is_error
+        return [await client.call_tool("call_agent", {"identifier": ASKING, "tool": tool}) for tool in tools]
+
+
+def _result(called: Any) -> str:
+    assert not called.is_error, called.content
+    return str(json.loads(called.content[0].text)["result"]["result"])
+
+
+async def test_what_a_called_server_asks_reaches_the_host(tmp_path: Path, asking: dict[str, Any]) -> None:
+    asked: list[str] = []
+
+    async def elicit(context: ClientRequestContext, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        return mcp_types.ElicitResult(action="accept", content={"name": "Bergen"})
+
+    async def sample(context: ClientRequestContext, params: mcp_types.CreateMessageRequestParams) -> mcp_types.CreateMessageResult:
+        asked.append(str(params.messages[0].content))
+        return mcp_types.CreateMessageResult(role="assistant", content=mcp_types.TextContent(type="text", text="mild"), model="host")
+
+    async def roots(context: ClientRequestContext) -> mcp_types.ListRootsResult:
+        return mcp_types.ListRootsResult(roots=[mcp_types.Root(uri=FileUrl("file:///home/me/project"))])
+
+    host = {"mode": "legacy", "elicitation_callback": elicit, "sampling_callback": sample, "list_roots_callback": roots}
+    person, model, listed = await _called(tmp_path, asking, ["ask_the_person", "ask_the_model", "the_roots"], **host)
+    assert [_result(person), _result(model), _result(listed)] == ["Sunny in Bergen", "the model said: mild", "file:///home/me/project"]
+    assert asked[0] == "Which city?" and "Summarise the weather." in asked[1]
+
+
+@pytest.mark.parametrize(
+    ("host", "why"),
+    [
+        ({"mode": "legacy"}, "the host did not declare elicitation"),
+        (
+            {"elicitation_callback": lambda context, params: None},
+            "the host's protocol gives a server no channel for a request in the middle of a call",
+        ),  # 2026-07-28
+    ],
+)
+async def test_a_request_the_host_cannot_take_is_refused_saying_why(
+    tmp_path: Path, asking: dict[str, Any], host: dict[str, Any], why: str
+) -> None:
+    (refused,) = await _called(tmp_path, asking, ["ask_the_person"], **host)
+    assert refused.is_error and f"ard-mcp did not pass this on: {why}" in refused.content[0].text
+
+
+async def test_a_rest_caller_has_no_host_to_ask(tmp_path: Path, asking: dict[str, Any]) -> None:
+    token = "caller-token-0123456789abcdef"
+    settings = HttpSettings(tokens=TokenStore({token: Principal("caller", ("*",), invoke=True)}), invocation=POLICY)
+    async with running(tmp_path / "data", settings) as rest:
+        bearer = {"Authorization": f"Bearer {token}"}
+        assert (await rest.post("/agents", json=asking, headers=bearer)).status_code == 201
+        refused = await rest.post(f"/agents/{ASKING}/invoke", params={"operation": "ask_the_person"}, json={}, headers=bearer)
+    assert refused.status_code == 400 and "ard-mcp did not pass this on: the call it serves has no host to ask" in refused.text
