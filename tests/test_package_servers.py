@@ -154,3 +154,36 @@ async def test_over_http_only_what_the_operator_approved_runs(tmp_path: Path) ->
             ):
                 listed = answer(await mcp.call_tool("get_agent_tools", {"identifier": MEMORY["identifier"]}))
             assert "create_entities" in {t["name"] for t in listed["tools"]}
+
+
+def test_a_servers_environment_is_what_it_declares_with_the_operators_values(tmp_path: Path) -> None:
+    from ard_mcp.errors import InvalidArgument
+    from ard_mcp.packages.environment import PackageSecrets, server_environment
+    from ard_mcp.packages.specs import EnvVar, PackageSpec
+
+    secrets_file = tmp_path / "package-secrets"
+    secrets_file.write_text(
+        "# the operator's values\nAPI_KEY=shared value\nnpm:@acme/weather API_KEY=acme's = value\nREGION=eu\n", encoding="utf-8"
+    )
+    secrets = PackageSecrets.load(secrets_file)
+    declared = (
+        EnvVar("API_KEY", True, True, None, None),
+        EnvVar("REGION", False, False, None, "us"),
+        EnvVar("UNITS", False, False, None, "metric"),
+        EnvVar("HOME_TOKEN", False, True, None, None),
+    )
+    acme = PackageSpec("npm", "@acme/weather", "1.0.0", None, (), (), declared)
+    other = PackageSpec("npm", "@other/weather", "1.0.0", None, (), (), declared)
+    environ = {"HOME_TOKEN": "from ard-mcp's environment", "GITHUB_TOKEN": "never passed: not declared"}
+    assert server_environment(acme, secrets, environ) == {
+        "API_KEY": "acme's = value",  # the package's own line first
+        "REGION": "eu",
+        "UNITS": "metric",
+        "HOME_TOKEN": "from ard-mcp's environment",
+    }
+    assert server_environment(other, secrets, {})["API_KEY"] == "shared value"
+    with pytest.raises(InvalidArgument, match=r"npm:@acme/weather@1.0.0 needs API_KEY \(a secret\).*'npm:@acme/weather API_KEY=\.\.\.'"):
+        server_environment(acme, PackageSecrets(), {})
+    secrets_file.write_text("npm:@acme/weather no equals sign\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="line 1: expected 'NAME=value'"):
+        PackageSecrets.load(secrets_file)
