@@ -63,6 +63,7 @@ class _Running:
     closing: anyio.Event = field(default_factory=anyio.Event)
     client: Client | None = None
     exited: anyio.Event | None = None  # set when its output ended: it exited or crashed
+    transport: BoundedStdio | None = None
     ended: str | None = None  # why it stopped, once it has
     users: int = 0
     last_used: float = field(default_factory=time.monotonic)
@@ -134,7 +135,7 @@ class PackageServers:
             yield running.client
         except Exception as exc:
             if running.exited is not None and running.exited.is_set() and not isinstance(exc, AgentUnreachable):
-                raise AgentUnreachable(f"the package server {start.key} exited{_said(running)}") from exc
+                raise AgentUnreachable(f"the package server {start.key} {_how_it_ended(running)}") from exc
             raise
         finally:
             running.users -= 1
@@ -169,11 +170,11 @@ class PackageServers:
                 transport = BoundedStdio(argv, environment, running.stderr, max_message_bytes)
                 async with Client(transport, client_info=mcp_types.Implementation(name="ard-mcp", version=__version__)) as client:
                     scope.deadline = math.inf
-                    running.client, running.exited = client, transport.ended
+                    running.client, running.exited, running.transport = client, transport.ended, transport
                     running.ready.set()
                     await self._held(running, transport.ended)
                     if transport.ended.is_set():
-                        running.ended = "it exited" + _said(running)
+                        running.ended = "it " + _how_it_ended(running)
             if running.client is None:
                 running.ended = f"it did not answer within {open_within:g} s" + _said(running)
         except (PermissionDenied, AgentTimeout) as exc:
@@ -203,6 +204,14 @@ class PackageServers:
 async def _close_on(exited: anyio.Event, closing: anyio.Event) -> None:
     await exited.wait()
     closing.set()
+
+
+def _how_it_ended(running: _Running) -> str:
+    """ "exited" with the tail of its stderr, or why the transport stopped it. A server stopped for a message over
+    the limit looks to the waiting call like one that exited (its output closed); saying only "exited" would send
+    the operator to an empty stderr for a crash that never happened."""
+    too_large = running.transport.too_large if running.transport is not None else None
+    return f"was stopped: {too_large}" if too_large else "exited" + _said(running)
 
 
 def _said(running: _Running) -> str:

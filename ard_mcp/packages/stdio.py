@@ -59,6 +59,9 @@ class BoundedStdio:
 
     def __init__(self, argv: Sequence[str], env: Mapping[str, str], stderr: Path, max_message_bytes: int, cwd: Path | None = None) -> None:
         self.ended = anyio.Event()
+        # Why it was stopped, when this transport stopped it: the SDK's session drops an exception read from the
+        # stream, so the call waiting on the server sees only a closed connection and would report a plain exit.
+        self.too_large: str | None = None
         self._opened = self._run(argv, env, stderr, max_message_bytes, cwd)
 
     async def __aenter__(self) -> TransportStreams:
@@ -88,11 +91,11 @@ class BoundedStdio:
                             if line.strip():
                                 await read_writer.send(_parsed(line))
                         if len(buffer) > max_message_bytes:
+                            self.too_large = f"the server sent a message over the limit of {max_message_bytes} bytes"
                             self.ended.set()
-                            too_large = f"the server sent a message over the limit of {max_message_bytes} bytes"
-                            await read_writer.send(MessageTooLarge(too_large))
-                            with contextlib.suppress(ProcessLookupError):
+                            with contextlib.suppress(ProcessLookupError):  # first: the send below waits for the session
                                 process.kill()
+                            await read_writer.send(MessageTooLarge(self.too_large))
                             return
                 self.ended.set()
 
