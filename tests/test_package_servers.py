@@ -174,13 +174,15 @@ def test_a_servers_environment_is_what_it_declares_with_the_operators_values(tmp
     )
     acme = PackageSpec("npm", "@acme/weather", "1.0.0", None, (), (), declared)
     other = PackageSpec("npm", "@other/weather", "1.0.0", None, (), (), declared)
-    environ = {"HOME_TOKEN": "from ard-mcp's environment", "GITHUB_TOKEN": "never passed: not declared"}
+    environ = {"ARD_MCP_PACKAGE_HOME_TOKEN": "set for packages", "REGION": "never: not named for packages", "GITHUB_TOKEN": "never"}
     assert server_environment(acme, secrets, environ) == {
         "API_KEY": "acme's = value",  # the package's own line first
         "REGION": "eu",
         "UNITS": "metric",
-        "HOME_TOKEN": "from ard-mcp's environment",
+        "HOME_TOKEN": "set for packages",
     }
+    held = {"ARD_MCP_PACKAGE_API_KEY": "k", "REGION": "a value ard-mcp holds for itself"}
+    assert server_environment(other, PackageSecrets(), held)["REGION"] == "us"  # the default, never ard-mcp's plain REGION
     assert server_environment(other, secrets, {})["API_KEY"] == "shared value"
     with pytest.raises(InvalidArgument, match=r"npm:@acme/weather@1.0.0 needs API_KEY \(a secret\).*'npm:@acme/weather API_KEY=\.\.\.'"):
         server_environment(acme, PackageSecrets(), {})

@@ -5,7 +5,9 @@ it gets the variables its package description declares and nothing else (the san
 their values never come from the person through the host: the MCP spec forbids asking for secrets in a form,
 and a value typed into a host goes through a model. So a value comes from the operator's package secrets
 file (`--package-secrets FILE`: `NAME=value`, or `registry:name NAME=value` for one package alone, the most
-specific first), else from ard-mcp's own environment, else the declared default. A required variable with
+specific first), else from ard-mcp's own environment under `ARD_MCP_PACKAGE_<NAME>`, else the declared
+default. Never from ard-mcp's environment under the plain name: an entry anyone can register may declare
+`AWS_SECRET_ACCESS_KEY`, and the operator's own would then be handed to its code. A required variable with
 none of these is an error naming it and where to put it, before anything starts.
 """
 
@@ -18,6 +20,8 @@ from pathlib import Path
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.packages.specs import PackageSpec
 from ard_mcp.secret_files import read_secrets
+
+ENVIRON_PREFIX = "ARD_MCP_PACKAGE_"  # a declared NAME's value in ard-mcp's environment: ARD_MCP_PACKAGE_NAME, set for packages
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,8 @@ def server_environment(spec: PackageSpec, secrets: PackageSecrets, environ: Mapp
     """The variables `spec` declares, with the operator's values; InvalidArgument naming a required one that has none."""
     found: dict[str, str] = {}
     for variable in spec.environment:
-        value = secrets.values.get((_package(spec), variable.name), secrets.values.get(("", variable.name), environ.get(variable.name)))
+        found_in_environ = environ.get(ENVIRON_PREFIX + variable.name)
+        value = secrets.values.get((_package(spec), variable.name), secrets.values.get(("", variable.name), found_in_environ))
         if value is None:
             value = variable.default
         if value is not None:
@@ -59,6 +64,7 @@ def server_environment(spec: PackageSpec, secrets: PackageSecrets, environ: Mapp
             raise InvalidArgument(
                 f"{spec.key()} needs {variable.name}{' (a secret)' if variable.secret else ''}"
                 f"{': ' + variable.description if variable.description else ''}; the operator puts "
-                f"'{_package(spec)} {variable.name}=...' in {secrets.source} or sets {variable.name} in ard-mcp's environment"
+                f"'{_package(spec)} {variable.name}=...' in {secrets.source} or sets {ENVIRON_PREFIX}{variable.name} in ard-mcp's "
+                "environment"
             )
     return found

@@ -39,7 +39,7 @@ class Consent:
 class PackageRuntime:
     def __init__(self, data_dir: Path, policy: PackagePolicy, group: TaskGroup | None, environ: dict[str, str]) -> None:
         """`group`: the serving registry's background task group, where running servers are held (without one,
-        as in a one-shot command, nothing is started); `environ`: ard-mcp's own environment, a source of values."""
+        as in a one-shot command, nothing is started); `environ`: ard-mcp's own environment, a source of values (`environment`)."""
         root = data_dir / "packages"
         self.policy = policy
         self.approvals = Approvals(root)

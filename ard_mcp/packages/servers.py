@@ -34,6 +34,7 @@ from ard_mcp import __version__
 from ard_mcp.errors import AgentTimeout, AgentUnreachable, PermissionDenied
 from ard_mcp.packages.consent import Approvals
 from ard_mcp.packages.install import Installed
+from ard_mcp.packages.relay import HOST, Relay
 from ard_mcp.packages.sandbox import Confinement, Launch, SandboxUnavailable, sandboxed, unsandboxed
 from ard_mcp.packages.stdio import BoundedStdio, MessageTooLarge, stderr_tail
 
@@ -61,6 +62,7 @@ class _Running:
     state_dir: Path
     ready: anyio.Event = field(default_factory=anyio.Event)
     closing: anyio.Event = field(default_factory=anyio.Event)
+    relay: Relay = field(default_factory=Relay)  # what it asks mid-call, passed to the host of the call it serves
     client: Client | None = None
     exited: anyio.Event | None = None  # set when its output ended: it exited or crashed
     transport: BoundedStdio | None = None
@@ -132,7 +134,8 @@ class PackageServers:
             await running.ready.wait()
             if running.client is None:
                 raise AgentUnreachable(f"the package server {start.key} did not start: {running.ended}")
-            yield running.client
+            with running.relay.serving(HOST.get()):
+                yield running.client
         except Exception as exc:
             if running.exited is not None and running.exited.is_set() and not isinstance(exc, AgentUnreachable):
                 raise AgentUnreachable(f"the package server {start.key} {_how_it_ended(running)}") from exc
@@ -168,7 +171,8 @@ class PackageServers:
             environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **dict(start.environment)}
             with anyio.CancelScope(deadline=anyio.current_time() + open_within) as scope:
                 transport = BoundedStdio(argv, environment, running.stderr, max_message_bytes)
-                async with Client(transport, client_info=mcp_types.Implementation(name="ard-mcp", version=__version__)) as client:
+                info = mcp_types.Implementation(name="ard-mcp", version=__version__)
+                async with Client(transport, client_info=info, **running.relay.client_options()) as client:
                     scope.deadline = math.inf
                     running.client, running.exited, running.transport = client, transport.ended, transport
                     running.ready.set()

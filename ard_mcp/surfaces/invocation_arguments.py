@@ -104,7 +104,7 @@ def package_options(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=Path(p) if (p := env("PACKAGE_SECRETS")) else None,
         help="values of the environment variables package servers declare, 'NAME=value' or 'registry:name NAME=value' a line; "
-        "else ard-mcp's own environment (ARD_MCP_PACKAGE_SECRETS)",
+        "else ard-mcp's own environment as ARD_MCP_PACKAGE_<NAME> (ARD_MCP_PACKAGE_SECRETS)",
     )
     parser.add_argument(
         "--package-memory",
