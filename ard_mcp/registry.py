@@ -9,14 +9,16 @@ however large its index is), and answers every read through one method per conce
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from functools import cached_property
+from pathlib import Path
 from typing import IO, Any
 
-from ard_mcp.config import Config, bundled_model_dir
+from ard_mcp.config import Config, default_model_dir, shipped_model_named
 from ard_mcp.errors import InvalidArgument, ModelMismatch, NotFound
 from ard_mcp.formats.catalog import CatalogEntry
 from ard_mcp.formats.entry_facts import SOURCE_ID_KEY, TRUST_FIELDS
@@ -42,6 +44,7 @@ from ard_mcp.search.selection import Selection, narrowed, ranked_page, unranked_
 from ard_mcp.search.tuning import DEFAULT_TUNING, Tuning, fitted_tuning
 from ard_mcp.search.visibility import ANONYMOUS, Viewer, hidden_agents, visible
 
+log = logging.getLogger(__name__)
 MAX_FACETS = 20  # per explore request: 400 facets over a 100,000-tag entry once took 140 s
 
 
@@ -51,6 +54,30 @@ def _tuning(spec: ModelSpec, demoted_trust: tuple[str, ...]) -> Tuning:
         return fitted_tuning(dataclasses.replace(DEFAULT_TUNING, demoted_trust=demoted_trust), spec.ranking)
     except ValueError as exc:
         raise ModelMismatch(f"{spec.directory / 'model.json'}: {exc}") from None
+
+
+_said_kept: set[str] = set()  # the data directories whose kept model was named in the log (once per process)
+
+
+def _model_dir(config: Config, stored_model: str | None, rebuilding: bool) -> Path:
+    """The model to open the index with: the one named; else, for an index another shipped model built (the
+    default before an upgrade), that one, said once, until `ard-mcp reindex` rebuilds it with the default;
+    else the default. An upgrade never turns a working data directory into an error."""
+    if config.model_dir is not None:
+        return config.model_dir
+    default = default_model_dir()
+    kept = shipped_model_named(stored_model) if stored_model is not None and not rebuilding else None
+    if kept is None or kept.resolve() == default.resolve():
+        return default
+    if str(config.data_dir) not in _said_kept:
+        _said_kept.add(str(config.data_dir))
+        log.warning(
+            "the index in %s was built with %s, which it keeps; `ard-mcp reindex` rebuilds it with the default model, %s",
+            config.data_dir,
+            stored_model,
+            ModelSpec.load(default).id,
+        )
+    return kept
 
 
 class Registry:
@@ -64,21 +91,24 @@ class Registry:
         self._warm_lock = threading.Lock()
         self._expiry = ExpiryClock()
         try:
-            self.model_spec = ModelSpec.load(config.model_dir or bundled_model_dir())
-            self.tuning = _tuning(self.model_spec, config.demote_trust)
-            self.reranker: Reranker | None = load_reranker(config.rerank_dir) if config.rerank_dir else None
             self.store = open_store(config)
         except BaseException:
             datadir.release(self._lock_file)
             raise
-        stored_model = self.store.meta("model_id")
-        if stored_model is not None and stored_model != self.model_spec.id and not rebuilding:
+        try:
+            stored_model = self.store.meta("model_id")
+            self.model_spec = ModelSpec.load(_model_dir(config, stored_model, rebuilding))
+            self.tuning = _tuning(self.model_spec, config.demote_trust)
+            self.reranker: Reranker | None = load_reranker(config.rerank_dir) if config.rerank_dir else None
+            if stored_model is not None and stored_model != self.model_spec.id and not rebuilding:
+                raise ModelMismatch(
+                    f"the index in {self.store!r} was built with model {stored_model!r}, not {self.model_spec.id!r}; "
+                    f"run `ard-mcp reindex` with the new model to rebuild it"
+                )
+        except BaseException:
             self.store.close()
             datadir.release(self._lock_file)
-            raise ModelMismatch(
-                f"the index in {self.store!r} was built with model {stored_model!r}, not {self.model_spec.id!r}; "
-                f"run `ard-mcp reindex` with the new model to rebuild it"
-            )
+            raise
 
     def close(self) -> None:
         """Release the data directory; safe to call more than once."""

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ard_mcp.config import Config, bundled_model_dir
+from ard_mcp.config import Config, bundled_model_dir, default_model_dir
 from ard_mcp.errors import DataDirInUse, InvalidArgument, ModelMismatch
 from ard_mcp.formats.manifests import manifest_entries
 from ard_mcp.registry import Registry
@@ -177,7 +177,7 @@ def test_a_second_registry_on_the_same_directory_is_refused(registry: Registry, 
 
 def _model_copy(tmp_path: Path, **changes: Any) -> Path:
     target = tmp_path / "model"
-    shutil.copytree(bundled_model_dir(), target)
+    shutil.copytree(default_model_dir(), target)
     spec = json.loads((target / "model.json").read_text())
     spec.update(changes)
     (target / "model.json").write_text(json.dumps(spec))
@@ -203,10 +203,9 @@ def test_an_index_built_with_another_model_is_refused(loaded: Registry, data_dir
 
 
 def test_model_files_are_checked_against_their_sha256(tmp_path: Path) -> None:
-    from ard_mcp.config import bundled_model_dir
     from ard_mcp.index.embedding import Embedder, ModelSpec
 
-    real = ModelSpec.load(bundled_model_dir()).sha256["model.onnx"]
+    real = ModelSpec.load(default_model_dir()).sha256["model.onnx"]
     bad = _model_copy(tmp_path, files={"model.onnx": "0" * 64, "tokenizer.json": "0" * 64})
     with pytest.raises(ModelMismatch, match=f"model.onnx has sha256 {real}, but model.json names 0{{64}}"):
         Embedder(ModelSpec.load(bad))
@@ -326,12 +325,11 @@ def test_a_query_is_confident_if_its_confidence_reaches_the_cutoff_and_lists_dow
     from dataclasses import replace
 
     from ard_mcp.search.ranking import Ranker, confidence, confidence_features
-    from ard_mcp.search.tuning import DEFAULT_TUNING
 
     text = "weather forecast for Oslo tomorrow"
 
     def ranked(cutoff: int, floor: int, tentative: int = 5) -> tuple[list[int], bool]:
-        tuning = replace(DEFAULT_TUNING, cutoff=cutoff, floor=floor, tentative=tentative)
+        tuning = replace(loaded.tuning, cutoff=cutoff, floor=floor, tentative=tentative)
         ranking = Ranker(loaded.store, loaded.vectors, loaded.embedder, tuning).rank(text, None)
         return [hit.score for hit in ranking.hits], ranking.confident
 
@@ -340,7 +338,7 @@ def test_a_query_is_confident_if_its_confidence_reaches_the_cutoff_and_lists_dow
     best, middle = everything[0], everything[len(everything) // 2]
     found = loaded.ranker.candidates(text, None)
     assert found is not None
-    sure = confidence(DEFAULT_TUNING, confidence_features(loaded.ranker.relevance(found.signals), found.signals, found.flagged))
+    sure = confidence(loaded.tuning, confidence_features(loaded.ranker.relevance(found.signals), found.signals, found.flagged))
     assert 0 < sure < 100
     # the confidence misses the cutoff: not confident, and the closest few (or all down to the floor, if more) are listed
     assert ranked(sure + 1, 101, tentative=2) == (everything[:2], False)
@@ -470,8 +468,10 @@ def test_the_index_opens_after_the_model_directory_it_was_built_with_moved(tmp_p
         reopened.close()
 
 
-def test_the_bundled_model_is_recorded_without_a_path(loaded: Registry) -> None:
-    assert loaded.vectors._collection.configuration["embedding_function"].get_config() == {"model_dir": None}  # noqa: SLF001
+def test_a_shipped_model_is_recorded_by_its_name_not_a_path(loaded: Registry) -> None:
+    function = loaded.vectors._collection.configuration["embedding_function"]  # noqa: SLF001
+    assert function.get_config() == {"model_dir": "tools"}
+    assert list(function(["merge two pdf files"])[0]) == list(loaded.embedder.embed(["merge two pdf files"])[0])
 
 
 def test_vectors_of_agents_the_store_does_not_have_are_ignored(loaded: Registry) -> None:

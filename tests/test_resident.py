@@ -150,7 +150,7 @@ def test_a_copy_of_a_migrated_layout_1_store_answers_as_the_store_does(tmp_path:
 def test_search_ranks_the_same_from_the_copy_and_from_the_store(loaded: Registry) -> None:
     loaded.warm_up()
     assert loaded.resident.loaded
-    direct = Ranker(loaded.store, loaded.vectors, loaded.embedder)
+    direct = Ranker(loaded.store, loaded.vectors, loaded.embedder, loaded.tuning)
     for query in ("merge two pdf files", "weather forecast for Oslo, then translate it to French", "send an invoice"):
         mine = [(h.agent_id, h.relevance) for h in loaded.ranker.rank(query, None)]
         theirs = [(h.agent_id, h.relevance) for h in direct.rank(query, None)]

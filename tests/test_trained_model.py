@@ -1,13 +1,17 @@
-"""The encoder trained for tool retrieval ships beside the bundled model as an option (`--model-dir tools`):
-chosen by name, checked like any model directory, ranked with its own fitted parameters."""
+"""The encoder trained for tool retrieval is the default (`models/tools`), the general-purpose model it started
+from still selectable by name (`--model-dir minilm`): each checked like any model directory, ranked with its
+own fitted parameters; a data directory indexed with the general model keeps it, said once, until `ard-mcp
+reindex` rebuilds it with the default."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from ard_mcp.config import Config, bundled_model_dir
+from ard_mcp.config import Config, bundled_model_dir, default_model_dir
 from ard_mcp.index.embedding import ModelSpec
 from ard_mcp.registry import Registry
 from ard_mcp.search.tuning import DEFAULT_TUNING
@@ -15,14 +19,15 @@ from ard_mcp.surfaces.arguments import model_dir
 from tests.conftest import INVOICES, PDF, REPO, SAMPLE, TRANSLATE, WEATHER, results
 
 
-def test_the_trained_model_is_chosen_by_name_and_ranks_with_its_own_parameters(tmp_path: Path) -> None:
+def test_the_trained_model_is_the_default_and_ranks_with_its_own_parameters(tmp_path: Path) -> None:
     chosen = model_dir("tools")
-    assert chosen == bundled_model_dir() / "tools" == REPO / "models" / "tools"
+    assert chosen == default_model_dir() == bundled_model_dir() / "tools" == REPO / "models" / "tools"
+    assert model_dir("minilm") == bundled_model_dir() == REPO / "models"
     spec = ModelSpec.load(chosen)
     assert spec.id != ModelSpec.load(bundled_model_dir()).id and spec.dimension == 384
-    registry = Registry(Config(data_dir=tmp_path / "data", model_dir=chosen))
+    registry = Registry(Config(data_dir=tmp_path / "data"))
     try:
-        assert registry.tuning.weights != DEFAULT_TUNING.weights  # fitted to this model's similarities
+        assert registry.model_spec.id == spec.id and registry.tuning.weights != DEFAULT_TUNING.weights  # fitted to its similarities
         report = registry.indexer.register_many((f"entries[{i}]", e) for i, e in enumerate(SAMPLE))
         assert report.added == len(SAMPLE) and not report.rejected
         for task, wanted in (
@@ -44,3 +49,30 @@ def test_a_directory_or_a_path_is_never_taken_for_a_shipped_model(tmp_path: Path
     assert model_dir("./tools") == Path("tools")
     assert model_dir("no-such-model") == Path("no-such-model")  # refused later, when the registry opens it
     assert model_dir("models/tools") == Path("models/tools")
+
+
+def test_a_data_directory_indexed_with_the_general_model_keeps_it_until_reindexed(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    data = tmp_path / "data"
+    general = ModelSpec.load(bundled_model_dir()).id
+    old = Registry(Config(data, model_dir=model_dir("minilm")))  # as the default before this release
+    try:
+        old.indexer.register_many((f"entries[{i}]", e) for i, e in enumerate(SAMPLE))
+    finally:
+        old.close()
+    for _ in range(2):
+        upgraded = Registry(Config(data))  # the new default named nowhere: the index keeps its model
+        try:
+            assert upgraded.model_spec.id == general
+            assert results(upgraded, "will it rain in Lisbon tomorrow")[0].identifier == WEATHER["identifier"]
+        finally:
+            upgraded.close()
+    said = [r.getMessage() for r in caplog.records if "keeps" in r.getMessage()]
+    assert len(said) == 1 and general in said[0] and "ard-mcp reindex" in said[0]  # once, naming what to run
+    run = subprocess.run([sys.executable, "-m", "ard_mcp", "reindex", "--data-dir", str(data)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    rebuilt = Registry(Config(data))
+    try:
+        assert rebuilt.model_spec.id == ModelSpec.load(default_model_dir()).id != general
+        assert results(rebuilt, "will it rain in Lisbon tomorrow")[0].identifier == WEATHER["identifier"]
+    finally:
+        rebuilt.close()

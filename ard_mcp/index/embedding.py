@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ard_mcp.config import bundled_model_dir
+from ard_mcp.config import bundled_model_dir, shipped_model_dir
 from ard_mcp.errors import ModelMismatch
 
 log = logging.getLogger(__name__)
@@ -248,12 +248,14 @@ def chroma_embedding_function() -> type:
         Chroma's default function (which downloads a model and fails offline)."""
 
         def __init__(self, model_dir: str | None = None) -> None:
-            """`None` is the bundled model. Nothing loads here: Chroma builds this from the stored config
-            on every open, and the index must still open after its model directory moved."""
+            """`None` is the general bundled model, a bare name another shipped one. Nothing loads here: Chroma
+            builds this from the stored config on every open, and the index must still open after its model
+            directory moved."""
             self._model_dir = model_dir
 
         def __call__(self, input: Documents) -> Embeddings:
-            return list(load_embedder(Path(self._model_dir) if self._model_dir else None).embed(list(input)))
+            named = shipped_model_dir(self._model_dir) if self._model_dir and "/" not in self._model_dir else None
+            return list(load_embedder(named or (Path(self._model_dir) if self._model_dir else None)).embed(list(input)))
 
         @staticmethod
         def name() -> str:

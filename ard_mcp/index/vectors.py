@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from ard_mcp.config import bundled_model_dir
+from ard_mcp.config import DEFAULT_MODEL, bundled_model_dir, shipped_model_dir
 from ard_mcp.errors import InvalidArgument, ModelMismatch, VectorIndexUnavailable
 from ard_mcp.index.embedding import Embedder, chroma_embedding_function
 from ard_mcp.index.rwlock import ReadWriteLock
@@ -65,11 +65,15 @@ def _client(path: Path, url: str | None) -> Any:
 
 
 def _recorded_model_dir(embedder: Embedder) -> str | None:
-    """What the collection's stored config names as its model: nothing for the bundled model, so a
-    reinstalled or moved package still opens the index it built."""
+    """What the collection's stored config names as its model: nothing for the general bundled model, the
+    name of another shipped one (`tools`), so a reinstalled or moved package still opens the index it built;
+    the path of any other."""
     directory = embedder.spec.directory.resolve()
     try:
-        return None if directory == bundled_model_dir().resolve() else str(directory)
+        if directory == bundled_model_dir().resolve():
+            return None
+        named = shipped_model_dir(DEFAULT_MODEL)
+        return DEFAULT_MODEL if named is not None and directory == named.resolve() else str(directory)
     except ModelMismatch:  # a custom model in an install without the bundled one
         return str(directory)
 

@@ -18,8 +18,8 @@ the scores a page shows keep their meaning.
 An entry whose text is aimed at a model (`ard_mcp.formats.untrusted`: instruction overrides, chat-template
 syntax, hidden prompts, keyword stuffing) is flagged by the registry when it is stored
 (`filter_values.UNTRUSTED_FIELD`) and its relevance is multiplied by `Tuning.untrusted_demotion` after the
-signals are fused, which puts it under the floor: the registry never vouches for it (a confident answer
-does not list it, and it cannot make a query confident); a low-confidence answer may still show it among
+signals are fused, which ranks it under its rivals; the registry never vouches for it (a confident answer
+does not list it, whatever the floor, and it cannot make a query confident); a low-confidence answer may still show it among
 the closest candidates, below every unflagged one scoring more, with the warning in its evidence. The
 scores of unflagged entries do not change. Nothing else about the ranking reads an entry: the tuning, the
 weights, the filters and the page come from the code and the caller, never from entry text or metadata.
@@ -242,10 +242,13 @@ class Ranker:
         scores = np.round(relevance * 100)
         order = np.lexsort((found.agent_ids, -relevance))
         confident = confidence(self.tuning, confidence_features(relevance, found.signals, found.flagged)) >= self.tuning.cutoff
-        keep = int(np.count_nonzero(scores >= self.tuning.floor))
-        if not confident:
-            keep = max(keep, self.tuning.tentative)
-        hits = [Hit(int(found.agent_ids[i]), float(relevance[i])) for i in order[:keep]]
+        vouched = scores >= self.tuning.floor
+        if found.flagged is not None and self.tuning.untrusted_demotion < 1.0:  # 1.0: the demotion turned off
+            vouched &= ~found.flagged  # never listed as a fit, whatever a model's fitted floor (see `Tuning.untrusted_demotion`)
+        listed = [i for i in order if vouched[i]]
+        if not confident and len(listed) < self.tuning.tentative:
+            listed = list(order[: self.tuning.tentative])  # the closest few, a flagged one among them where it is that close
+        hits = [Hit(int(found.agent_ids[i]), float(relevance[i])) for i in listed]
         return Ranking(hits, found, self, confident)
 
     def _evidence(self, found: Candidates, agent_id: int) -> tuple[int, np.ndarray]:

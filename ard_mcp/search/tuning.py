@@ -57,10 +57,11 @@ class Tuning:
     floor: int = 10  # a confident answer lists candidates down to this score; docs/search-quality.md has the trade-off
     tentative: int = 5  # below the cutoff a query still gets at least this many closest candidates, marked low-confidence
     evidence_examples: int = 3
-    # A flagged entry's relevance is multiplied by this (1.0 turns the demotion off). At 0.09 its score is at most 9, under
-    # the floor (10): a confident answer never lists it (so its text reaches a host model only among the closest candidates of a
-    # low-confidence answer, after every unflagged candidate scoring more, with the warning in its evidence), and it can never
-    # make a query confident. `bench/injection.py`: a keyword-stuffed entry with an injected instruction is in the top 3 /
+    # A flagged entry's relevance is multiplied by this (1.0 turns the demotion off). At 0.09 its score is at most 9. A
+    # confident answer never lists it, whatever the floor (`Ranker.select` leaves it out: a model's own fitted floor may be
+    # lower, the trained one's is 5), so its text reaches a host model only among the closest candidates of a low-confidence
+    # answer, after every unflagged candidate scoring more, with the warning in its evidence; and it can never make a query
+    # confident. `bench/injection.py`: a keyword-stuffed entry with an injected instruction is in the top 3 /
     # top 10 of 4 / 28 of 60 unrelated dev queries undemoted (17 / 37 before the lexical budgets), 0 / 0 at 0.09. (Under an
     # earlier, steeper calibration: 1 / 18 at 0.84, 0 / 3 at 0.5, 0 / 0 at 0.25 and below.) Real entries flagged: none of 6,263.
     untrusted_demotion: float = 0.09

@@ -20,8 +20,8 @@ TRANSPORTS = ("stdio", "sse", "streamable-http")
 
 
 def model_dir(value: str) -> Path:
-    """A model directory, or the name of a model shipped beside the bundled one (`tools`): a bare name that is
-    not a directory here."""
+    """A model directory, or the name of a shipped model (`tools`, `minilm`): a bare name that is not a
+    directory here."""
     path = Path(value)
     if path.is_dir() or value != path.name:  # a path ("./tools", "models/tools"), not a bare name
         return path
@@ -39,8 +39,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--model-dir",
         type=model_dir,
         default=model_dir(m) if (m := env("MODEL_DIR")) else None,
-        help="embedding model directory with model.json, or `tools` for the shipped encoder trained for tool retrieval "
-        "(ARD_MCP_MODEL_DIR; default: the bundled model)",
+        help="embedding model directory with model.json, or a shipped model by name: `tools` (the default, the encoder trained "
+        "for tool retrieval) or `minilm` (the general-purpose model it started from) (ARD_MCP_MODEL_DIR)",
     )
     parser.add_argument(
         "--chroma-url",
