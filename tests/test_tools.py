@@ -10,6 +10,7 @@ import pytest
 from mcp import Client
 
 from ard_mcp.config import Config
+from ard_mcp.formats.messages import HIGH_SCORE, MEDIUM_SCORE, fit_of
 from ard_mcp.surfaces.mcp_server import build_server
 from tests.conftest import INVOICES, PDF, SAMPLE, WEATHER, entry
 
@@ -70,12 +71,13 @@ async def test_search_returns_brief_results_as_compact_text(server: Any) -> None
         text = result.content[0].text  # type: ignore[union-attr]
         assert json.loads(text) == found and "\n" not in text and "  " not in text
         top = found["results"][0]
-        assert set(top) == {"identifier", "displayName", "description", "score", "match", "trust"}
+        assert set(top) == {"identifier", "displayName", "description", "score", "fit", "match", "trust"}
         assert top["trust"] == "self-asserted"  # WEATHER has no trust manifest
         assert top["identifier"] == WEATHER["identifier"] and top["displayName"] == WEATHER["displayName"]
         assert top["match"].startswith("tool: get forecast") and len(top["match"]) <= 80
         assert len(top["description"]) <= 100 and WEATHER["description"].startswith(top["description"].rstrip("…"))
         assert found["confidence"] == "high" and found["totalResults"] >= 1
+        assert [r["fit"] for r in found["results"]] == [fit_of(r["score"], True) for r in found["results"]]  # each its own
         assert await call(client, "get_agent", identifier=top["identifier"]) == WEATHER
 
 
@@ -95,6 +97,7 @@ async def test_search_at_full_detail_returns_spec_entries_with_evidence(server: 
     assert set(evidence["scoreComponents"]) == {"example", "secondExample", "context", "allExamples", "lexical", "tag"}
     assert evidence["freshness"]["metadataUpdatedAt"] == WEATHER["updatedAt"]
     assert evidence["confidence"] == "high" and found["confidence"] == "high"
+    assert evidence["fit"] == fit_of(top["score"], True)
     assert found["totalResults"] >= 1
 
 
@@ -110,6 +113,7 @@ async def test_query_nothing_fits_gets_the_closest_marked_low_confidence(server:
     scores = [r["score"] for r in found["results"]]
     assert scores == sorted(scores, reverse=True)
     assert all(r["evidence"]["confidence"] == "low" for r in full["results"])
+    assert all(r["fit"] != "high" for r in found["results"])  # no row more certain than the page it is on
     assert all(not facet["buckets"] for facet in facets["facets"].values())  # facets count only what the ranking vouches for
 
 
@@ -258,3 +262,15 @@ async def test_explore_counts_the_whole_matched_set(server: Any) -> None:
         publishers = {b["value"] for b in narrowed["facets"]["publisher"]["buckets"]}
         assert "github.com" in publishers and "example.com" not in publishers
         assert "'colour'" in await error(client, "explore_facets", facets=[{"field": "colour"}])
+
+
+def test_a_results_fit_is_the_band_of_its_own_score_never_above_its_page() -> None:
+    assert [fit_of(s, True) for s in (100, HIGH_SCORE, HIGH_SCORE - 1, MEDIUM_SCORE, MEDIUM_SCORE - 1, 0)] == [
+        "high",
+        "high",
+        "medium",
+        "medium",
+        "low",
+        "low",
+    ]
+    assert fit_of(97, False) == "medium" and fit_of(19, True) == "low"  # a 19 is never shown as a confident fit

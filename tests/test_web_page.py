@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 import pytest
 
+from ard_mcp.formats.messages import fit_of
 from tests.agent_servers import aidip_agent
 from tests.agent_servers import serving as agent_serving
 from tests.conftest import WEATHER
@@ -141,7 +142,7 @@ def test_a_task_typed_in_the_box_finds_the_agent_and_shows_why(tab: Tab, shots: 
     assert first.locator("h3").inner_text() == WEATHER["displayName"]
     score = int(first.locator("meter").get_attribute("value") or -1)
     assert 0 < score <= 100 and first.locator(".score .number").inner_text() == str(score)
-    assert first.locator(".confidence").inner_text() in ("high confidence", "low confidence")
+    assert first.locator(".fit").inner_text() == {"high": "likely fits", "medium": "may fit", "low": "unlikely fit"}[fit_of(score, True)]
     assert first.locator(".badge").inner_text() == "self-asserted" and "example.com" in first.locator(".publisher").inner_text()
     assert first.locator(".type").inner_text() == MCP
     marked = {m.lower() for m in first.locator("mark").all_inner_texts()}

@@ -66,6 +66,20 @@ CONFIDENCE = (
     "wording the results cover) reached its cutoff; low: it did not, and the results are only the closest entries "
     "(check them before use: often none of them fits)."
 )
+Fit = Literal["high", "medium", "low"]
+FIT = (
+    "How likely this result fits the task, from its own score: high (70 and over), medium (40-69), low (under 40: "
+    "check it before use). Never high on a page whose confidence is low."
+)
+HIGH_SCORE, MEDIUM_SCORE = 70, 40  # the bands a score falls in (the web page's meter marks the same two)
+
+
+def fit_of(score: int, page_confident: bool) -> Fit:
+    """The band of one result's score; capped at medium where the registry does not vouch for the page, so no
+    row looks more certain than its score or than the page it is on."""
+    if score >= HIGH_SCORE and page_confident:
+        return "high"
+    return "medium" if score >= MEDIUM_SCORE else "low"
 
 
 class Evidence(WireModel):
@@ -76,7 +90,8 @@ class Evidence(WireModel):
     matchedWords: list[str]
     scoreComponents: ScoreComponents
     freshness: Freshness
-    confidence: Confidence = Field(description=CONFIDENCE)
+    confidence: Confidence = Field(description=CONFIDENCE + " The same on every result of a page.")
+    fit: Fit | None = Field(default=None, description=FIT + " Absent from another registry's result.")
     trust: TrustFinding | None = Field(default=None, description="The registry's trust check of the entry (filter: trust.status).")
     sources: list[str] | None = Field(
         default=None,
@@ -132,6 +147,7 @@ class BriefResult(WireModel):
     displayName: str
     description: str | None = Field(default=None, description="The description's first sentence, shortened.")
     score: int = Field(ge=0, le=100, description="Absolute relevance 0-100; not a trust or safety rating.")
+    fit: Fit = Field(description=FIT)
     match: str | None = Field(default=None, description="The single best piece of evidence: the example or words that matched.")
     trust: TrustStatus | None = Field(default=None, description="verified, unverified, self-asserted or invalid (get_agent for why).")
 

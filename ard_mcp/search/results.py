@@ -23,6 +23,7 @@ from ard_mcp.formats.messages import (
     SearchResponse,
     SearchResult,
     TrustFinding,
+    fit_of,
 )
 from ard_mcp.search.selection import Candidate
 
@@ -73,6 +74,7 @@ def brief(result: SearchResult) -> BriefResult:
         displayName=result.displayName,
         description=first_sentence(result.description) if result.description else None,
         score=result.score,
+        fit=fit_of(result.score, result.evidence is not None and result.evidence.confidence == "high"),
         match=match,
     )
 
@@ -125,6 +127,7 @@ class SearchPage:
             scoreComponents=ScoreComponents(**ranked.components),
             freshness=Freshness(metadataUpdatedAt=agent.entry.get("updatedAt"), indexedAt=agent.indexed_at),
             confidence="high" if self.confident else "low",
+            fit=fit_of(candidate.score, self.confident),
             trust=trust,
             warnings=[*claim, *(ranked.warnings or [])] or None,
         )

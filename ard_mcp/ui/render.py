@@ -32,11 +32,14 @@ def environment() -> Environment:
     env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
     env.tests["http_url"] = lambda value: isinstance(value, str) and value.lower().startswith(("https://", "http://"))
     env.globals["version"] = __version__
+    env.globals["FIT_WORDS"] = FIT_WORDS
     env.globals["csrf_field"] = CSRF_FIELD
     return env
 
 
 NO_STORE = {"Cache-Control": "no-store"}  # pages differ per viewer: none is cached
+
+FIT_WORDS = {"high": "likely fits", "medium": "may fit", "low": "unlikely fit"}  # a result's `fit`, as a person reads it
 
 
 def render(request: Request, template: str, **context: Any) -> str:

@@ -14,7 +14,7 @@ from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats.catalog import CatalogEntry
 from ard_mcp.formats.entry_facts import CRAWL_SOURCE_KEY, TRUST_STATUS
 from ard_mcp.formats.limits import MAX_QUERY_CHARS
-from ard_mcp.formats.messages import ExploreResponse, FacetRequest, MatchedExample, SearchResult, TrustFinding
+from ard_mcp.formats.messages import ExploreResponse, FacetRequest, Fit, MatchedExample, SearchResult, TrustFinding
 from ard_mcp.registry import Registry
 from ard_mcp.search.paging import encode_token
 from ard_mcp.search.query import SearchQuery
@@ -96,6 +96,7 @@ class Row:
     entry: CatalogEntry
     trust: TrustFinding | None
     score: int | None = None
+    fit: Fit | None = None
     evidence: MatchedExample | None = None
     words: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
@@ -129,6 +130,7 @@ def _row(result: SearchResult) -> Row:
         entry=result,
         trust=evidence.trust if evidence else None,
         score=result.score,
+        fit=evidence.fit if evidence else None,
         evidence=best,
         words=tuple(evidence.matchedWords) if evidence else (),
         warnings=tuple(evidence.warnings or ()) if evidence else (),
