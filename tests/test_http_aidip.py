@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from ard_mcp.formats.messages import fit_of
 from tests.conftest import PDF, SAMPLE, SKILL, WEATHER
 from tests.http_support import AIDIP_TRANSLATOR, AIDIP_URN, XU_HR, Api, assert_ard, assert_ours, doc, seeded
 
@@ -154,6 +155,7 @@ async def test_search_filters_and_query(api: Api) -> None:
     assert len(await search(api, filters={"tags": ["documents"]}, top=1)) == 1
     ranked = await search(api, query="translate chinese text into english", top=3)
     assert ranked[0]["id"] == "agent-12345" and 0 < ranked[0]["score"] <= 1
+    assert ranked[0]["fit"] == fit_of(round(ranked[0]["score"] * 100), True)
     semantic = await search(
         api, query="I need an agent that can translate a chinese sentence", filters={"capabilities": ["translation"]}, top=5
     )

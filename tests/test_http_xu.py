@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from ard_mcp.formats.messages import fit_of
 from tests.conftest import INVOICES, SAMPLE, TRANSLATE, WEATHER
 from tests.http_support import (
     AIDIP_TRANSLATOR,
@@ -83,6 +84,7 @@ async def test_discover_d1_vector_and_response_shape(api: Api) -> None:
     assert found["unsupported_filters"] == [] and found["warnings"] == []
     candidate = found["candidates"][0]
     assert candidate["id"] == XU_MINIMAL["id"] and candidate["status"] == "active" and 0 < candidate["score"] <= 1
+    assert candidate["fit"] == fit_of(round(candidate["score"] * 100), True)  # the same bands as search_agents
     assert candidate["bindings"] == XU_MINIMAL["bindings"]
     assert candidate["freshness"]["indexed_at"] and "score_components" not in candidate  # evidence only on request
 
@@ -157,7 +159,7 @@ async def test_detail_levels_and_redaction(api: Api) -> None:
     request = {"query": "Prepare a new-employee onboarding workflow.", "required_tags": ["hr"]}
     minimal = await discover(api, **request, detail="minimal")
     candidate = minimal["candidates"][0]
-    assert set(candidate) == {"id", "identifier", "bindings", "score", "status", "freshness", "trust", "redacted"}
+    assert set(candidate) == {"id", "identifier", "bindings", "score", "fit", "status", "freshness", "trust", "redacted"}
     assert candidate["redacted"] is True and candidate["trust"]["status"] == "self-asserted"  # every detail level shows it
     assert candidate["bindings"] == [{"protocol": "https", "endpoint": XU_HR["bindings"][0]["endpoint"]}]
     assert any("detail=minimal" in w for w in minimal["warnings"])

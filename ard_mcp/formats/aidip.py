@@ -32,6 +32,7 @@ from ard_mcp.formats.entry_facts import (
 )
 from ard_mcp.formats.identifiers import assigned_id, derive_identifier, publisher_of
 from ard_mcp.formats.limits import MAX_QUERY_CHARS
+from ard_mcp.formats.messages import FIT, Fit
 from ard_mcp.formats.reserved_metadata import expiry_metadata
 from ard_mcp.formats.timestamps import checked_timestamp
 
@@ -190,6 +191,7 @@ class AidipSummary(WireModel):
     tags: list[str] | None = None
     status: str
     score: float | None = Field(default=None, ge=0, le=1, description="Relevance 0-1 when a query ranked the results.")
+    fit: Fit | None = Field(default=None, description=FIT)
 
 
 class AidipSearchResponse(RootModel[list[AidipSummary]]):

@@ -30,7 +30,7 @@ from ard_mcp.formats.entry_facts import (
 )
 from ard_mcp.formats.identifiers import derive_identifier
 from ard_mcp.formats.limits import MAX_QUERY_CHARS
-from ard_mcp.formats.messages import RegistryReferral, TrustFinding
+from ard_mcp.formats.messages import FIT, Fit, RegistryReferral, TrustFinding
 from ard_mcp.formats.reserved_metadata import EXPIRES_KEY, expiry_metadata
 from ard_mcp.formats.timestamps import checked_timestamp
 
@@ -215,6 +215,7 @@ class XuCandidate(WireModel):
     tags: list[str] | None = None
     bindings: list[XuBinding]
     score: float = Field(ge=0, le=1, description="This registry's relevance 0-1 (ARD score / 100); local to this service.")
+    fit: Fit | None = Field(default=None, description=FIT)
     score_components: XuScoreComponents | None = None
     matched_tags: list[str] | None = None
     matched_examples: list[XuMatchedExample] | None = None

@@ -4,6 +4,7 @@ language), a query ranks semantically through the same search as `search_agents`
 from __future__ import annotations
 
 from ard_mcp.formats.aidip import AidipFilters, AidipSearchRequest, AidipSearchResponse, AidipSummary, agent_view
+from ard_mcp.formats.messages import fit_of
 from ard_mcp.registry import Registry
 from ard_mcp.search.criteria import Criteria, as_list
 from ard_mcp.search.query import SearchQuery
@@ -23,6 +24,7 @@ def summary(chosen: Candidate) -> AidipSummary:
         tags=view.get("tags"),
         status=view["status"],
         score=None if chosen.score is None else round(chosen.score / 100, 4),
+        fit=None if chosen.score is None else fit_of(chosen.score, True),  # only a page the ranking vouches for is answered
     )
 
 

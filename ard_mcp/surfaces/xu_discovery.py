@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ard_mcp.formats.entry_facts import bindings_of, source_id_of, status_of
 from ard_mcp.formats.identifiers import publisher_of
-from ard_mcp.formats.messages import SearchResult, TrustFinding
+from ard_mcp.formats.messages import SearchResult, TrustFinding, fit_of
 from ard_mcp.formats.timestamps import utc_text
 from ard_mcp.formats.xu import (
     DiscoveryConstraints,
@@ -194,6 +194,7 @@ def discover(
     candidates = [_candidate(c, request, criteria, now, full_allowed, omitted) for c in page.candidates]
     for candidate, chosen in zip(candidates, page.candidates, strict=True):
         candidate.warnings = registry.ranker.warnings(chosen.agent.id) or None  # shown at every detail level, like trust
+        candidate.fit = fit_of(chosen.score, page.confident) if chosen.score is not None else None
     referrals = None
     if federate is not None and request.federation != "none":
         federated = federate(query, request.federation)
