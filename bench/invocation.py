@@ -42,12 +42,12 @@ from tokenizers import Tokenizer
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from ard_mcp.assembly.app import build_app  # noqa: E402
 from ard_mcp.config import Config  # noqa: E402
 from ard_mcp.invocation.calls import AgentTools, ToolSummary  # noqa: E402
 from ard_mcp.invocation.compact import compact  # noqa: E402
 from ard_mcp.invocation.policy import InvocationPolicy  # noqa: E402
 from ard_mcp.surfaces.log_setup import configure_logging  # noqa: E402
-from ard_mcp.surfaces.rest.app import build_app  # noqa: E402
 from ard_mcp.surfaces.rest.settings import HttpSettings  # noqa: E402
 from tests.agent_servers import serving  # noqa: E402
 

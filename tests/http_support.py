@@ -17,8 +17,8 @@ from referencing import Registry as SchemaRegistry
 from referencing import Resource
 from referencing.jsonschema import DRAFT202012
 
+from ard_mcp.assembly.app import build_app
 from ard_mcp.config import Config
-from ard_mcp.surfaces.rest.app import build_app
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.surfaces.services import Services
 from tests.conftest import ARD_SCHEMAS

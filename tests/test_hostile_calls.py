@@ -19,12 +19,12 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from ard_mcp.assembly.app import build_app
 from ard_mcp.config import Config
 from ard_mcp.invocation.audit import AuditLog
 from ard_mcp.invocation.policy import InvocationPolicy, Limits
 from ard_mcp.surfaces.auth import Principal, TokenStore
 from ard_mcp.surfaces.mcp_server import build_server
-from ard_mcp.surfaces.rest.app import build_app
 from ard_mcp.surfaces.rest.ratelimit import RateLimits
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.surfaces.services import Services

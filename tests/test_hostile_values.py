@@ -457,7 +457,7 @@ def test_ard_mcp_check_lists_removes_and_exits_1_while_any_remains(tmp_path: Pat
 
 
 def test_a_postgres_store_without_the_driver_says_how_to_install_it(tmp_path: Path) -> None:
-    blocked = [sys.executable, "-c", "import sys; sys.modules['psycopg'] = None; from ard_mcp.surfaces.cli import main; sys.exit(main())"]
+    blocked = [sys.executable, "-c", "import sys; sys.modules['psycopg'] = None; from ard_mcp.assembly.cli import main; sys.exit(main())"]
     for command in (["search", "x"], ["export", "-"]):
         done = _cli(*command, "--data-dir", str(tmp_path), "--store-url", "postgresql://u@127.0.0.1:1/db", env_python=blocked)
         assert done.returncode == 2, done.stderr

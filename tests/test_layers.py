@@ -30,7 +30,8 @@ LAYERS = {  # a module may import from its own layer and those below
     "ard_mcp.packages": 6,  # installing and starting package servers, sandboxed: what invocation calls for an entry without a remote
     "ard_mcp.surfaces": 7,
     "ard_mcp.ui": 7,  # the web page: a surface like REST, whose app mounts it (and whose guard knows its form posts)
-    "ard_mcp.__main__": 8,
+    "ard_mcp.assembly": 8,  # the HTTP app and the command line: surfaces and the web page put together, above both
+    "ard_mcp.__main__": 9,
 }
 # Rooms of one layer and the others each may import. The crawler checks trust manifests as entries arrive;
 # trust and federation fetch through `ard_mcp.net`, never through the crawler, so no two rooms depend on
@@ -108,6 +109,13 @@ def test_surfaces_hold_no_ranking_or_storage_logic(module: str) -> None:
     assert sorted(i for i in _imports(module) if i.startswith(INTERNALS)) == []
 
 
+def test_the_surfaces_never_import_the_web_page() -> None:
+    """The page is a surface beside REST and MCP, using them; what mounts it is the assembly, above both."""
+    assert (
+        sorted(f"{m} -> {i}" for m in MODULES if m.startswith("ard_mcp.surfaces") for i in _imports(m) if i.startswith("ard_mcp.ui")) == []
+    )
+
+
 def test_there_are_no_import_cycles() -> None:
     graph = {m: {i for i in _imports(m) if i in MODULES and i != m} for m in MODULES}
     done: set[str] = set()
@@ -134,6 +142,6 @@ def test_the_checks_see_what_they_check() -> None:
     """Not vacuous: the registry imports the store, the CLI the registry, and each is placed."""
     assert "ard_mcp.index.store" in _imports("ard_mcp.registry")
     assert "ard_mcp.index.store.base" in _imports("ard_mcp.index.store.sqlite")
-    assert "ard_mcp.registry" in _imports("ard_mcp.surfaces.cli")
-    assert _layer_of("ard_mcp.surfaces.rest.app") == 7 and _layer_of("ard_mcp.index.store.sqlite") == 3
+    assert "ard_mcp.registry" in _imports("ard_mcp.assembly.cli")
+    assert _layer_of("ard_mcp.assembly.app") == 8 and _layer_of("ard_mcp.index.store.sqlite") == 3
     assert "ard_mcp.net.fetcher" in _imports("ard_mcp.trust.keys") and "ard_mcp.trust.service" in _imports("ard_mcp.web.crawler")

@@ -15,7 +15,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from ard_mcp.surfaces import cli
+from ard_mcp.assembly import cli
 from ard_mcp.surfaces.auth import Principal, TokenStore
 from ard_mcp.surfaces.oauth import JwtVerifier
 from ard_mcp.surfaces.rest.settings import HttpSettings

@@ -10,9 +10,10 @@ from starlette.requests import Request
 
 from ard_mcp.errors import RateLimited
 from ard_mcp.surfaces.auth import TokenStore
-from ard_mcp.surfaces.rest.guard import _kind
+from ard_mcp.surfaces.rest.guard import Forms, _kind
 from ard_mcp.surfaces.rest.ratelimit import Limiter, RateLimits
 from ard_mcp.surfaces.rest.settings import HttpSettings
+from ard_mcp.ui.security import FORM_PATHS, INVOKE_FORM
 from tests.conftest import WEATHER
 from tests.http_support import running
 
@@ -92,7 +93,7 @@ def _request(method: str, path: str) -> Request:
     ],
 )
 def test_which_limit_a_request_counts_against(method: str, path: str, body: bytes, kind: str) -> None:
-    assert _kind(_request(method, path), body) == kind
+    assert _kind(_request(method, path), body, Forms(FORM_PATHS, INVOKE_FORM)) == kind
 
 
 @pytest.mark.slow

@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ard_mcp.assembly.cli import main as cli_main
 from ard_mcp.config import Config, bundled_model_dir
 from ard_mcp.errors import ModelMismatch
 from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
 from ard_mcp.search.rerank import Reranker, RerankerSpec, load_reranker
 from ard_mcp.search.visibility import EVERYONE
-from ard_mcp.surfaces.cli import main as cli_main
 from tests.conftest import REPO, SAMPLE
 
 sys.path.insert(0, str(REPO / "bench"))

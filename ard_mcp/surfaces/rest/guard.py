@@ -11,6 +11,7 @@ refused by the MCP endpoint)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -35,7 +36,6 @@ from ard_mcp.surfaces.rest.errors import error_response
 from ard_mcp.surfaces.rest.operations import dialect_for, is_invocation, is_write
 from ard_mcp.surfaces.rest.ratelimit import Limiter
 from ard_mcp.surfaces.rest.settings import HttpSettings, is_loopback
-from ard_mcp.ui.security import FORM_PATHS, INVOKE_FORM
 
 _FORM = "application/x-www-form-urlencoded"
 _SIMPLE_BODY_TYPES = (_FORM, "multipart/form-data", "text/plain")
@@ -43,10 +43,20 @@ _BODY_METHODS = ("POST", "PUT")
 _MCP_PATHS = ("/mcp", "/sse", "/messages")
 
 
+@dataclass(frozen=True)
+class Forms:
+    """The web page's form posts, which the guard holds to their own rules: their paths, and the one that calls
+    an agent (a "Try it" form, rate-limited as an invocation). Given by the app that mounts the page."""
+
+    paths: frozenset[str] = frozenset()
+    invoke: str | None = None
+
+
 class GuardMiddleware:
-    def __init__(self, app: ASGIApp, settings: HttpSettings) -> None:
+    def __init__(self, app: ASGIApp, settings: HttpSettings, forms: Forms = Forms()) -> None:
         self.app = app
         self.settings = settings
+        self.forms = forms
         self.limiter = Limiter(settings.rate_limits)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -68,7 +78,7 @@ class GuardMiddleware:
                 body, receive = read, _replay(read, receive)
         if refusal is None:
             refusal = self._over_limit(request, body)
-            if refusal is not None and _answers_its_own_limit(request, body):
+            if refusal is not None and _answers_its_own_limit(request, body, self.forms):
                 scope, refusal = {**scope, "headers": over_limit.marked(scope["headers"], refusal)}, None
         if refusal is not None:
             await error_response(dialect, refusal)(scope, receive, send)
@@ -83,7 +93,7 @@ class GuardMiddleware:
         if length is not None and length.isdigit() and int(length) > self.settings.max_body_bytes:
             return PayloadTooLarge(f"request body of {length} bytes is over the limit of {self.settings.max_body_bytes} bytes")
         mcp, write = request.url.path.startswith(_MCP_PATHS), is_write(request.method, request.url.path)
-        form = _is_form(request)
+        form = _is_form(request, self.forms)
         origin = request.headers.get("origin")
         if (mcp or write or form) and not self.settings.origin_allowed(origin, host):
             doing = "use the MCP endpoint" if mcp else "write to this registry" if write else "post this registry's forms"
@@ -118,7 +128,7 @@ class GuardMiddleware:
                     self.limiter.take("auth_failures", (address,))
                 else:
                     keys.append(f"credential {principal.name}")
-            self.limiter.take(_kind(request, body), tuple(keys))
+            self.limiter.take(_kind(request, body, self.forms), tuple(keys))
         except RateLimited as exc:
             return exc
         return None
@@ -143,28 +153,28 @@ class GuardMiddleware:
             return RequestTimeout(f"request body not received within {self.settings.body_timeout:g} s")
 
 
-def _is_form(request: Request) -> bool:
-    """A post of one of the web page's forms (`ard_mcp.ui.security.FORM_PATHS`)."""
-    return request.method == "POST" and request.url.path in FORM_PATHS
+def _is_form(request: Request, forms: Forms) -> bool:
+    """A post of one of the web page's forms."""
+    return request.method == "POST" and request.url.path in forms.paths
 
 
-def _kind(request: Request, body: bytes) -> str:
+def _kind(request: Request, body: bytes, forms: Forms) -> str:
     """Which rate limit a request counts against: invocations (calling an agent), writes, or reads; an MCP
     message (or batch) by the tools it calls. The web page's forms count as writes (signing in, a crawl), its
     "Try it" form as an invocation."""
     path = request.url.path
-    if _is_form(request):
-        return "invocations" if path == INVOKE_FORM else "writes"
+    if _is_form(request, forms):
+        return "invocations" if path == forms.invoke else "writes"
     if not path.startswith(_MCP_PATHS):
         return "invocations" if is_invocation(request.method, path) else "writes" if is_write(request.method, path) else "reads"
     names = {m["params"].get("name") for m in _tool_calls(body) if isinstance(m.get("params"), dict)}
     return "invocations" if names & INVOKE_TOOLS else "writes" if names & WRITE_TOOLS else "reads"
 
 
-def _answers_its_own_limit(request: Request, body: bytes) -> bool:
+def _answers_its_own_limit(request: Request, body: bytes, forms: Forms) -> bool:
     """Whether the operation, not the guard, answers this request's rate-limit refusal (`over_limit`): an MCP
     tool call (a tool error the host reads) and an invocation (audited, as every refused call is)."""
-    if _kind(request, body) == "invocations":
+    if _kind(request, body, forms) == "invocations":
         return True
     return request.url.path.startswith(_MCP_PATHS) and bool(_tool_calls(body))
 

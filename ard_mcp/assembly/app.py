@@ -26,13 +26,14 @@ from ard_mcp.registry import Registry
 from ard_mcp.surfaces.lazy_registry import warm_up_soon
 from ard_mcp.surfaces.mcp_server import build_server
 from ard_mcp.surfaces.rest.errors import error_response
-from ard_mcp.surfaces.rest.guard import GuardMiddleware
+from ard_mcp.surfaces.rest.guard import Forms, GuardMiddleware
 from ard_mcp.surfaces.rest.openapi import build_openapi
 from ard_mcp.surfaces.rest.operations import OPERATIONS, dialect_for
 from ard_mcp.surfaces.rest.routes import AppState, state_of
 from ard_mcp.surfaces.rest.settings import KEEP_ALIVE_SECONDS, HttpSettings
 from ard_mcp.surfaces.services import Services
 from ard_mcp.ui.routes import web_page_routes
+from ard_mcp.ui.security import FORM_PATHS, INVOKE_FORM
 from ard_mcp.web.refresh import refresh_forever
 
 log = logging.getLogger(__name__)
@@ -128,7 +129,8 @@ def build_app(
             await services.aclose()
             await anyio.to_thread.run_sync(opened.close)
 
-    middleware = [Middleware(GuardMiddleware, settings=settings), *mcp_app.user_middleware]  # the SDK's auth, when protected
+    forms = Forms(FORM_PATHS, INVOKE_FORM)
+    middleware = [Middleware(GuardMiddleware, settings=settings, forms=forms), *mcp_app.user_middleware]  # the SDK's auth, when protected
     if settings.cors_origins:
         middleware.append(
             Middleware(

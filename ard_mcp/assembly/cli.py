@@ -74,9 +74,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _serve_http(args: argparse.Namespace) -> int:
     """MCP and the REST routes in one app; refuses to expose open writes beyond this machine by accident."""
+    from ard_mcp.assembly.app import serve
     from ard_mcp.registry import Registry
     from ard_mcp.surfaces.auth import TokenStore
-    from ard_mcp.surfaces.rest.app import serve
     from ard_mcp.surfaces.rest.settings import HttpSettings
 
     try:
