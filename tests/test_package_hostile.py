@@ -33,7 +33,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from ard_mcp.packages.sandbox import Confinement, SandboxUnavailable, check_available
-from tests.package_support import serving_index, wheel
+from tests.package_support import running_with, serving_index, wheel
 from tests.processes import quiet_env
 
 NAME, VERSION = "ard-hostile-probe", "1.0.0"
@@ -166,18 +166,6 @@ def listener() -> Iterator[int]:
     assert reached == [], "something reached the host's loopback listener"
 
 
-def _running_with(token: str) -> list[int]:
-    """Host processes whose command line holds `token`."""
-    found = []
-    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
-        try:
-            if token.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(int(pid))
-        except OSError:
-            continue
-    return found
-
-
 def _status(pid: int, field_name: str) -> int:
     """A `kB` line of /proc/PID/status, in bytes."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -242,15 +230,15 @@ async def attached(world: World, answer: str | None = "accept") -> AsyncIterator
     server = StdioServerParameters(command=sys.executable, args=_serve_args(world), env=env)
     callback = elicit if answer is not None else None
     async with Client(server, elicitation_callback=callback) as client:
-        pids = [pid for pid in _running_with(str(world.data)) if b"serve" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        pids = [pid for pid in running_with(str(world.data)) if b"serve" in Path(f"/proc/{pid}/cmdline").read_bytes()]
         assert len(pids) == 1, pids
         host = Host(client, pids[0], questions)
         registered = await client.call_tool("register_agent", {"entry": ENTRY})
         assert not registered.is_error, _text(registered)
         yield host
     deadline = time.monotonic() + 15
-    while _running_with(str(world.data)):
-        assert time.monotonic() < deadline, f"still running after ard-mcp stopped: {_running_with(str(world.data))}"
+    while running_with(str(world.data)):
+        assert time.monotonic() < deadline, f"still running after ard-mcp stopped: {running_with(str(world.data))}"
         await anyio.sleep(0.1)
 
 

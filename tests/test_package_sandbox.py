@@ -28,6 +28,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from ard_mcp.packages.sandbox import ETC, SYSTEM_DIRS, Confinement, Launch, SandboxUnavailable, check_available, sandboxed, unsandboxed
+from tests.package_support import running_with
 
 pytestmark = pytest.mark.slow
 
@@ -240,18 +241,6 @@ def test_open_files_are_bounded(world: World) -> None:
     assert 200 < found["opened"] < 256 and found["failed"] > 700
 
 
-def _running_with(token: str) -> list[int]:
-    """Host processes whose command line holds `token`."""
-    found = []
-    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
-        try:
-            if token.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(int(pid))
-        except OSError:
-            continue
-    return found
-
-
 @confined
 def test_it_dies_with_its_parent(world: World) -> None:
     token = uuid.uuid4().hex
@@ -263,13 +252,13 @@ def test_it_dies_with_its_parent(world: World) -> None:
         while not (world.state / "started").exists():
             assert time.monotonic() < deadline, "the probe did not start"
             time.sleep(0.05)
-        assert len(_running_with(token)) >= 3  # the parent, bwrap, the probe
+        assert len(running_with(token)) >= 3  # the parent, bwrap, the probe
     finally:
         parent.kill()
         parent.wait()
     deadline = time.monotonic() + 10
-    while _running_with(token):
-        assert time.monotonic() < deadline, f"still running: {_running_with(token)}"
+    while running_with(token):
+        assert time.monotonic() < deadline, f"still running: {running_with(token)}"
         time.sleep(0.05)
 
 
