@@ -4,12 +4,13 @@ the REST route behave alike.
 
 A remote MCP server's live `tools/list` is kept for `TOOLS_TTL` seconds per endpoint and credential: a host
 that inspects a server and then calls it asks the server once. What a host sees of it is bounded and
-screened (`tool_lists`). What an entry resolves to for a viewer (its target, with
-the operator's credentials, and its trust finding) is kept for `RESOLVED_TTL` seconds: reading it from the
-store, in a worker thread, cost a call 0.9 ms (`bench/invocation.py`), and a host calling an agent calls it
-in runs; an entry changed, hidden or deleted, a trust status turned invalid, is seen within that second.
-Everything an agent returns is third-party content: its texts are screened for text aimed at a model
-(`formats.untrusted`), and the answer says so.
+screened (`tool_lists`). What an entry resolves to for a viewer (its target, with the operator's credential,
+and its trust finding) is kept for `RESOLVED_TTL` seconds: reading it from the store, in a worker thread,
+cost a call 0.9 ms (`bench/invocation.py`), and a host calling an agent calls it in runs; an entry changed,
+hidden or deleted, a trust status turned invalid, is seen within that second. An MCP server that runs from
+its package is consented to, installed and started by the package room (`ard_mcp.packages`) and then called
+as a remote one. Everything an agent returns is third-party content: its texts are screened for text aimed
+at a model (`formats.untrusted`), and the answer says so.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class Invoker:
         keep: TaskGroup | None = None,
     ) -> None:
         """`keep`: the serving registry's background task group, where MCP sessions are kept between calls
-        (`clients.mcp_sessions`); without it each MCP call opens its own session."""
+        (`clients.mcp_sessions`) and package servers run; without it each MCP call opens its own session, and
+        no package server is started."""
         self.registry = registry
         self.policy = policy
         self.resolver = resolver or SystemResolver()
