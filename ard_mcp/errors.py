@@ -114,6 +114,13 @@ class StoreUnavailable(ArdError):
     http_status = 503
 
 
+class NotReady(ArdError):
+    """`/readyz`: the store or the vector index did not answer, so this process should be sent no traffic."""
+
+    code = "UNAVAILABLE"
+    http_status = 503
+
+
 class RequestTimeout(ArdError):
     """A request body that did not arrive in time: a client trickling bytes would otherwise hold a worker."""
 

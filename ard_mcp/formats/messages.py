@@ -273,9 +273,21 @@ class ErrorBody(WireModel):
 
 
 class Health(WireModel):
+    """Liveness: answered while the process runs, whether or not the store answers (that is `/readyz`)."""
+
     status: Literal["ok"] = "ok"
     version: str
-    agents: int = Field(description="Entries currently registered.")
+    agents: int | None = Field(description="Entries currently registered; absent when the store did not answer in time (see /readyz).")
+
+
+class Ready(WireModel):
+    """Readiness: what `/readyz` answers while the store and the vector index both answer."""
+
+    status: Literal["ready"] = "ready"
+    version: str
+    checks: dict[str, float] = Field(
+        description="Each dependency asked (store, vectorIndex) and how long it took to answer, in milliseconds."
+    )
 
 
 class AiCatalog(WireModel):

@@ -39,7 +39,7 @@ STATUS_TEXT = {
     429: "Over a rate limit (Retry-After says when to retry)",
     500: "Internal error",
     502: "The agent could not be reached, or answered with an error of its own making or something that is not JSON",
-    503: "The catalog's store cannot be reached (a PostgreSQL store that is down or restarting); retry later",
+    503: "The store or the vector index cannot be reached (a PostgreSQL or Chroma server down or restarting); retry later",
     504: "The agent did not answer within the time limit",
 }
 

@@ -25,6 +25,7 @@ from ard_mcp.formats.messages import (
     ExploreResponse,
     Health,
     ListResponse,
+    Ready,
     SearchRequest,
 )
 from ard_mcp.invocation.audit import InvocationLog
@@ -43,6 +44,7 @@ from ard_mcp.surfaces.rest.routes import (
     invoke_agent,
     list_agents,
     put_agent,
+    readyz,
     register_agent,
     search,
     state_of,
@@ -302,6 +304,17 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "GET", "/healthz", "health", "Liveness and the number of registered entries", healthz, Dialect.ARD, Health, errors=(), tag="Service"
+    ),
+    Operation(  # for an orchestrator's or load balancer's probe: 503 while the store or the vector index does not answer
+        "GET",
+        "/readyz",
+        "ready",
+        "Readiness: 200 while the store and the vector index answer, 503 saying which did not",
+        readyz,
+        Dialect.ARD,
+        Ready,
+        errors=(503,),
+        tag="Service",
     ),
     Operation(  # where peers' health probes look (the ARD peer kit asks GET /health)
         "GET", "/health", "healthAlias", "The same as /healthz", healthz, Dialect.ARD, Health, errors=(), tag="Service"

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 
 from ard_mcp import __version__
 from ard_mcp.config import Config
-from ard_mcp.errors import ArdError, InvalidArgument, NotFound, PermissionDenied
+from ard_mcp.errors import ArdError, InvalidArgument, NotFound, NotReady, PermissionDenied
 from ard_mcp.federation.hops import WARNING_HEADER, Path
 from ard_mcp.formats import aidip, registration, xu
 from ard_mcp.formats.catalog import CatalogEntry, parse_as
@@ -30,6 +30,7 @@ from ard_mcp.formats.messages import (
     DeregisterResult,
     ExploreRequest,
     Health,
+    Ready,
     SearchRequest,
 )
 from ard_mcp.invocation.audit import MAX_READ, AuditLog, InvocationLog
@@ -41,6 +42,7 @@ from ard_mcp.surfaces import over_limit, xu_discovery
 from ard_mcp.surfaces.aidip_search import search as attribute_search
 from ard_mcp.surfaces.auth import Principal
 from ard_mcp.surfaces.rest.manifest import manifest
+from ard_mcp.surfaces.rest.readiness import Readiness
 from ard_mcp.surfaces.rest.requests import json_body, page_size
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.surfaces.services import Services
@@ -66,6 +68,7 @@ class AppState:
     registry: Registry | None = None
     openapi: dict[str, Any] = field(default_factory=dict)
     services: Services | None = None  # set while the app runs
+    readiness: Readiness = field(default_factory=Readiness)
 
     def open_services(self) -> Services:
         if self.services is None:
@@ -270,5 +273,13 @@ async def well_known(request: Request, state: AppState) -> Response:
 
 
 async def healthz(request: Request, state: AppState) -> Response:
+    """Liveness: answered while the process runs; the count is left out when the store does not answer (`readiness`)."""
     registry = state.open_registry()
-    return model_response(Health(version=__version__, agents=await run(registry.store.count)))
+    return model_response(Health(version=__version__, agents=await state.readiness.agents(registry)))
+
+
+async def readyz(request: Request, state: AppState) -> Response:
+    """Readiness: 200 while the store and the vector index answer, else 503 saying which did not (`readiness`)."""
+    if state.registry is None:
+        raise NotReady("not ready: the registry is not open (the server is starting or stopping)")
+    return model_response(Ready(version=__version__, checks=await state.readiness.check(state.registry)))
