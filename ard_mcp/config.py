@@ -101,6 +101,7 @@ class Config:
     store_url: str | None = None  # a PostgreSQL store shared by several processes; None = SQLite in data_dir
     limits: EntryLimits = DEFAULT_LIMITS
     demote_trust: tuple[str, ...] = THIRD_PARTY_DEMOTED  # trust statuses ranked lower (`--trust-policy demote` adds invalid, self-asserted)
+    starter: Path | None = None  # a snapshot a new data directory is given as its registry opens (`ard_mcp.index.snapshot`); None: none
 
     @cached_property
     def identifier(self) -> str:

@@ -47,8 +47,9 @@ async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str
 
 async def run(data_dir: Path, query: str) -> None:
     # `sys.executable -m ard_mcp` runs the server from the same environment as this script; an MCP host
-    # would usually run the `ard-mcp` console script (or `uvx ard-mcp`) instead.
-    server = StdioServerParameters(command=sys.executable, args=["-m", "ard_mcp", "serve", "--data-dir", str(data_dir)])
+    # would usually run the `ard-mcp` console script (or `uvx ard-mcp`) instead. --no-snapshot: the registry holds
+    # the example catalog alone, not the public MCP servers a new registry over stdio starts with.
+    server = StdioServerParameters(command=sys.executable, args=["-m", "ard_mcp", "serve", "--data-dir", str(data_dir), "--no-snapshot"])
     async with Client(server) as client:
         # 1. Publish every entry of the example catalog. register_agent is an upsert, so running the script
         #    twice on the same --data-dir reports the entries as "unchanged" instead of duplicating them.

@@ -118,7 +118,8 @@ async def demo(data_dir: str, units: str, card: dict[str, Any]) -> None:
             "data": card,
         },
     ]
-    command = [sys.executable, "-m", "ard_mcp", "serve", "--data-dir", data_dir, "--allow-private-networks"]
+    # --no-snapshot: this registry holds the two agents started here, not the public servers a new one starts with
+    command = [sys.executable, "-m", "ard_mcp", "serve", "--data-dir", data_dir, "--allow-private-networks", "--no-snapshot"]
     async with Client(StdioServerParameters(command=command[0], args=command[1:])) as client:
         for entry in entries:
             await result(client, "register_agent", {"entry": entry})

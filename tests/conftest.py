@@ -23,6 +23,10 @@ from tests import postgres_server, processes
 from tests.dns_responder import DnsResponder
 
 REPO = Path(__file__).resolve().parents[1]
+# Every `ard-mcp serve` a test starts over stdio on a new data directory starts it empty, as the tests expect,
+# not with the bundled snapshot of public MCP servers a person's first start gets; tests/test_snapshot.py
+# starts its servers without this.
+os.environ.setdefault("ARD_MCP_NO_SNAPSHOT", "1")
 SPECS = REPO / "tests" / "specs"  # vendored, pinned: see specs/README.md
 ARD_SPEC = SPECS / "ard-spec"  # ARD v0.9
 SHARED_DATA = Path(os.environ.get("ARD_MCP_SHARED_DATA") or REPO.parent / "shared" / "data")

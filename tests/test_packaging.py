@@ -207,6 +207,7 @@ def test_wheel_bundles_the_embedding_model_and_the_web_page(tmp_path: Path) -> N
         names = set(zf.namelist())
         page = [p.relative_to(REPO).as_posix() for folder in ("templates", "static") for p in (REPO / "ard_mcp" / "ui" / folder).iterdir()]
         assert page and sorted(set(page) - names) == []  # the page's templates and assets: nothing comes from a CDN
+        assert "ard_mcp/data/public-mcp-servers.snapshot.xz" in names  # what a new registry starts with: nothing downloads
         for model in ("", "tools/"):  # the bundled model, and the encoder trained for tool retrieval beside it
             manifest = json.loads((REPO / "models" / model / "model.json").read_text(encoding="utf-8"))
             assert json.loads(zf.read(f"ard_mcp/bundled_model/{model}model.json")) == manifest

@@ -28,6 +28,7 @@ from ard_mcp.surfaces.option_values import csv_list
 from ard_mcp.surfaces.package_settings import packages_command
 from ard_mcp.surfaces.rest.ratelimit import RateLimits
 from ard_mcp.surfaces.rest.settings import is_loopback
+from ard_mcp.surfaces.snapshot_command import snapshot_command, starter
 from ard_mcp.surfaces.terminal_text import shown, shown_json
 from ard_mcp.trust.policy import demoted_by
 from ard_mcp.web.settings import CrawlSettings
@@ -46,6 +47,7 @@ def _config(args: argparse.Namespace) -> Config:
         store_url=args.store_url,
         limits=EntryLimits(max_entry_bytes=args.max_entry_bytes),
         demote_trust=demoted_by(getattr(args, "trust_policy", "show")),
+        starter=starter(args) if args.command == "serve" else None,
     )
 
 
@@ -343,6 +345,7 @@ COMMANDS: dict[str, Any] = {
     "backup": _backup,
     "invocations": print_invocations,
     "packages": packages_command,
+    "snapshot": lambda args: snapshot_command(args, _config(args)),
 }
 
 

@@ -164,11 +164,17 @@ class Indexer:
         return RegisterResult(status="updated" if plan.stored else "created", entry=entry, warnings=warnings or None)
 
     def register_many(
-        self, items: Iterable[tuple[str, Any]], progress: Progress | None = None, owned: Mapping[str, Owned] | None = None
+        self,
+        items: Iterable[tuple[str, Any]],
+        progress: Progress | None = None,
+        owned: Mapping[str, Owned] | None = None,
+        known_vectors: Mapping[str, np.ndarray] | None = None,
     ) -> IngestReport:
         """Ingest many entries: invalid or stale ones are reported, the rest written in chunks of
         `INGEST_CHUNK` agents, so a catalog of any size needs the memory of one chunk and an interrupted
-        ingest keeps every chunk written before it (re-running it skips them as unchanged)."""
+        ingest keeps every chunk written before it (re-running it skips them as unchanged). `known_vectors`
+        are this model's vectors of example texts computed beforehand (a bundled snapshot's): a text found
+        there is not embedded again, which is what lets a first start index a thousand servers in seconds."""
         report = IngestReport()
         plans: dict[str, _Plan] = {}
         embedded = [0, 0]  # texts embedded and planned by earlier chunks, so progress counts the whole ingest
@@ -182,7 +188,7 @@ class Indexer:
                 if progress:
                     progress(*embedded)
 
-            self._apply(todo, chunk_progress)
+            self._apply(todo, chunk_progress, known_vectors)
             report.added += sum(1 for p in todo if p.stored is None)
             report.updated += sum(1 for p in todo if p.stored is not None)
             plans.clear()
@@ -259,11 +265,11 @@ class Indexer:
                 )
         return _Plan(entry, document, digest, stored, owned if owned is not None else unchecked_trust(document))
 
-    def _apply(self, plans: list[_Plan], progress: Progress | None = None) -> None:
+    def _apply(self, plans: list[_Plan], progress: Progress | None = None, given: Mapping[str, np.ndarray] | None = None) -> None:
         if not plans:
             return
         examples = {p.entry.identifier: extract_examples(p.entry) for p in plans}
-        known: dict[str, np.ndarray] = {}
+        known: dict[str, np.ndarray] = {e.text: given[e.text] for ex in examples.values() for e in ex if given and e.text in given}
         for p in plans:
             if p.stored is not None:
                 known.update(self._store.vectors_by_text(p.stored.id))

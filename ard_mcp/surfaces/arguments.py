@@ -14,6 +14,7 @@ from ard_mcp.surfaces.invocation_arguments import invocation_commands, invocatio
 from ard_mcp.surfaces.option_values import csv_list, env_number, truthy
 from ard_mcp.surfaces.rest.ratelimit import DEFAULT_RATE_LIMITS
 from ard_mcp.surfaces.rest.settings import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY_BYTES, KEEP_ALIVE_SECONDS
+from ard_mcp.surfaces.snapshot_command import snapshot_commands, snapshot_options
 from ard_mcp.trust.policy import TRUST_POLICIES
 
 TRANSPORTS = ("stdio", "sse", "streamable-http")
@@ -238,7 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="apply the rate limits to loopback clients too (ARD_MCP_RATE_LIMIT_LOOPBACK)",
     )
 
+    snapshot_options(serve)
     invocation_commands(commands, _common)
+    snapshot_commands(commands, _common)
 
     ingest = commands.add_parser("ingest", help="load ai-catalog.json files into the registry")
     _common(ingest)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from mcp.server.mcpserver import Context
@@ -53,6 +54,8 @@ class Opening:
                 from ard_mcp.registry import Registry
 
                 self._registry = Registry(self._config, claimed=self._claimed)
+                if self._config.starter is not None:
+                    _start_with(self._registry, self._config.starter)
             return self._registry
 
     def warm_up(self) -> None:
@@ -67,6 +70,18 @@ class Opening:
                 self._registry.close()
             else:
                 datadir.release(self._claimed)
+
+
+def _start_with(registry: Registry, starter: Path) -> None:
+    """A new data directory gets the snapshot before the first request is answered (the request waits the
+    few seconds it takes); one that ever held anything gets nothing. A failure is logged and the registry
+    serves as it is: a person's server must start whatever the snapshot does."""
+    from ard_mcp.index import snapshot
+
+    try:
+        snapshot.add_if_new(registry.store, registry.indexer, registry.model_spec.id, starter)
+    except (OSError, ValueError, KeyError, ArdError) as exc:
+        log.error("the bundled snapshot of public MCP servers was not added: %s", getattr(exc, "message", exc))
 
 
 def registry_of(ctx: Context) -> Registry:

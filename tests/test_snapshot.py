@@ -1,0 +1,261 @@
+"""The bundled snapshot of public MCP servers: a person's first start over stdio answers everyday tasks with
+real servers, from the snapshot's own vectors; nothing else gets it unless asked; it says where every entry
+came from and under which licence; removed, it stays removed.
+
+The servers here are real processes (`ard-mcp serve` over stdio driven by the MCP SDK's client, and over
+streamable HTTP), on SQLite data directories: the snapshot is for a person's own registry, never a shared
+PostgreSQL store, so these run on SQLite only. conftest starts every other test's servers without it
+(ARD_MCP_NO_SNAPSHOT); these take it out of their servers' environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import pytest
+from mcp import Client, StdioServerParameters
+
+from ard_mcp.config import Config, default_model_dir
+from ard_mcp.formats.leniency import read_entry
+from ard_mcp.index import snapshot
+from ard_mcp.index.embedding import ModelSpec
+from ard_mcp.registry import Registry
+from tests import processes
+
+REPO = Path(__file__).resolve().parents[1]
+CATALOG = REPO / "examples" / "ai-catalog.json"
+# A task a person asks on their first day, and words one of the top three results must have in its name.
+EVERYDAY = {
+    "read and write files in a folder": ("filesystem", "file system"),
+    "fetch a web page as markdown": ("fetch", "markdown"),
+    "send a message to a Slack channel": ("slack",),
+    "get a weather forecast": ("weather",),
+    "search GitHub issues": ("github",),
+}
+
+
+@pytest.fixture(scope="module")
+def bundled() -> snapshot.Snapshot:
+    return snapshot.read()
+
+
+def _env() -> dict[str, str]:
+    """A person's environment: no ARD_MCP_NO_SNAPSHOT, quiet logs."""
+    return {k: v for k, v in os.environ.items() if k not in ("ARD_MCP_NO_SNAPSHOT", "ARD_MCP_STORE_URL")} | {"ARD_MCP_LOG_LEVEL": "WARNING"}
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    run = subprocess.run([sys.executable, "-m", "ard_mcp", *args], env=_env(), capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run
+
+
+def _stdio(data_dir: Path, calls: list[tuple[str, dict[str, Any]]], *flags: str) -> list[dict[str, Any]]:
+    """Start `ard-mcp serve` over stdio as a host would, make the calls, return their structured results."""
+
+    async def run() -> list[dict[str, Any]]:
+        server = StdioServerParameters(
+            command=sys.executable, args=["-m", "ard_mcp", "serve", "--data-dir", str(data_dir), *flags], env=_env()
+        )
+        out = []
+        async with Client(server) as client:
+            for tool, arguments in calls:
+                result = await client.call_tool(tool, arguments)
+                assert not result.is_error, result.content
+                assert result.structured_content is not None
+                out.append(result.structured_content)
+        return out
+
+    return anyio.run(run)
+
+
+def _names(hit: dict[str, Any]) -> str:
+    return f"{hit['identifier']} {hit['displayName']}".lower().replace("-", " ").replace("_", " ")
+
+
+# -- the file that ships ---------------------------------------------------------------------------------------
+
+
+def test_the_snapshot_holds_a_thousand_attributed_servers(bundled: snapshot.Snapshot) -> None:
+    """Each source with its licence, its text and the commit it was read at; each entry naming its source."""
+    assert len(bundled.entries) >= 1000
+    assert snapshot.BUNDLED.stat().st_size < 3 * 2**20
+    names = {s["name"] for s in bundled.sources}
+    assert names == {"mcp-registry-seed", "docker-mcp-catalog", "mcp-servers-readme"}
+    for source in bundled.sources:
+        assert re.fullmatch(r"[0-9a-f]{40}", source["commit"]) and source["url"].startswith("https://github.com/")
+        assert source["licence"] == "MIT" and "Permission is hereby granted, free of charge" in source["licenceText"]
+    assert sum(s["servers"] for s in bundled.sources) == len(bundled.entries)
+    for entry in bundled.entries:
+        assert entry["metadata"]["source"] in names and entry["metadata"]["snapshot"] == bundled.id
+    assert len({e["identifier"] for e in bundled.entries}) == len(bundled.entries)
+
+
+def test_the_snapshot_has_a_vector_for_every_text_this_version_indexes(bundled: snapshot.Snapshot) -> None:
+    """Built for the default model, and in step with how entries are read into examples today: a first start
+    embeds nothing (a change to `example_texts` that changes a text means running bench/build_snapshot.py)."""
+    assert bundled.model_id == ModelSpec.load(default_model_dir()).id
+    needed = {t for e in bundled.entries for t in snapshot.entry_texts(read_entry(e, e["identifier"])[0])}
+    assert needed <= set(bundled.texts), f"{len(needed - set(bundled.texts))} texts lack a vector, e.g. {sorted(needed - set(bundled.texts))[:3]}"
+    norms = np.linalg.norm(np.stack(list(bundled.vectors.values())), axis=1)
+    assert np.allclose(norms, 1.0, atol=0.02)
+
+
+# -- the model guard, on a snapshot of two entries -------------------------------------------------------------
+
+
+def _tiny(path: Path, model_id: str, vectors: np.ndarray) -> list[str]:
+    entries = [
+        {
+            "identifier": f"urn:air:example.com:server:{name}",
+            "displayName": name,
+            "type": "application/mcp-server-card+json",
+            "description": text,
+            "data": {"name": f"com.example/{name}"},
+            "metadata": {"source": "test", "snapshot": "tiny-1"},
+        }
+        for name, text in (("tides", "Tide tables for harbours."), ("moon", "Phases of the moon."))
+    ]
+    texts = sorted({t for e in entries for t in snapshot.entry_texts(read_entry(e)[0])})
+    header = {"id": "tiny-1", "model": {"id": model_id, "dimension": vectors.shape[1]}, "sources": [], "entries": entries}
+    snapshot.write(path, header, texts, vectors[: len(texts)])
+    return texts
+
+
+def _stored(registry: Registry) -> dict[str, np.ndarray]:
+    found: dict[str, np.ndarray] = {}
+    for agent_id in registry.store.agent_ids():
+        found.update(registry.store.vectors_by_text(agent_id))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.sqlite_only
+def test_the_snapshots_vectors_are_used_only_for_the_model_they_were_made_with(tmp_path: Path) -> None:
+    """Vectors no model would make (random) are stored as given for the same model id, which proves the model
+    never ran on them; under another id the registry embeds the texts itself."""
+    registry = Registry(Config(data_dir=tmp_path / "same"))
+    try:
+        random = np.random.default_rng(7).normal(size=(4, registry.model_spec.dimension)).astype(np.float32)
+        random /= np.linalg.norm(random, axis=1, keepdims=True)
+        texts = _tiny(tmp_path / "same.xz", registry.model_spec.id, random)
+        assert snapshot.add_if_new(registry.store, registry.indexer, registry.model_spec.id, tmp_path / "same.xz") is not None
+        stored = _stored(registry)
+        for i, text in enumerate(texts):
+            assert float(stored[text] @ random[i]) > 0.999
+    finally:
+        registry.close()
+
+    registry = Registry(Config(data_dir=tmp_path / "other"))
+    try:
+        texts = _tiny(tmp_path / "other.xz", "another-model@1", random)
+        report = snapshot.add_if_new(registry.store, registry.indexer, registry.model_spec.id, tmp_path / "other.xz")
+        assert report is not None and report.added == 2
+        stored, own = _stored(registry), registry.embedder.embed(texts)
+        for i, text in enumerate(texts):
+            assert float(stored[text] @ own[i]) > 0.99 and float(stored[text] @ random[i]) < 0.5
+    finally:
+        registry.close()
+
+
+@pytest.mark.slow
+@pytest.mark.sqlite_only
+def test_only_a_new_store_gets_it(tmp_path: Path) -> None:
+    """A registry that holds entries, or held some and was emptied by its owner, is not new."""
+    registry = Registry(Config(data_dir=tmp_path / "d"))
+    try:
+        random = np.eye(4, registry.model_spec.dimension, dtype=np.float32)
+        _tiny(tmp_path / "t.xz", registry.model_spec.id, random)
+        registry.indexer.register_many([("own", json.loads(CATALOG.read_text())["entries"][0])])
+        assert snapshot.add_if_new(registry.store, registry.indexer, registry.model_spec.id, tmp_path / "t.xz") is None
+        for identifier in registry.store.identifiers(registry.store.agent_ids()).values():
+            registry.indexer.deregister(identifier)
+        assert registry.store.count() == 0
+        assert snapshot.add_if_new(registry.store, registry.indexer, registry.model_spec.id, tmp_path / "t.xz") is None
+    finally:
+        registry.close()
+
+
+# -- real servers -------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def first_start(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[dict[str, Any]]]]:
+    """A person's first start: a new data directory served over stdio, asked the everyday tasks."""
+    data_dir = tmp_path_factory.mktemp("first") / "registry"
+    calls: list[tuple[str, dict[str, Any]]] = [("search_agents", {"text": task, "pageSize": 3}) for task in EVERYDAY]
+    calls.append(("list_agents", {"pageSize": 1}))
+    yield data_dir, _stdio(data_dir, calls)
+
+
+@pytest.mark.slow
+@pytest.mark.sqlite_only
+def test_a_first_start_answers_everyday_tasks_with_real_servers(first_start: tuple[Path, list[dict[str, Any]]]) -> None:
+    _, answers = first_start
+    for (task, words), answer in zip(EVERYDAY.items(), answers, strict=False):
+        top = answer["results"][:3]
+        assert any(word in _names(hit) for hit in top for word in words), f"{task!r}: {[h['displayName'] for h in top]}"
+    assert answers[-1]["total"] >= 1000
+
+
+@pytest.mark.slow
+@pytest.mark.sqlite_only
+def test_each_entry_says_where_it_came_from(first_start: tuple[Path, list[dict[str, Any]]], bundled: snapshot.Snapshot) -> None:
+    data_dir, answers = first_start
+    first = answers[0]["results"][0]["identifier"]
+    [entry] = _stdio(data_dir, [("get_agent", {"identifier": first})])
+    source = next(s for s in bundled.sources if s["name"] == entry["metadata"]["source"])
+    assert entry["metadata"]["snapshot"] == bundled.id and source["commit"]
+    assert "public-mcp-servers" in _cli("snapshot", "show", "--data-dir", str(data_dir)).stdout
+
+
+@pytest.mark.slow
+@pytest.mark.sqlite_only
+def test_a_registry_with_entries_gets_nothing(tmp_path: Path) -> None:
+    _cli("ingest", str(CATALOG), "--data-dir", str(tmp_path))
+    [listed] = _stdio(tmp_path, [("list_agents", {"pageSize": 1})])
+    assert listed["total"] == 11
+
+
+@pytest.mark.slow
+@pytest.mark.sqlite_only
+def test_a_registry_served_over_http_gets_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ARD_MCP_NO_SNAPSHOT", raising=False)
+    with processes.serving(tmp_path, "--transport", "streamable-http") as base:
+        import httpx
+
+        found = httpx.post(f"{base}/search", json={"query": {"text": "get a weather forecast"}}, timeout=60)
+        assert found.status_code == 200 and found.json()["results"] == []
+    assert "0 entries of the snapshot" in _cli("snapshot", "show", "--data-dir", str(tmp_path)).stdout
+
+
+@pytest.mark.slow
+@pytest.mark.sqlite_only
+def test_removed_it_stays_removed_and_add_brings_it_back(tmp_path: Path, bundled: snapshot.Snapshot) -> None:
+    """`snapshot remove` takes out what the snapshot added and keeps the person's own entries; the next start
+    adds nothing; `snapshot add` adds it again when asked."""
+    [searched] = _stdio(tmp_path, [("search_agents", {"text": "get a weather forecast", "pageSize": 3})])
+    assert searched["results"]
+    _cli("ingest", str(CATALOG), "--data-dir", str(tmp_path))
+    removed = _cli("snapshot", "remove", "--data-dir", str(tmp_path)).stdout
+    assert f"removed {len(bundled.entries)} entries" in removed
+    [listed] = _stdio(tmp_path, [("list_agents", {"pageSize": 1})])
+    assert listed["total"] == 11
+    assert f"added {len(bundled.entries)}" in _cli("snapshot", "add", "--data-dir", str(tmp_path)).stdout
+    [listed] = _stdio(tmp_path, [("list_agents", {"pageSize": 1})])
+    assert listed["total"] == 11 + len(bundled.entries)
+
+
+@pytest.mark.slow
+@pytest.mark.sqlite_only
+def test_no_snapshot_starts_a_new_registry_empty(tmp_path: Path) -> None:
+    [listed] = _stdio(tmp_path, [("list_agents", {"pageSize": 1})], "--no-snapshot")
+    assert listed["total"] == 0
