@@ -40,17 +40,22 @@ def _free_port() -> int:
 
 
 class PostgresServer:
-    def __init__(self) -> None:
+    def __init__(self, password: str | None = None) -> None:
+        """`password`: connections over TCP must give it (scram-sha-256), as a deployed server's do; without
+        one, every connection is trusted."""
         assert BINDIR is not None, "no PostgreSQL binaries on this machine"
         self._root = Path(tempfile.mkdtemp(prefix="ard-mcp-pg-"))
+        self.password = password
         self._as_postgres = os.geteuid() == 0
         if self._as_postgres:
             shutil.chown(self._root, "postgres", "postgres")
         self.port = _free_port()
         self._names = (f"t{i}" for i in itertools.count(1))
-        self._run(
-            BINDIR / "initdb", "-D", str(self._root / "data"), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"
-        )
+        auth = ["--auth=trust"]
+        if password is not None:
+            (self._root / "password").write_text(password)
+            auth = ["--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={self._root / 'password'}"]
+        self._run(BINDIR / "initdb", "-D", str(self._root / "data"), "-U", "postgres", *auth, "-E", "UTF8", "--locale=C", "--no-sync")
         self.start()
 
     def start(self) -> None:
@@ -78,7 +83,8 @@ class PostgresServer:
         subprocess.run([str(c) for c in command], check=True, capture_output=True, user="postgres" if self._as_postgres else None)
 
     def url(self, database: str = "postgres") -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+        secret = "" if self.password is None else f":{self.password}"
+        return f"postgresql://postgres{secret}@127.0.0.1:{self.port}/{database}"
 
     def new_database(self) -> str:
         """A fresh, empty database; returns its URL."""
