@@ -22,6 +22,7 @@ from ard_mcp.federation.settings import FederationSettings, load_upstreams
 from ard_mcp.formats.limits import EntryLimits
 from ard_mcp.surfaces.arguments import build_parser
 from ard_mcp.surfaces.console import ProgressBar, print_crawl, print_ingest
+from ard_mcp.surfaces.host_config import host_config_command
 from ard_mcp.surfaces.invocation_settings import invocation_policy, print_invocations
 from ard_mcp.surfaces.log_setup import configure_logging
 from ard_mcp.surfaces.option_values import csv_list
@@ -346,6 +347,7 @@ COMMANDS: dict[str, Any] = {
     "invocations": print_invocations,
     "packages": packages_command,
     "snapshot": lambda args: snapshot_command(args, _config(args)),
+    "host-config": host_config_command,
 }
 
 

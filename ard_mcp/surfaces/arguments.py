@@ -10,6 +10,7 @@ from pathlib import Path
 from ard_mcp import __version__
 from ard_mcp.config import default_data_dir, env, shipped_model_dir
 from ard_mcp.formats.limits import DEFAULT_MAX_ENTRY_BYTES
+from ard_mcp.surfaces.host_config import host_config_commands
 from ard_mcp.surfaces.invocation_arguments import invocation_commands, invocation_options
 from ard_mcp.surfaces.option_values import csv_list, env_number, truthy
 from ard_mcp.surfaces.rest.ratelimit import DEFAULT_RATE_LIMITS
@@ -242,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot_options(serve)
     invocation_commands(commands, _common)
     snapshot_commands(commands, _common)
+    host_config_commands(commands, _common)
 
     ingest = commands.add_parser("ingest", help="load ai-catalog.json files into the registry")
     _common(ingest)
