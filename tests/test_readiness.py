@@ -1,4 +1,5 @@
-"""`/readyz` apart from `/healthz`: readiness follows the store and the vector index, liveness only the process.
+"""`/readyz` apart from `/healthz`: readiness follows the store and the vector index, liveness only the process;
+and a search while the Chroma server is down is answered 503, as one while the store is down is.
 
 The outages are real: a PostgreSQL server of the test's own is stopped (fast shutdown, as a restart or a
 failover does) and started again, then the Chroma server, under one running `ard-mcp serve`."""
@@ -76,6 +77,8 @@ def test_readiness_follows_postgres_and_chroma_outages(tmp_path: Path) -> None:
             message = down.json()["message"]
             assert f"the vector index (Chroma server at {chroma.url})" in message and "store" not in message, message
             assert httpx.get(f"{base}/healthz", timeout=30).status_code == 200
+            search = httpx.post(f"{base}/search", json={"query": {"text": "rain tomorrow"}}, timeout=30)  # was a 500 internal error
+            assert search.status_code == 503 and search.json()["errorCode"] == "UNAVAILABLE", search.text
 
             chroma.start()
             back = until_status(f"{base}/readyz", 200, within=30)

@@ -9,12 +9,14 @@ from __future__ import annotations
 import logging
 import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 import numpy as np
 
 from ard_mcp.config import DEFAULT_MODEL, bundled_model_dir, shipped_model_dir
@@ -82,6 +84,7 @@ class VectorIndex:
     def __init__(self, path: Path, embedder: Embedder, *, url: str | None = None, fresh: bool = False) -> None:
         self._embedder = embedder
         self._path = path if url is None else None
+        self._url = url
         self._client = _client(path, url)
         self._function = chroma_embedding_function()(_recorded_model_dir(embedder))
         self._lock = ReadWriteLock()  # a query racing a write fails inside Chroma (see `rwlock`)
@@ -113,8 +116,18 @@ class VectorIndex:
         """Release Chroma's in-process system so the directory can be reopened, moved or deleted."""
         self._client.close()
 
+    @contextmanager
+    def _reached(self) -> Iterator[None]:
+        """A Chroma server that cannot be reached is VectorIndexUnavailable (503, retry later), as an unreachable
+        PostgreSQL store is StoreUnavailable: the client's transport error reached callers as a 500 internal error."""
+        try:
+            yield
+        except httpx.TransportError as exc:
+            raise VectorIndexUnavailable(f"the Chroma server at {self._url} cannot be reached: {exc}") from None
+
     def count(self) -> int:
-        return int(self._collection.count())
+        with self._reached():
+            return int(self._collection.count())
 
     def add(self, examples: Sequence[tuple[int, int]], vectors: np.ndarray) -> None:
         """Store vectors of (example id, agent id) pairs; the agent is part of the record's id so a query
@@ -124,7 +137,8 @@ class VectorIndex:
                 self._upsert(examples[start : start + _WRITE_BATCH], vectors[start : start + _WRITE_BATCH])
 
     def _upsert(self, examples: Sequence[tuple[int, int]], vectors: np.ndarray) -> None:
-        self._collection.upsert(ids=[_key(e, a) for e, a in examples], embeddings=vectors)
+        with self._reached():
+            self._collection.upsert(ids=[_key(e, a) for e, a in examples], embeddings=vectors)
 
     def delete(self, examples: Sequence[tuple[int, int]]) -> None:
         for start in range(0, len(examples), _WRITE_BATCH):
@@ -132,7 +146,8 @@ class VectorIndex:
                 self._delete(examples[start : start + _WRITE_BATCH])
 
     def _delete(self, examples: Sequence[tuple[int, int]]) -> None:
-        self._collection.delete(ids=[_key(e, a) for e, a in examples])
+        with self._reached():
+            self._collection.delete(ids=[_key(e, a) for e, a in examples])
 
     def replace(self, removed: Sequence[tuple[int, int]], added: Sequence[tuple[int, int]], vectors: np.ndarray) -> None:
         """Delete the `removed` records and store the `added` ones (disjoint: an update's examples get new ids).
@@ -163,7 +178,7 @@ class VectorIndex:
 
     def _nearest(self, vectors: np.ndarray, k: int) -> tuple[list[list[str]], list[list[float]]]:
         """Chroma returns fewer than k when the collection is smaller, so no count() on the hot path."""
-        with self._lock.reading():
+        with self._lock.reading(), self._reached():
             result = self._collection.query(query_embeddings=list(vectors), n_results=k, include=["distances"])
         return result["ids"], result["distances"]
 
