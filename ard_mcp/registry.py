@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
@@ -32,6 +33,7 @@ from ard_mcp.index.indexer import Indexer, MayWrite, Progress, restore_pending
 from ard_mcp.index.resident import ResidentExamples
 from ard_mcp.index.store import open_store
 from ard_mcp.index.vectors import VectorIndex
+from ard_mcp.monitoring import metrics, tracing
 from ard_mcp.search.browse import parse_selection, selected_ids
 from ard_mcp.search.filters import check_field, parse_filter
 from ard_mcp.search.ordering import parse_order
@@ -227,22 +229,30 @@ class Registry:
 
     def search(self, query: SearchQuery, now: datetime | None = None, viewer: Viewer = ANONYMOUS) -> SearchPage:
         """One page of the entries relevant to `query.text` (or, without one, meeting its filter) that meet
-        its filter and criteria, among those `viewer` may see. Expired entries are removed first, once per query."""
-        self.expire_due()
-        now = now or datetime.now(UTC)
-        offset = decode_token(query.page_token, query.key())
-        flt = narrowed(self.store, query.filter, query.criteria)
-        if flt is None:
-            found = Selection([], 0, False)
-        else:
-            ids = visible(self.store, self.store.filter_agents(flt), hidden_agents(self.store, viewer))
-            if query.text is None:
-                found = unranked_page(self.store, ids, query.criteria, now, offset, query.page_size)
-            else:
-                found = ranked_page(self.ranker.rank(query.text, ids), self.store, query.criteria, now, offset, query.page_size)
-        found = with_trust(self.store, found)
-        token = encode_token(offset + query.page_size, query.key()) if found.more else None
-        return SearchPage(found.candidates, found.total, token, self.config.source, query.detail, found.confident)
+        its filter and criteria, among those `viewer` may see. Expired entries are removed first, once per query.
+        Timed and traced (`ard_mcp.monitoring`): the store's reads, the ranking's stages, the page's confidence."""
+        started = time.perf_counter()
+        with tracing.span("search") as span:
+            self.expire_due()
+            now = now or datetime.now(UTC)
+            offset = decode_token(query.page_token, query.key())
+            with tracing.span("store.select"):
+                flt = narrowed(self.store, query.filter, query.criteria)
+                ids = visible(self.store, self.store.filter_agents(flt), hidden_agents(self.store, viewer)) if flt is not None else None
+            ranking = self.ranker.rank(query.text, ids) if flt is not None and query.text is not None else None
+            with tracing.span("store.page"):
+                if flt is None:
+                    found = Selection([], 0, False)
+                elif ranking is None:
+                    found = unranked_page(self.store, ids, query.criteria, now, offset, query.page_size)
+                else:
+                    found = ranked_page(ranking, self.store, query.criteria, now, offset, query.page_size)
+                found = with_trust(self.store, found)
+            token = encode_token(offset + query.page_size, query.key()) if found.more else None
+            confidence = "none" if not found.candidates else "high" if found.confident else "low"  # as `search_agents` says it
+            metrics.search(time.perf_counter() - started, len(found.candidates), confidence)
+            tracing.ended(span, {"ard.search.results": len(found.candidates), "ard.search.confidence": confidence})
+            return SearchPage(found.candidates, found.total, token, self.config.source, query.detail, found.confident)
 
     def explore(
         self,

@@ -17,6 +17,7 @@ LAYERS = {  # a module may import from its own layer and those below
     "ard_mcp.errors": 0,
     "ard_mcp.secret_files": 0,
     "ard_mcp.net": 1,  # reaching other hosts: needs nothing of the registry, and every room that fetches stands on it
+    "ard_mcp.monitoring": 1,  # metrics, traces, request ids: needs nothing of the registry, and every layer records into it
     "ard_mcp.formats": 2,
     "ard_mcp.config": 2,  # names the registry with an identifier, so it reads them through formats
     "ard_mcp.index": 3,

@@ -22,11 +22,13 @@ from starlette.routing import BaseRoute, Route
 
 from ard_mcp.config import Config
 from ard_mcp.errors import ArdError, MethodNotAllowed, NotFound
+from ard_mcp.monitoring.requests import RequestMonitor
 from ard_mcp.registry import Registry
 from ard_mcp.surfaces.lazy_registry import warm_up_soon
 from ard_mcp.surfaces.mcp_server import build_server
 from ard_mcp.surfaces.rest.errors import error_response
 from ard_mcp.surfaces.rest.guard import Forms, GuardMiddleware
+from ard_mcp.surfaces.rest.metrics import metrics_routes
 from ard_mcp.surfaces.rest.openapi import build_openapi
 from ard_mcp.surfaces.rest.operations import OPERATIONS, dialect_for
 from ard_mcp.surfaces.rest.routes import AppState, state_of
@@ -104,6 +106,7 @@ def build_app(
     routes.append(Route("/openapi.json", openapi_json, methods=["GET"]))
     routes += mcp_app.routes
     routes += web_page_routes()
+    routes += metrics_routes(settings)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -130,7 +133,11 @@ def build_app(
             await anyio.to_thread.run_sync(opened.close)
 
     forms = Forms(FORM_PATHS, INVOKE_FORM)
-    middleware = [Middleware(GuardMiddleware, settings=settings, forms=forms), *mcp_app.user_middleware]  # the SDK's auth, when protected
+    middleware = [
+        Middleware(RequestMonitor, routes=routes),  # outermost: the guard's refusals are requests too (`ard_mcp.monitoring`)
+        Middleware(GuardMiddleware, settings=settings, forms=forms),
+        *mcp_app.user_middleware,  # the SDK's auth, when protected
+    ]
     if settings.cors_origins:
         middleware.append(
             Middleware(

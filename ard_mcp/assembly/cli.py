@@ -137,9 +137,8 @@ def _serve_http(args: argparse.Namespace) -> int:
     config = settings.named(_config(args))
     registry = Registry(config)  # opened before listening, so a data directory in use is a clear error
     mcp_path = "/sse" if args.transport == "sse" else "/mcp"
-    log.info(
-        "serving MCP at http://%s:%d%s and the REST API (/search, /discover, /agents, ...) on the same port", args.host, args.port, mcp_path
-    )
+    base = f"http://{f'[{args.host}]' if ':' in args.host else args.host}:{args.port}"
+    log.info("serving MCP at %s%s, the web page at %s/ and the REST API (/search, /agents, ...) on the same port", base, mcp_path, base)
     if not tokens.configured:
         log.info("no token file: writes are open to every client that can reach this address")
     serve(config, settings, registry, args.log_level)

@@ -19,6 +19,7 @@ import httpx
 from ard_mcp.federation.answer import Answer, NotAnAnswer, read_answer
 from ard_mcp.federation.hops import Path
 from ard_mcp.federation.settings import FederationSettings, Upstream
+from ard_mcp.monitoring import tracing
 from ard_mcp.net.fetcher import USER_AGENT
 from ard_mcp.net.guard import BlockedAddress, GuardedTransport, NetworkPolicy, Resolver
 from ard_mcp.net.urls import RefusedUrl, check_url
@@ -66,7 +67,7 @@ class UpstreamClient:
 
     async def search(self, upstream: Upstream, body: dict[str, Any], path: Path, identity: str, limit: int) -> Answer:
         """The upstream's answer to `body`: at most `limit` raw result rows (`answer.read_answer`)."""
-        headers = path.forwarded_by(identity)
+        headers = path.forwarded_by(identity) | tracing.outgoing()  # the trace goes on upstream (a traceparent, nothing else)
         if upstream.token:
             headers["Authorization"] = f"Bearer {upstream.token}"
         configured, named = self._clients()

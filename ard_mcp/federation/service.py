@@ -32,6 +32,7 @@ from ard_mcp.federation.settings import FederationSettings, Upstream
 from ard_mcp.formats.identifiers import normalize_identifier, publisher_of, registry_identifier
 from ard_mcp.formats.media_types import AI_REGISTRY
 from ard_mcp.formats.messages import AGENT_RESOURCE, BriefResult, Detail, RegistryReferral, SearchResponse, SearchResult
+from ard_mcp.monitoring import metrics, tracing
 from ard_mcp.net.guard import Resolver
 from ard_mcp.search.query import SearchQuery
 from ard_mcp.search.results import brief
@@ -149,13 +150,19 @@ class Federation:
                 answer.warnings.append(f"upstream {upstream.url}: {note}")
 
         async def ask(upstream: Upstream) -> None:
-            started = anyio.current_time()
-            try:
-                got = await self.client.search(upstream, body, path, self.settings.identity, query.page_size)
-            except UpstreamError as exc:
-                self.breakers.failed(upstream.url)
-                answer.warnings.append(str(exc))
-                return
+            started, outcome = anyio.current_time(), "late"  # a call the deadline cancels is late
+            with tracing.span("upstream", {"ard.upstream": metrics.origin(upstream.url)}) as span:
+                try:
+                    got = await self.client.search(upstream, body, path, self.settings.identity, query.page_size)
+                    outcome = "ok"
+                except UpstreamError as exc:
+                    outcome = "failed"
+                    self.breakers.failed(upstream.url)
+                    answer.warnings.append(str(exc))
+                    return
+                finally:
+                    metrics.upstream(upstream.url, outcome, anyio.current_time() - started)
+                    tracing.ended(span, {"ard.upstream.outcome": outcome}, failed=outcome != "ok")
             self.breakers.succeeded(upstream.url, anyio.current_time() - started)
             rankings[upstream.url], notes = await screening.results(got.rows, upstream.url, until)
             warn(upstream, [*got.notes, *notes])
@@ -165,6 +172,7 @@ class Federation:
             if self.breakers.allows(upstream.url):
                 asked.append(upstream)
             else:
+                metrics.upstream_skipped(upstream.url)
                 answer.warnings.append(f"upstream {upstream.url}: not asked (it kept failing; trying again later)")
         with anyio.move_on_after(self.settings.deadline):
             async with anyio.create_task_group() as group:
@@ -174,6 +182,8 @@ class Federation:
             if upstream.url not in rankings and not any(upstream.url in w for w in answer.warnings):
                 self.breakers.failed(upstream.url)
                 answer.warnings.append(f"upstream {upstream.url}: no answer within {self.settings.deadline:g} s")
+        for upstream in upstreams:
+            metrics.breaker(upstream.url, self.breakers.state(upstream.url)[0] == "open")
         if not rankings:
             return
         held = await _held_elsewhere(registry, answer.results, rankings.values())

@@ -123,7 +123,7 @@ class Embedder:
         self._tokenizer.no_padding()  # batches are padded in `_run`, each to its own longest text
         self._pad_id = self._tokenizer.token_to_id("[PAD]") or 0
         self._lock = threading.Lock()
-        log.info("loaded embedding model %s from %s", spec.id, spec.directory)
+        log.debug("loaded embedding model %s from %s", spec.id, spec.directory)  # every command loads it: not news
 
     def _new_session(self, *, spinning: bool) -> Any:
         return onnx_session(self.spec.directory / "model.onnx", spinning=spinning)

@@ -43,6 +43,7 @@ from ard_mcp.invocation.credentials import Credential, Credentialed
 from ard_mcp.invocation.policy import Caller, InvocationPolicy
 from ard_mcp.invocation.targets import Offline, target_of
 from ard_mcp.invocation.tool_lists import DEFAULT_PAGE, ToolRanker, checked_name, screened
+from ard_mcp.monitoring import metrics, tracing
 from ard_mcp.net.guard import GuardedTransport, NetworkPolicy, Resolver, SystemResolver
 from ard_mcp.packages.relay import HOST, HostChannel
 from ard_mcp.packages.runtime import Consent, PackageRuntime
@@ -170,7 +171,7 @@ class Invoker:
             if target.protocol == "mcp":
                 self.policy.check(identifier, trust.status if trust else None, caller.may_invoke)
                 target = await self._started(target, consent, record)
-            with _serving(host):
+            with _serving(host), _agent_span("tools", target):
                 listed, fetched = await self._listed(target)
             shown = screened(listed)
             if fetched:
@@ -254,7 +255,7 @@ class Invoker:
                 raise InvalidArgument("arguments: must be a JSON object")
             target = await self._started(target, consent, record)
             tool = record.tool = checked_name(tool) if tool is not None else await self._only_tool(target)
-            with _serving(host):
+            with _serving(host), _agent_span("call", target, tool):
                 outcome = await self._client(target.protocol).call(target, self._transport_for(target), tool, arguments, progress)
         except ArdError as exc:
             record.outcome, record.status, record.detail = _failure(exc), exc.http_status, exc.message
@@ -304,9 +305,12 @@ class Invoker:
         raise InvalidArgument(f"tool: this agent has {len(names)} tools, so name the one to call: {shown or 'none'}")
 
     def _audited(self, record: AuditRecord, started: float) -> None:
+        """Every call and tool-list fetch ends here, refused ones too: the audit log's line, and the metrics'."""
+        took = time.monotonic() - started
         record.at = utc_text(datetime.now(UTC), "milliseconds")
-        record.durationMs = round((time.monotonic() - started) * 1000, 1)
+        record.durationMs = round(took * 1000, 1)
         self.audit.append(record)
+        metrics.invocation(record.action, record.protocol, record.outcome, took, record.bytes)
 
 
 @contextlib.contextmanager
@@ -317,6 +321,12 @@ def _serving(host: HostChannel | None) -> Iterator[None]:
         yield
     finally:
         HOST.reset(token)
+
+
+def _agent_span(action: str, target: Target, tool: str | None = None) -> contextlib.AbstractContextManager[object]:
+    """A span for the request to the agent: the `traceparent` the agent is sent names it (`clients.bounds`)."""
+    named = {"ard.invocation.tool": tool} if tool is not None else {}
+    return tracing.span(f"agent {action}", {"ard.invocation.protocol": target.protocol, **named})
 
 
 def _failure(exc: ArdError) -> str:

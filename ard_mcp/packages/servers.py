@@ -32,6 +32,7 @@ from mcp import Client
 
 from ard_mcp import __version__
 from ard_mcp.errors import AgentTimeout, AgentUnreachable, PermissionDenied
+from ard_mcp.monitoring import metrics
 from ard_mcp.packages.consent import Approvals
 from ard_mcp.packages.install import Installed
 from ard_mcp.packages.relay import HOST, Relay
@@ -176,6 +177,7 @@ class PackageServers:
                     scope.deadline = math.inf
                     running.client, running.exited, running.transport = client, transport.ended, transport
                     running.ready.set()
+                    metrics.package_servers(+1)
                     await self._held(running, transport.ended)
                     if transport.ended.is_set():
                         running.ended = "it " + _how_it_ended(running)
@@ -188,6 +190,8 @@ class PackageServers:
             running.ended = reason + _said(running)
             log.info("package server %s ended: %s", start.key, running.ended)
         finally:
+            if running.client is not None:
+                metrics.package_servers(-1)
             if self._running.get(start) is running:
                 del self._running[start]
             running.ended = running.ended or "it was stopped"

@@ -45,6 +45,8 @@ from ard_mcp.index.lexical import coverage, idf, indexed_keywords, named_keyword
 from ard_mcp.index.records import AgentTerms, CandidateExamples, term_finder
 from ard_mcp.index.store.base import Store
 from ard_mcp.index.vectors import VectorIndex
+from ard_mcp.monitoring import tracing
+from ard_mcp.monitoring.stages import stage
 from ard_mcp.search.rerank import Reranker
 from ard_mcp.search.tuning import DEFAULT_TUNING, SIGNALS, Tuning
 
@@ -222,7 +224,8 @@ class Ranker:
     def rank(self, text: str, allowed: AbstractSet[int] | None) -> Ranking:
         """Agents scoring at least the floor, best first (ties by id, so pages are stable). When the query's
         confidence misses the cutoff, the ranking is not confident and holds at least the `tentative` closest."""
-        return self.select(self.candidates(text, allowed))
+        with stage("ranking"):
+            return self.select(self.candidates(text, allowed))
 
     def select(self, found: Candidates | None) -> Ranking:
         """The ranking of a query's candidates by this ranker's tuning (a benchmark scores one query's
@@ -297,9 +300,10 @@ class Ranker:
             return None
         qterms = query_terms(text)
         documents = max(1, self.store.count())
-        lexical_side = _HELPERS.submit(self._lexical, qterms, allowed)
+        lexical_side = _HELPERS.submit(tracing.in_context(self._lexical), qterms, allowed)
         try:
-            intents = self.embedder.embed_with_parts(text, split_intents(text))
+            with stage("embedding"):
+                intents = self.embedder.embed_with_parts(text, split_intents(text))
             dense = self._dense_candidates(intents, allowed, documents)
         except BaseException:
             lexical_side.cancel()
@@ -309,7 +313,8 @@ class Ranker:
         pool = dense | bm25
         if not pool:
             return None
-        examples, agent_terms = self.examples.examples_and_terms(sorted(pool))
+        with tracing.span("store.examples"):
+            examples, agent_terms = self.examples.examples_and_terms(sorted(pool))
         if not len(examples.ids):  # Chroma named agents the store does not have (e.g. a server index shared with another store)
             return None
         sims = (examples.vectors @ intents.T).max(axis=1)  # each example's best over the task and its parts
@@ -358,8 +363,9 @@ class Ranker:
         on PostgreSQL they took ~8 ms of a 41 ms search; overlapped, a search took 42.1 ms at p50 instead of
         44.3 (identical answers; both cores were already busy with the model). The embedded store at 2,000
         agents: no difference."""
-        frequencies = self.store.document_frequencies(qterms)
-        return frequencies, self._bm25(qterms, frequencies, allowed)
+        with tracing.span("store.lexical"):
+            frequencies = self.store.document_frequencies(qterms)
+            return frequencies, self._bm25(qterms, frequencies, allowed)
 
     def _bm25(self, qterms: list[str], frequencies: Mapping[str, int], allowed: AbstractSet[int] | None) -> set[int]:
         """BM25 candidates from the query's rarest terms: common words add little to BM25 and would make

@@ -12,6 +12,7 @@ from ard_mcp.config import default_data_dir, env, shipped_model_dir
 from ard_mcp.formats.limits import DEFAULT_MAX_ENTRY_BYTES
 from ard_mcp.surfaces.host_config import host_config_commands
 from ard_mcp.surfaces.invocation_arguments import invocation_commands, invocation_options
+from ard_mcp.surfaces.monitoring_arguments import log_options, monitoring_options
 from ard_mcp.surfaces.option_values import csv_list, env_number, truthy
 from ard_mcp.surfaces.rest.ratelimit import DEFAULT_RATE_LIMITS
 from ard_mcp.surfaces.rest.settings import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY_BYTES, KEEP_ALIVE_SECONDS
@@ -58,6 +59,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "is used (ARD_MCP_STORE_URL)",
     )
     parser.add_argument("--log-level", default=env("LOG_LEVEL", "INFO"), help="logging level on stderr (ARD_MCP_LOG_LEVEL)")
+    log_options(parser)
     parser.add_argument(
         "--max-entry-bytes",
         type=int,
@@ -141,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     crawl_options(serve)
     federation_options(serve)
     invocation_options(serve)
+    monitoring_options(serve)
     serve.add_argument(
         "--transport", choices=TRANSPORTS, default=env("TRANSPORT", "stdio"), help="(ARD_MCP_TRANSPORT; default %(default)s)"
     )

@@ -25,10 +25,16 @@ class EscapingFormatter(logging.Formatter):
         return "\n".join(shown(line) for line in super().formatException(ei).split("\n"))
 
 
-def configure_logging(level: str) -> None:
-    """Logs to stderr at `level`, the libraries in `NOISY` from warnings up."""
+def configure_logging(level: str, form: str = "text") -> None:
+    """Logs to stderr at `level`, the libraries in `NOISY` from warnings up: escaped text lines, or with `form`
+    `json` one JSON object a line (`monitoring.json_logs`)."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(EscapingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    if form == "json":
+        from ard_mcp.monitoring.json_logs import JsonFormatter
+
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(EscapingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
     for noisy in NOISY:
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -12,6 +12,7 @@ own rate limit (`mcp_invoke`), so the refusal is audited as every refused call i
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -19,6 +20,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 
+from ard_mcp.errors import RateLimited
+from ard_mcp.monitoring import metrics, tracing
 from ard_mcp.surfaces import over_limit
 from ard_mcp.surfaces.mcp_invoke import INVOKE_TOOLS
 
@@ -51,7 +54,23 @@ class RegistryServer(MCPServer[Any]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        refused = over_limit.refusal(context.headers) if context is not None else None
+        """Each call timed by tool and outcome, and a span of the HTTP request that carried it (`monitoring.requests`
+        put that request's span in its `traceparent`); a name the server has no tool of is `unknown`."""
+        headers = context.headers if context is not None else None
+        tool = name if self._tool_manager.get_tool(name) is not None else "unknown"
+        failed, started = True, time.perf_counter()
+        with tracing.span(f"tools/call {tool}", {"mcp.method.name": "tools/call", "gen_ai.tool.name": tool}, parent=headers) as span:
+            try:
+                result = await self._called(name, arguments, context, over_limit.refusal(headers))
+                failed = isinstance(result, CallToolResult) and result.is_error
+                return result
+            finally:
+                metrics.tool_call(tool, "error" if failed else "ok", time.perf_counter() - started)
+                tracing.ended(span, {}, failed=failed)
+
+    async def _called(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None, refused: RateLimited | None
+    ) -> CallToolResult | InputRequiredResult:
         if refused is not None and name not in INVOKE_TOOLS:
             raise ToolError(f"{refused.code}: {refused.message}")
         try:

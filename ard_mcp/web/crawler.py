@@ -34,6 +34,7 @@ from ard_mcp.formats.identifiers import is_identifier, normalize_identifier, pub
 from ard_mcp.formats.leniency import Notice
 from ard_mcp.formats.media_types import AI_REGISTRY
 from ard_mcp.index.indexer import Progress
+from ard_mcp.monitoring import metrics
 from ard_mcp.net.fetcher import HTML, JSON, Expect, Fetched, Fetcher, FetchError
 from ard_mcp.net.guard import NetworkPolicy, SystemResolver
 from ard_mcp.registry import Registry
@@ -391,13 +392,17 @@ async def open_crawler(
     registry: Registry, settings: CrawlSettings, progress: Progress | None = None, say: Say | None = None, trust: TrustChecks | None = None
 ) -> AsyncIterator[Crawler]:
     """A crawler with its own connection pool and trust checks (or `trust`, kept open), closed on exit. With
-    a DNS server given, host names are resolved through it too, so discovery and connections see one DNS view."""
+    a DNS server given, host names are resolved through it too, so discovery and connections see one DNS view.
+    Every crawl and refresh runs in one: the documents it looked at are counted on exit (`monitoring.metrics`)."""
     dns = DnsDiscovery(settings.dns_server)
     resolver = dns if settings.dns_server else SystemResolver()
     checks = trust or TrustChecks(settings.allow_private_networks, resolver)
     async with Fetcher(NetworkPolicy(settings.allow_private_networks), settings.fetch, resolver) as fetcher:
+        crawler = Crawler(registry, fetcher, dns, settings.limits, settings.schedule, progress, say, checks, settings.trust_policy)
         try:
-            yield Crawler(registry, fetcher, dns, settings.limits, settings.schedule, progress, say, checks, settings.trust_policy)
+            yield crawler
         finally:
+            for source in crawler.report.sources:
+                metrics.crawled(source.status, source.via)
             if trust is None:
                 await checks.aclose()

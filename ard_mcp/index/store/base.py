@@ -179,6 +179,10 @@ class Store(SideTables):
             self._count = (version, int(self._tuples("SELECT count(*) FROM agents")[0][0]))
         return self._count[1]
 
+    def example_count(self) -> int:
+        """The number of examples the index embeds (the monitoring gauge, read at each scrape), kept until a change."""
+        return self._kept("example count", lambda: int(self._tuples("SELECT count(*) FROM examples")[0][0]))
+
     def write(
         self,
         entry: dict[str, Any],

@@ -20,6 +20,7 @@ import httpx
 from ard_mcp.errors import AgentTimeout, AgentUnreachable, ArdError
 from ard_mcp.invocation.calls import Progress
 from ard_mcp.invocation.policy import Limits
+from ard_mcp.monitoring import tracing
 from ard_mcp.net.guard import BlockedAddress
 
 _STRINGS = 1000  # the most strings of one answer handed to screening (an answer is max_bytes at most anyway)
@@ -60,13 +61,18 @@ class _Capped(httpx.AsyncByteStream):
 class Bounded(httpx.AsyncBaseTransport):
     """`inner` (the guarded transport) with every response body capped at `max_bytes` as it streams, the
     first failure of a request or of a body kept in `failure`, and the first 401 or 403 the agent answered in
-    `denied` (the MCP SDK turns a refused POST into a JSON-RPC "error response" without its status)."""
+    `denied` (the MCP SDK turns a refused POST into a JSON-RPC "error response" without its status).
+
+    When tracing, each request carries the `traceparent` of the call it is lent to, taken in the call's own task
+    (where it is made, and in `reset` when a kept session is lent): an SDK sends from tasks of its own, which
+    a kept session started for an earlier call."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport, max_bytes: int) -> None:
         self._inner = inner
         self.max_bytes = max_bytes
         self.failure: Exception | None = None
         self.denied: int | None = None
+        self.traced = tracing.outgoing()
 
     def keep(self, exc: Exception) -> None:
         if self.failure is None:
@@ -77,8 +83,10 @@ class Bounded(httpx.AsyncBaseTransport):
         a failure is named after the call that met it."""
         self.failure = None
         self.denied = None
+        self.traced = tracing.outgoing()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        request.headers.update(self.traced)
         try:
             response = await self._inner.handle_async_request(request)
         except Exception as exc:

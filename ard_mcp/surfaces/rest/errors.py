@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse
 from ard_mcp.errors import AgentError, ArdError, RateLimited
 from ard_mcp.formats import aidip, xu
 from ard_mcp.formats.messages import ErrorBody
+from ard_mcp.monitoring.requests import request_id
 
 
 class Dialect(Enum):
@@ -29,7 +30,7 @@ ERROR_MODELS: dict[Dialect, type[BaseModel]] = {Dialect.ARD: ErrorBody, Dialect.
 
 
 def error_response(dialect: Dialect, exc: ArdError, correlation_id: str | None = None) -> JSONResponse:
-    correlation_id = correlation_id or uuid.uuid4().hex
+    correlation_id = correlation_id or request_id() or uuid.uuid4().hex  # the request's id in the logs (`monitoring.requests`)
     body: BaseModel
     if dialect is Dialect.XU:
         body = xu.error_body(exc, correlation_id)

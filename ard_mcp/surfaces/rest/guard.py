@@ -29,6 +29,7 @@ from ard_mcp.errors import (
 )
 from ard_mcp.formats.bounded_json import UnreadableJson, read_json
 from ard_mcp.formats.media_types import is_json
+from ard_mcp.monitoring import metrics
 from ard_mcp.surfaces import over_limit
 from ard_mcp.surfaces.mcp_invoke import INVOKE_TOOLS
 from ard_mcp.surfaces.mcp_server import WRITE_TOOLS
@@ -119,17 +120,19 @@ class GuardMiddleware:
         address = request.client.host if request.client else ""
         if not self.limiter.applies_to(address, is_loopback(address)):
             return None
-        keys = [f"address {address}"]
+        keys, limit = [f"address {address}"], "auth_failures"
         try:
             if "authorization" in request.headers and self.settings.tokens.configured:
-                self.limiter.check("auth_failures", address)
+                self.limiter.check(limit, address)
                 principal = self.settings.tokens.principal(request.headers)
                 if principal is None:
-                    self.limiter.take("auth_failures", (address,))
+                    self.limiter.take(limit, (address,))
                 else:
                     keys.append(f"credential {principal.name}")
-            self.limiter.take(_kind(request, body, self.forms), tuple(keys))
+            limit = _kind(request, body, self.forms)
+            self.limiter.take(limit, tuple(keys))
         except RateLimited as exc:
+            metrics.rate_limited(limit)
             return exc
         return None
 

@@ -30,6 +30,7 @@ from ard_mcp.formats.messages import (
 )
 from ard_mcp.invocation.audit import InvocationLog
 from ard_mcp.invocation.calls import AgentInput, AgentOutput
+from ard_mcp.monitoring.requests import request_id
 from ard_mcp.surfaces.rest.errors import Dialect, error_response
 from ard_mcp.surfaces.rest.routes import (
     AppState,
@@ -94,7 +95,7 @@ class Operation:
 def _endpoint(op: Operation) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         state = state_of(request)
-        correlation_id = uuid.uuid4().hex
+        correlation_id = request_id() or uuid.uuid4().hex  # the request's id in the logs (`monitoring.requests`)
         try:
             if op.write:  # before the body is read: an unauthenticated write costs nothing
                 request.state.writer = state.settings.tokens.writer(request.headers, op.needs_token_for)

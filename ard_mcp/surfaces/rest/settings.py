@@ -53,6 +53,7 @@ class HttpSettings:
     body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds for a whole request body to arrive
     header_timeout: float = DEFAULT_HEADER_TIMEOUT  # seconds for a request's headers, from the connection's opening or its first byte
     invocation: InvocationPolicy = field(default_factory=InvocationPolicy)  # off unless --allow-invocation
+    metrics_address: tuple[str, int] | None = None  # --metrics-address: metrics served there, not at /metrics
 
     def base_url(self) -> str:
         """The URL this server is reached at when no public URL was given: the bound address, or for a

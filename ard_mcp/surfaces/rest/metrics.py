@@ -1,0 +1,59 @@
+"""`GET /metrics`: the registry's Prometheus metrics (`ard_mcp.monitoring`), for its operator.
+
+Who reads them: anyone where the registry has no tokens (an open registry on loopback; off loopback only
+`--allow-anonymous-writes` serves without tokens, and has made everyone an operator), else a token that may
+write every publisher, as for the invocation log: the metrics show the traffic's shape, the upstreams asked and
+the tools called. With `--metrics-address` they are served at that address instead, to whoever reaches it (the
+operator's network keeps it to the scraper), and the registry's own port has no `/metrics`."""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ard_mcp.errors import ArdError, PermissionDenied
+from ard_mcp.monitoring import metrics
+from ard_mcp.monitoring.exposition import collector, render
+from ard_mcp.registry import Registry
+from ard_mcp.surfaces.rest.errors import Dialect, error_response
+from ard_mcp.surfaces.rest.routes import state_of
+from ard_mcp.surfaces.rest.settings import HttpSettings
+
+log = logging.getLogger(__name__)
+NEEDED_FOR = "reading the metrics (an operator's token)"
+
+
+def metrics_routes(settings: HttpSettings) -> list[Route]:
+    """Turn this process's metrics on, and the route that serves them, unless a separate address does."""
+    metrics.enable()
+    return [] if settings.metrics_address is not None else [Route("/metrics", _metrics, methods=["GET"])]
+
+
+def index_size(registry: Registry | None) -> tuple[int, int] | None:
+    """The index's agents and examples; None while no registry is open."""
+    return (registry.store.count(), registry.store.example_count()) if registry is not None else None
+
+
+async def _metrics(request: Request) -> Response:
+    state = state_of(request)
+    try:
+        if not state.settings.tokens.writer(request.headers, NEEDED_FOR).may_write("*"):
+            raise PermissionDenied("the metrics are for operators: they need a token that may write every publisher (*)")
+    except ArdError as exc:
+        return error_response(Dialect.ARD, exc)
+    body, content_type = await anyio.to_thread.run_sync(render, lambda: index_size(state.registry), request.headers.get("accept"))
+    return Response(body, headers={"Content-Type": content_type})
+
+
+def serve_metrics_at(address: tuple[str, int], registry: Registry) -> None:
+    """Serve the metrics at `address` from a thread of this process (prometheus_client's own HTTP server)."""
+    from prometheus_client import start_http_server
+
+    metrics.enable()
+    host, port = address
+    start_http_server(port, host, registry=collector(lambda: index_size(registry)))
+    log.info("serving the metrics at http://%s:%d/metrics, to whoever can reach that address", f"[{host}]" if ":" in host else host, port)
