@@ -28,9 +28,9 @@ if TYPE_CHECKING:
 
 
 DESCRIPTION = (
-    "Fill the registry from the web (ARD §6): find catalogs by well-known URI, robots.txt, HTML links and DNS, follow nested "
-    "catalogs, import A2A cards, MCP server descriptions and MCP registries; only public http(s) addresses unless the server "
-    "allows private networks. Entries that vanished from their document are removed. Progress is reported per document."
+    "Fill the registry from the web (ARD §6): catalogs by well-known URI, robots.txt, HTML links and DNS, nested catalogs, "
+    "A2A cards, MCP servers and registries; public addresses only unless the server allows private ones. Entries gone from "
+    "their document are removed."
 )
 
 

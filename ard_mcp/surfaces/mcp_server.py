@@ -46,8 +46,8 @@ from ard_mcp.surfaces.auth import ANONYMOUS, Principal, TokenStore
 from ard_mcp.surfaces.lazy_registry import Opening, open_registry, warm_up_soon
 from ard_mcp.surfaces.lazy_registry import registry_of as _registry
 from ard_mcp.surfaces.mcp_crawl import add_crawl_tool
-from ard_mcp.surfaces.mcp_invoke import add_invoke_tools
-from ard_mcp.surfaces.mcp_refusals import RegistryServer
+from ard_mcp.surfaces.mcp_invoke import IDENTIFIER, add_invoke_tools
+from ard_mcp.surfaces.mcp_protocol import ArdMcpServer
 from ard_mcp.surfaces.services import Services
 from ard_mcp.surfaces.tool_results import compact_json, compact_result
 from ard_mcp.surfaces.xu_discovery import Federate, discover
@@ -76,13 +76,12 @@ FilterArg = Annotated[
     dict[str, Any] | None,
     Field(
         description=(
-            "ARD §7.1 filter: keys are field paths (type, tags, capabilities, publisher, identifier, displayName, version, "
-            "trustManifest.attestations.type, metadata.<key>, ...), values are lists (OR within a key, AND across keys). "
-            'Example: {"type": ["application/mcp-server-card+json"], "tags": ["finance"]}'
+            "ARD §7.1 filter: field path (type, tags, capabilities, publisher, metadata.<key>, ...) to a list of values; OR "
+            'within a key, AND across keys. E.g. {"type": ["application/mcp-server-card+json"], "tags": ["finance"]}'
         )
     ),
 ]
-READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)  # idempotentHint means something only when not read-only
 Tags = list[str] | None
 
 
@@ -149,7 +148,7 @@ def build_server(
             if closed is not None:
                 closed()
 
-    server: MCPServer[Callable[[], Registry]] = RegistryServer(
+    server: MCPServer[Callable[[], Registry]] = ArdMcpServer(
         "ard-mcp",
         version=__version__,
         instructions=INSTRUCTIONS,
@@ -177,35 +176,32 @@ def build_server(
     @server.tool(title="Search agents", annotations=READ)
     @_as_tool
     def search_agents(
-        text: Annotated[str, Field(description="The task or need in natural language, e.g. 'convert a scanned PDF to text'.")],
+        text: Annotated[str, Field(description="The task in plain words, e.g. 'convert a scanned PDF to text'.")],
         ctx: Context,
         filter: FilterArg = None,
-        pageSize: Annotated[int, Field(ge=1, le=100, description="Results per page (1-100).")] = 10,  # noqa: N803
-        pageToken: Annotated[str | None, Field(description="The pageToken of the previous page.")] = None,  # noqa: N803
-        required_tags: Annotated[Tags, Field(description="Only entries with every one of these tags (case-insensitive).")] = None,
+        pageSize: Annotated[int, Field(ge=1, le=100)] = 10,  # noqa: N803
+        pageToken: Annotated[str | None, Field(description="From the previous page.")] = None,  # noqa: N803
+        required_tags: Annotated[Tags, Field(description="Only entries with all of these tags.")] = None,
         excluded_tags: Annotated[Tags, Field(description="No entry with any of these tags.")] = None,
         preferred_tags: Annotated[Tags, Field(description="Entries with these tags rank higher.")] = None,
         detail: Annotated[
             Literal["compact"] | Detail,
             Field(
-                description="compact (default: identifier, name, first sentence of the description, score and the best "
-                "evidence; ~100 tokens a result), minimal (identifier, name, type, url, score), summary (+ description, tags, "
-                "evidence) or full (the whole ARD entries with all evidence)."
+                description="compact: name, first sentence, score, best evidence (~100 tokens a result); minimal: name, type, "
+                "url, score; summary: + description, tags, evidence; full: whole entries."
             ),
         ] = "compact",
         federation: Annotated[
             Literal["auto", "referrals", "none"],
             Field(
-                description="auto (default): also ask the upstream registries this one knows and merge their results; referrals: "
-                "list them for you to ask; none: this registry only. Without upstreams all three are the same."
+                description="auto: also ask the upstream registries this one knows, merged; referrals: list them for you to ask; "
+                "none: this registry only."
             ),
         ] = "auto",
     ) -> SearchResponse:
-        """Find agents, MCP servers and skills for a task (up to 32,000 characters: paste the whole task). Returns them
-        ranked by relevance with a 0-100 score and the evidence for each; get_agent reads an entry in full. confidence
-        high: the best result is a confident match, and entries down to the registry's floor score are listed; low: nothing fits
-        well, and the closest few are listed (check them: often none fits). At detail minimal or summary an inline
-        entry's url is its ard://agents/{identifier} resource."""
+        """Find agents, MCP servers and skills for a task (up to 32,000 characters: paste it whole), ranked with a 0-100
+        score, a fit and the evidence; get_agent reads one in full. confidence low: nothing fits well, the closest few are
+        listed (often none fits). At detail minimal or summary an inline entry's url is its ard://agents/{identifier} resource."""
         criteria = Criteria.of(required_tags=required_tags, excluded_tags=excluded_tags, preferred_tags=preferred_tags)
         trimmed = None if detail == "compact" else detail
         query = SearchQuery.of(text, filter, criteria, detail=trimmed, page_size=pageSize, page_token=pageToken)
@@ -220,30 +216,25 @@ def build_server(
     @server.tool(title="Discover agents (Xu profile)", annotations=READ)
     @_as_tool
     def discover_agents(
-        query: Annotated[str, Field(description="The task or intent in natural language.")],
+        query: Annotated[str, Field(description="The task in plain words.")],
         ctx: Context,
-        required_tags: Annotated[Tags, Field(description="Hard filter: candidates have every one.")] = None,
-        preferred_tags: Annotated[Tags, Field(description="Raise the score of candidates with these tags.")] = None,
-        excluded_tags: Annotated[Tags, Field(description="Hard filter: candidates have none.")] = None,
-        protocols: Annotated[
-            Tags, Field(description="Hard filter: candidates offer one of these protocols (https, mcp, a2a, ...).")
-        ] = None,
+        required_tags: Annotated[Tags, Field(description="Hard filter: all of them.")] = None,
+        preferred_tags: Annotated[Tags, Field(description="Rank these higher.")] = None,
+        excluded_tags: Annotated[Tags, Field(description="Hard filter: none of them.")] = None,
+        protocols: Annotated[Tags, Field(description="Hard filter: one of them (https, mcp, a2a, ...).")] = None,
         constraints: Annotated[
-            dict[str, Any] | None,
-            Field(description="max_results_age_seconds, region, status; any other key is reported in unsupported_filters."),
+            dict[str, Any] | None, Field(description="max_results_age_seconds, region, status; others come back in unsupported_filters.")
         ] = None,
         limit: Annotated[int, Field(ge=1, le=xu.MAX_LIMIT)] = 10,
-        include_evidence: Annotated[bool, Field(description="Return score components, matched tags and matched examples.")] = False,
-        detail: Annotated[
-            Literal["minimal", "summary", "full"], Field(description="How much of each agent's metadata to return.")
-        ] = "summary",
-        client_context: Annotated[dict[str, Any] | None, Field(description="Hints such as locale; not used for ranking.")] = None,
+        include_evidence: Annotated[bool, Field(description="Score components, matched tags and examples.")] = False,
+        detail: Literal["minimal", "summary", "full"] = "summary",
+        client_context: Annotated[dict[str, Any] | None, Field(description="Hints such as locale; not ranked on.")] = None,
         federation: Annotated[
-            Literal["auto", "referrals", "none"], Field(description="auto: also ask the upstream registries; referrals: list them.")
+            Literal["auto", "referrals", "none"], Field(description="auto: also ask upstream registries; referrals: list them.")
         ] = "none",
     ) -> xu.DiscoveryResponse:
-        """A Discovery Request of the Xu agent discovery profile (conformance D2): candidates with bindings, status,
-        freshness and, on request, matching evidence; unsupported constraints are listed, never silently ignored."""
+        """A Xu discovery-profile request (conformance D2): candidates with bindings, status, freshness and, on request,
+        evidence; unsupported constraints are listed, never ignored."""
         given = {
             "query": query,
             "required_tags": required_tags,
@@ -267,15 +258,12 @@ def build_server(
     @_as_tool
     def explore_facets(
         ctx: Context,
-        text: Annotated[str | None, Field(description="Optional task text; facets then count only relevant entries.")] = None,
-        filter: FilterArg = None,
-        facets: Annotated[
-            list[FacetRequest] | None,
-            Field(description="Fields to aggregate; default type, tags and publisher."),
-        ] = None,
+        text: Annotated[str | None, Field(description="Count only the entries relevant to this task.")] = None,
+        filter: Annotated[dict[str, Any] | None, Field(description="As for search_agents.")] = None,
+        facets: Annotated[list[FacetRequest] | None, Field(description="Fields to count; default type, tags, publisher.")] = None,
     ) -> ExploreResponse:
-        """Count entries by field value (ARD §7.3 explore): which types, tags, capabilities or publishers the registry
-        holds, over the whole registry or over the entries matching a text and filter."""
+        """Count entries by field value (ARD §7.3): which types, tags, capabilities or publishers the registry holds, in
+        all or among the entries matching a text and filter."""
         chosen = facets or [FacetRequest(field="type"), FacetRequest(field="tags"), FacetRequest(field="publisher")]
         return _registry(ctx).explore(text, filter, chosen, viewer(ctx))
 
@@ -286,21 +274,17 @@ def build_server(
             dict[str, Any],
             Field(
                 description=(
-                    "An ARD v0.9 catalog entry: identifier (urn:air:<publisher-domain>:<namespace>:<name>), displayName, type "
-                    "(media type, e.g. application/mcp-server-card+json), exactly one of url or data, and optionally "
-                    "description, tags, capabilities, representativeQueries (2-5), version, updatedAt (ISO 8601), metadata, "
-                    "trustManifest. Also accepted: an A2A agent card (v0.3 or v1.0), Xu Agent Metadata (id, name, description, "
-                    "bindings, examples, ...) and AIDIP agent metadata (name, endpoint, operations, ...), stored as catalog "
-                    "entries. What the schema refuses but can be read one way (urn:ai:, a timestamp without a zone, six "
-                    "queries, ...) is normalised and listed in warnings."
+                    "An ARD v0.9 catalog entry (identifier urn:air:<publisher-domain>:<namespace>:<name>, displayName, type as a "
+                    "media type, url or data, description, tags, ...), an A2A agent card, Xu Agent Metadata or AIDIP agent metadata. "
+                    "What can be read one way only (urn:ai:, a time without a zone, ...) is normalised, with warnings."
                 )
             ),
         ],
         ctx: Context,
-        format: Annotated[Format, Field(description="The entry's format; auto tells them apart by their fields.")] = "auto",
+        format: Annotated[Format, Field(description="auto tells the formats apart by their fields.")] = "auto",
     ) -> RegisterResult:
-        """Publish or update a catalog entry (upsert by identifier). An entry whose updatedAt is older than the stored one is
-        refused as stale; an identical entry is reported unchanged."""
+        """Publish or update a catalog entry (upsert by identifier); one older than the stored one (updatedAt) is refused
+        as stale, an identical one reported unchanged."""
         may_write = writer(ctx).may_write
         document = registration.to_entry(entry, format)
         owned = anyio.from_thread.run(shared_services.trust_findings, document)  # as published, before the lenient reader
@@ -309,7 +293,7 @@ def build_server(
     @server.tool(title="Get agent", annotations=READ)
     @_as_tool
     def get_agent(
-        identifier: Annotated[str, Field(description="The entry's urn:air: identifier (or the Xu / AIDIP id it was registered with).")],
+        identifier: Annotated[str, Field(description=IDENTIFIER)],
         ctx: Context,
     ) -> CatalogEntry:
         """The stored catalog entry for an identifier, exactly as registered."""
@@ -323,9 +307,8 @@ def build_server(
             dict[str, Any] | str | None,
             Field(
                 description=(
-                    "An ARD §7.1 filter object as for search_agents, or an ARD Appendix A expression string such as "
-                    "\"type = 'application/mcp-server-card+json' AND createdAfter > '2026-01-01'\" (displayName, type, publisherId, "
-                    "createdAfter, updatedAfter and any filter key; comma = OR)."
+                    "A filter object as for search_agents, or an ARD Appendix A expression, e.g. \"type = "
+                    "'application/mcp-server-card+json' AND createdAfter > '2026-01-01'\" (comma = OR)."
                 )
             ),
         ] = None,
@@ -339,7 +322,7 @@ def build_server(
     @server.tool(title="Deregister agent", annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False))
     @_as_tool
     def deregister_agent(
-        identifier: Annotated[str, Field(description="The entry's urn:air: identifier (or the Xu / AIDIP id it was registered with).")],
+        identifier: Annotated[str, Field(description=IDENTIFIER)],
         ctx: Context,
     ) -> DeregisterResult:
         """Remove an entry and everything indexed for it."""

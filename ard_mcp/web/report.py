@@ -17,14 +17,13 @@ class CrawlRequest(BaseModel):
     targets: list[str] = Field(
         default_factory=list,
         max_length=MAX_TARGETS,
-        description="Domains (example.com), origins (https://example.com/) or URLs of a manifest, an HTML page, an A2A agent card "
-        "or an MCP server.json / server card.",
+        description="Domains, origins or URLs of a catalog, an HTML page, an A2A agent card or an MCP server.json / server card.",
     )
     mcpRegistries: list[str] = Field(
-        default_factory=list, max_length=MAX_TARGETS, description="Base URLs of MCP registries whose servers to import (GET /v0.1/servers)."
+        default_factory=list, max_length=MAX_TARGETS, description="MCP registries (base URLs) whose servers to import."
     )
-    refresh: bool = Field(False, description="Fetch again the remembered documents that are due, with their HTTP validators.")
-    force: bool = Field(False, description="With refresh: every remembered document, due or not.")
+    refresh: bool = Field(False, description="Fetch the remembered documents that are due again (conditional requests).")
+    force: bool = Field(False, description="With refresh: all of them, due or not.")
 
 
 Status = Literal["ingested", "not-modified", "not-found", "server-error", "failed", "removed"]
