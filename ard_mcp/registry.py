@@ -217,6 +217,12 @@ class Registry:
             raise NotFound(f"{identifier} is stored but cannot be read (`ard-mcp check` says why); it can be deleted or registered again")
         return CatalogEntry.model_validate(stored.entry)
 
+    def identifiers_starting(self, prefix: str, limit: int, viewer: Viewer = ANONYMOUS) -> tuple[list[str], bool]:
+        """The first `limit` identifiers `viewer` may see that start with `prefix`, and whether there are more."""
+        hidden = hidden_agents(self.store, viewer)
+        shown = [name for agent_id, name in self.store.identifiers_starting(prefix, limit + 1 + len(hidden)) if agent_id not in hidden]
+        return shown[:limit], len(shown) > limit
+
     def trust_of(self, identifier: str) -> TrustFinding | None:
         """What the registry's trust check found about a stored entry (None before trust checks existed)."""
         agent_id = self.store.id_of(identifier)

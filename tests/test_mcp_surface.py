@@ -1,6 +1,6 @@
 """What a host reads of ard-mcp besides its tools' answers (issue #47): the tool list within its budget and
-still what hosts validate against. Real MCP clients (in-memory); the schema rewriting itself on pydantic's
-own schemas."""
+still what hosts validate against, identifier completion for the agent resource, and the logging level.
+Real MCP clients (in-memory); the schema rewriting itself on pydantic's own schemas."""
 
 from __future__ import annotations
 
@@ -12,10 +12,14 @@ from typing import Any, Literal
 import jsonschema
 import pytest
 from mcp import Client
+from mcp.types import ResourceTemplateReference
 from pydantic import BaseModel, Field
 
 from ard_mcp.config import Config
+from ard_mcp.formats.messages import AGENT_RESOURCE
 from ard_mcp.invocation.policy import InvocationPolicy, Limits
+from ard_mcp.surfaces.auth import Principal, TokenStore
+from ard_mcp.surfaces.mcp_protocol import MAX_COMPLETIONS
 from ard_mcp.surfaces.mcp_server import build_server
 from ard_mcp.surfaces.services import Services
 from ard_mcp.surfaces.tool_schemas import advertised_input, advertised_output
@@ -188,3 +192,54 @@ async def test_an_agents_short_answer_comes_back_as_compact_json(data_dir: Path,
             assert text == json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
         assert result.is_error  # the agent's own failure: the whole answer, as an error
         assert len(text) < 441
+
+
+# -- completion and logging -------------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_the_agent_resources_identifier_completes_from_the_catalog(data_dir: Path) -> None:
+    server = _server(data_dir)
+    many = [entry(WEATHER, identifier=f"urn:air:many.example:agent:n{i:03d}") for i in range(MAX_COMPLETIONS + 5)]
+    ref = ResourceTemplateReference(type="ref/resource", uri=AGENT_RESOURCE)
+    async with Client(server) as client:
+        for item in [*SAMPLE, *many]:
+            assert not (await client.call_tool("register_agent", {"entry": item})).is_error
+        weather = await client.complete(ref, {"name": "identifier", "value": "urn:air:example.com:weather"})
+        everything = await client.complete(ref, {"name": "identifier", "value": "urn:air:many.example:"})
+        nothing = await client.complete(ref, {"name": "identifier", "value": "urn:air:nowhere"})
+        other = await client.complete(ResourceTemplateReference(type="ref/resource", uri="ard://other/{x}"), {"name": "x", "value": ""})
+        capabilities = client.server_capabilities
+    assert weather.completion.values == [WEATHER["identifier"]] and weather.completion.has_more is False
+    assert everything.completion.values == [m["identifier"] for m in many[:MAX_COMPLETIONS]] and everything.completion.has_more
+    assert nothing.completion.values == [] and other.completion.values == []
+    assert capabilities.completions is not None
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_completion_offers_only_what_the_caller_may_see(data_dir: Path) -> None:
+    """Over HTTP an entry visible only to some principals is completed for them, never for others."""
+    hidden = entry(WEATHER, identifier="urn:air:example.com:weather:private", metadata={"visibleTo": ["someone-else"]})
+    ref = ResourceTemplateReference(type="ref/resource", uri=AGENT_RESOURCE)
+    argument = {"name": "identifier", "value": "urn:air:example.com:weather:"}
+    async with Client(_server(data_dir)) as client:  # stdio's viewer: the local user sees everything
+        for item in (WEATHER, hidden):
+            assert not (await client.call_tool("register_agent", {"entry": item})).is_error
+        everyone = await client.complete(ref, argument)
+    assert everyone.completion.values == sorted([WEATHER["identifier"], hidden["identifier"]])
+    tokens = TokenStore({"reader-token-0123456789ab": Principal("reader", ())})
+    async with Client(_server(data_dir, tokens=tokens)) as client:  # no token sent: the anonymous viewer
+        anonymous = await client.complete(ref, argument)
+    assert anonymous.completion.values == [WEATHER["identifier"]]
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # the client's, for calling it at all
+@pytest.mark.anyio
+async def test_the_logging_level_is_accepted_where_the_protocol_has_it(data_dir: Path) -> None:
+    """`logging/setLevel` belongs to the handshake-era protocol (2025-11-25 and before): hosts that speak it call it
+    when the server declares `logging`; 2026-07-28 removed it, and the SDK answers it there as it answers any
+    method the version lacks."""
+    async with Client(_server(data_dir), mode="legacy") as client:
+        assert client.server_capabilities.logging is not None
+        for level in ("debug", "info", "error"):
+            await client.set_logging_level(level)

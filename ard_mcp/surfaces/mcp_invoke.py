@@ -100,9 +100,7 @@ def add_invoke_tools(
         identifier: Annotated[str, Field(description=IDENTIFIER)],
         ctx: Context,
         consent: Annotated[ElicitationResult[PackageConsent], Resolve(ask_consent)],
-        tool: Annotated[
-            str | None, Field(description="Its name from get_agent_tools; optional when there is one.")
-        ] = None,
+        tool: Annotated[str | None, Field(description="Its name from get_agent_tools; optional when there is one.")] = None,
         arguments: Annotated[dict[str, Any], Field(description="The tool's input, as its input schema describes.")] = {},  # noqa: B006
     ) -> Annotated[CallToolResult, Invocation]:
         """A failure of the agent's own (an MCP tool error, a failed A2A task) is a tool error carrying the whole

@@ -155,6 +155,7 @@ def build_server(
         lifespan=lifespan,
         token_verifier=tokens if protect is not None else None,
         auth=protect,
+        viewer_of=tokens.viewer if tokens is not None else None,
     )
 
     def writer(ctx: Context) -> Principal:
@@ -307,7 +308,7 @@ def build_server(
             dict[str, Any] | str | None,
             Field(
                 description=(
-                    "A filter object as for search_agents, or an ARD Appendix A expression, e.g. \"type = "
+                    'A filter object as for search_agents, or an ARD Appendix A expression, e.g. "type = '
                     "'application/mcp-server-card+json' AND createdAfter > '2026-01-01'\" (comma = OR)."
                 )
             ),

@@ -155,6 +155,12 @@ class Store(SideTables):
         """The identifiers of those agents, readable or not, without reading their entries."""
         return {int(i): str(name) for i, name in self._rows_in("SELECT id, identifier FROM agents WHERE id IN ({ids})", ids, plain=True)}
 
+    def identifiers_starting(self, prefix: str, limit: int) -> list[tuple[int, str]]:
+        """Up to `limit` (id, identifier) pairs whose identifier starts with `prefix` (case as typed), in identifier
+        order, without reading entries: what a host's resource picker completes (`completion/complete`)."""
+        sql = "SELECT id, identifier FROM agents WHERE substr(identifier, 1, ?) = ? ORDER BY identifier LIMIT ?"
+        return [(int(i), str(name)) for i, name in self._tuples(sql, (len(prefix), prefix, limit))]
+
     def get_many(self, identifiers: Iterable[str]) -> dict[str, StoredAgent]:
         """The stored agents of those identifiers that are registered, in one read (an ingest plans many)."""
         rows = self._rows_in("SELECT * FROM agents WHERE identifier IN ({ids})", identifiers)
