@@ -101,6 +101,26 @@ def command_line(unit: Path, instance: str, environment: dict[str, str], replace
     return out
 
 
+def reindex_command(settings: Path, state: Path) -> list[str]:
+    """The command docs/deploying.md gives for rebuilding the index after a model change (between its
+    reindex-command markers), with this machine's paths; the sandbox takes the place of `sudo -u ard-mcp`."""
+    page = (REPO / "docs" / "deploying.md").read_text()
+    block = page.split("<!-- reindex-command -->", 1)[1].split("<!-- /reindex-command -->", 1)[0]
+    lines = [line for line in block.splitlines() if line.strip() and not line.startswith("```")]
+    assert len(lines) == 1 and lines[0].startswith("sudo -u ard-mcp "), lines
+    words = shlex.split(lines[0].removeprefix("sudo -u ard-mcp "))
+    assert words[:2] == ["sh", "-c"] and len(words) == 3, words
+    script = words[2]
+    for shipped, here in (
+        ("/etc/ard-mcp/ard-mcp.env", str(settings)),
+        ("/opt/ard-mcp/bin/", f"{BINARIES}/"),
+        ("/var/lib/ard-mcp", str(state)),
+    ):
+        assert shipped in script, f"the documented reindex command no longer names {shipped}"
+        script = script.replace(shipped, here)
+    return ["sh", "-c", script]
+
+
 HIDDEN = ("/tmp", "/home", "/root")  # PrivateTmp=, ProtectHome=
 
 
@@ -217,7 +237,7 @@ def running(command: list[str], log: Path, environment: dict[str, str], ready: s
     """A process, its output in `log`, until `ready` answers 200 (60 s at most); stopped as systemd stops a
     service (SIGTERM, then SIGKILL after 30 s)."""
     with log.open("w") as output:
-        process = subprocess.Popen(command, env=environment, stdout=output, stderr=subprocess.STDOUT, text=True)
+        process = subprocess.Popen(command, env=environment, stdout=output, stderr=subprocess.STDOUT, text=True, cwd="/")
     try:
         try:
             wait_for(ready, process, what)
@@ -298,14 +318,13 @@ async def test_two_processes_behind_nginx(tmp_path: Path) -> None:
         tokens.write_text(f"deployer {TOKEN} *\n")
         tokens.chmod(0o600)
         owned_by_the_service(state, tokens)
-        environment = {
-            **plain,
-            "HOME": str(state),
+        settings = {  # the test's /etc/ard-mcp/ard-mcp.env: the shipped one with this machine's servers
             **shipped,
             "ARD_MCP_STORE_URL": f"postgresql://postgres@127.0.0.1:{database.port}/postgres",  # no password, as shipped
             "PGPASSWORD": PASSWORD,
             "ARD_MCP_CHROMA_URL": chroma_url,
         }
+        environment = {**plain, "HOME": str(state), **settings}
         ports = {"8001": free_port(), "8002": free_port()}
         bases: dict[str, str] = {}
         processes: dict[str, subprocess.Popen[str]] = {}
@@ -345,6 +364,44 @@ async def test_two_processes_behind_nginx(tmp_path: Path) -> None:
         proxy = f"https://127.0.0.1:{listen}"
         await _through_the_proxy(proxy, bases, trust, public, redirect, tmp_path)
         await _failover(proxy, bases, processes, trust, public, tmp_path)
+
+        # a new model, by the procedure docs/deploying.md gives: every process stopped, the index rebuilt, started again
+        for process in processes.values():
+            stop(process)
+        settings["ARD_MCP_MODEL_DIR"] = "minilm"  # the general model the default one was trained from
+        settings_file = tmp_path / "ard-mcp.env"
+        settings_file.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
+        owned_by_the_service(settings_file)
+        assert environment_file(settings_file) == settings
+        environment = {**plain, "HOME": str(state), **settings}
+        argv = command_line(UNIT, str(ports["8001"]), environment, {"/etc/ard-mcp/tokens": str(tokens), "/var/lib/ard-mcp": str(state)})
+        refused = subprocess.run(
+            as_the_unit_runs(argv, state, readable=(tokens,)), env=environment, cwd="/", capture_output=True, text=True, timeout=120
+        )
+        assert refused.returncode != 0 and "ard-mcp reindex" in refused.stderr, refused.stderr[-2000:]
+        reindex = reindex_command(settings_file, state)
+        rebuilt = subprocess.run(
+            as_the_unit_runs(reindex, state, readable=(settings_file,)),
+            env={**plain, "HOME": str(state)},  # sudo's: the settings come from the file the command reads
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert rebuilt.returncode == 0 and "reindexed" in rebuilt.stdout, rebuilt.stdout[-1000:] + rebuilt.stderr[-2000:]
+        with running(
+            as_the_unit_runs(argv, state, readable=(tokens,)),
+            tmp_path / "upgraded.log",
+            environment,
+            f"{bases['8001']}/healthz",
+            "upgraded",
+        ):
+            ready = until_status(f"{bases['8001']}/readyz", 200, within=60)
+            assert ready.status_code == 200, ready.text
+            found = httpx.post(
+                f"{bases['8001']}/search", json={"query": {"text": "will it rain in Lisbon tomorrow?"}}, headers=public, timeout=30
+            )
+            assert found.status_code == 200 and found.json()["results"][0]["identifier"] == WEATHER["identifier"], found.text
 
 
 async def _through_the_proxy(

@@ -88,9 +88,10 @@ class VectorIndex:
         self._client = _client(path, url)
         self._function = chroma_embedding_function()(_recorded_model_dir(embedder))
         self._lock = ReadWriteLock()  # a query racing a write fails inside Chroma (see `rwlock`)
-        if fresh:
-            self._drop()
-        self._collection = self._open()
+        with self._reached():
+            if fresh:
+                self._drop()
+            self._collection = self._open()
 
     def _open(self) -> Any:
         spec = self._embedder.spec

@@ -7,8 +7,9 @@ client may send a short burst and then its rate, never more. A request over a li
 address, before any token is checked: guessing tokens costs one request per `--auth-failure-rate`.
 
 Loopback clients are not limited unless `loopback` is set: they are this machine's own processes (and the
-test suite), and a reverse proxy in front should limit instead (uvicorn's `--forwarded-allow-ips` makes the
-address the proxy reports the one counted). The buckets live in this process's memory.
+test suite), and a reverse proxy in front should limit instead (uvicorn's FORWARDED_ALLOW_IPS, read from the
+environment, makes the address the proxy reports the one counted: docs/deploying.md). The buckets live in
+this process's memory.
 """
 
 from __future__ import annotations
