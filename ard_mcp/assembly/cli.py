@@ -20,6 +20,7 @@ from ard_mcp.config import Config
 from ard_mcp.errors import ArdError, InvalidArgument
 from ard_mcp.federation.settings import FederationSettings, load_upstreams
 from ard_mcp.formats.limits import EntryLimits
+from ard_mcp.monitoring import tracing
 from ard_mcp.surfaces.arguments import build_parser
 from ard_mcp.surfaces.console import ProgressBar, print_crawl, print_ingest
 from ard_mcp.surfaces.host_config import host_config_command
@@ -53,6 +54,7 @@ def _config(args: argparse.Namespace) -> Config:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    tracing.configure()  # when the OTEL_* variables ask for traces
     if args.transport == "stdio":
         from ard_mcp.index import datadir
         from ard_mcp.surfaces.mcp_server import build_server
@@ -131,11 +133,16 @@ def _serve_http(args: argparse.Namespace) -> int:
         federation=_federation_settings(args),
         trust_policy=args.trust_policy,
         invocation=invocation_policy(args, stdio=False),
+        metrics_address=args.metrics_address,
     )
     if allowed is None and not is_loopback(args.host):
         log.warning("answering any Host header on %s; pass --allowed-hosts with the names clients use", args.host)
     config = settings.named(_config(args))
     registry = Registry(config)  # opened before listening, so a data directory in use is a clear error
+    if args.metrics_address is not None:
+        from ard_mcp.surfaces.rest.metrics import serve_metrics_at
+
+        serve_metrics_at(args.metrics_address, registry)
     mcp_path = "/sse" if args.transport == "sse" else "/mcp"
     base = f"http://{f'[{args.host}]' if ':' in args.host else args.host}:{args.port}"
     log.info("serving MCP at %s%s, the web page at %s/ and the REST API (/search, /agents, ...) on the same port", base, mcp_path, base)
@@ -357,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["serve", *argv]
     args = parser.parse_args(argv)
-    configure_logging(args.log_level)
+    configure_logging(args.log_level, args.log_format)
     try:
         return int(COMMANDS[args.command](args))
     except ArdError as exc:
