@@ -205,7 +205,11 @@ def readme_entries(git_dir: Path) -> Iterator[tuple[str | None, dict[str, Any] |
         server_name = _readme_name(url, name)
         if server_name is None or not text:
             continue
-        document = {"name": server_name, "title": name, "description": text, "repository": {"url": url, "source": "github"}}
+        document: dict[str, Any] = {"name": server_name, "title": name, "description": text}
+        if _GITHUB.match(url):
+            document["repository"] = {"url": url, "source": "github"}
+        else:  # a product's own page, as server.json names one
+            document["websiteUrl"] = url
         if section:
             document["keywords"] = [slug(section)]
         yield repo_key(url), tagged(document, "mcp-servers-readme", name)
