@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from ard_mcp import __version__
+from ard_mcp.ui.labels import example_label, publisher_label, signal_help, signal_label, type_label
 from ard_mcp.ui.security import CSRF_FIELD, csrf_token, secured
 from ard_mcp.ui.text import shown, visible
 
@@ -29,6 +30,11 @@ def environment() -> Environment:
     )
     env.filters["shown"] = shown
     env.filters["visible"] = visible
+    env.filters["type_label"] = type_label
+    env.filters["publisher_label"] = publisher_label
+    env.filters["example_label"] = example_label
+    env.filters["signal_label"] = signal_label
+    env.filters["signal_help"] = signal_help
     env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
     env.tests["http_url"] = lambda value: isinstance(value, str) and value.lower().startswith(("https://", "http://"))
     env.globals["version"] = __version__
