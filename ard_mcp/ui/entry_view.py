@@ -5,22 +5,20 @@ host. Read from the stored entry and the registry's findings; nothing here reach
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ard_mcp.errors import InvalidArgument
-from ard_mcp.formats import media_types
 from ard_mcp.formats.catalog import CatalogEntry
 from ard_mcp.formats.entry_facts import CRAWL_ETAG_KEY, CRAWL_FETCHED_KEY, CRAWL_MODIFIED_KEY, CRAWL_SOURCE_KEY, CRAWL_VIA_KEY
 from ard_mcp.formats.messages import SearchResult, TrustFinding
-from ard_mcp.invocation.calls import Target
 from ard_mcp.invocation.policy import Limits
 from ard_mcp.invocation.targets import Offline, target_of
 from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
 from ard_mcp.search.visibility import Viewer
+from ard_mcp.ui.hosts import Hosts, hosts
 
 _PROVENANCE = (
     (CRAWL_SOURCE_KEY, "Crawled from"),
@@ -31,7 +29,6 @@ _PROVENANCE = (
 )
 # Where each kind of entry lists what it can be asked to do, and the key of each item's input schema.
 _CALLABLES = (("tools", "Tool", "inputSchema"), ("skills", "Skill", "inputSchema"), ("operations", "Operation", "inputs"))
-_RUNNERS = {"npm": ("npx", ["-y"]), "pypi": ("uvx", []), "oci": ("docker", ["run", "-i", "--rm"])}
 
 
 @dataclass(frozen=True)
@@ -43,21 +40,14 @@ class Offer:
 
 
 @dataclass(frozen=True)
-class HostConfig:
-    host: str
-    where: str  # the file it goes in
-    text: str
-
-
-@dataclass(frozen=True)
 class EntryView:
     entry: CatalogEntry
     trust: TrustFinding | None
     callables: list[Offer]
     provenance: list[tuple[str, str]]
     match: SearchResult | None  # the entry's ranking for the page's task (?q=), with every evidence signal
-    hosts: list[HostConfig]
-    hosts_missing: str | None  # for an MCP server with no configuration to give: why
+    run: Hosts  # for an MCP server: its package, the command that starts it, and each host's configuration
+    repository: str | None  # the source repository its description names (`data.repository.url`), when http(s)
     raw: str
     offline: str | None  # why the registry cannot call it (None: it can, and an operator may try it here)
 
@@ -80,48 +70,10 @@ def _callables(data: Mapping[str, Any]) -> list[Offer]:
     return out
 
 
-def _server_name(entry: CatalogEntry) -> str:
-    """A key for the host's server list: the identifier's last part, in the characters hosts accept."""
-    return re.sub(r"[^A-Za-z0-9_-]+", "-", entry.identifier.rsplit(":", 1)[-1]).strip("-")[:64] or "server"
-
-
-def _launch(entry: CatalogEntry, target: Target | Offline) -> tuple[dict[str, Any], dict[str, Any]] | str:
-    """(what Claude Desktop and Cursor run, what VS Code runs) for an MCP server, or why there is none."""
-    if not isinstance(target, Offline):  # a remote server: hosts connect to its URL
-        kind = "sse" if target.transport_kind == "sse" else "http"
-        return {"url": target.url}, {"type": kind, "url": target.url}
-    packages = (entry.data or {}).get("packages")
-    for package in packages if isinstance(packages, list) else []:
-        if not isinstance(package, Mapping):
-            continue
-        registry = str(package.get("registryType") or package.get("registry_type") or package.get("registry_name") or "").lower()
-        name = package.get("identifier") or package.get("name")
-        if registry in _RUNNERS and isinstance(name, str) and name:
-            command, args = _RUNNERS[registry]
-            version = package.get("version")
-            spelled = f"{name}@{version}" if isinstance(version, str) and version and registry == "npm" else name
-            stdio = {"command": command, "args": [*args, spelled]}
-            return stdio, {"type": "stdio", **stdio}
-    return target.reason
-
-
-def _hosts(entry: CatalogEntry, target: Target | Offline) -> tuple[list[HostConfig], str | None]:
-    if media_types.canonical_type(entry.type) != media_types.MCP_SERVER_CARD:
-        return [], None
-    launch = _launch(entry, target)
-    if isinstance(launch, str):
-        return [], launch
-    plain, vscode = launch
-    name = _server_name(entry)
-
-    def text(value: Any) -> str:
-        return json.dumps(value, indent=2, ensure_ascii=False)
-
-    return [
-        HostConfig("Claude Desktop", "claude_desktop_config.json", text({"mcpServers": {name: plain}})),
-        HostConfig("VS Code", ".vscode/mcp.json", text({"servers": {name: vscode}})),
-        HostConfig("Cursor", "~/.cursor/mcp.json (or .cursor/mcp.json in a project)", text({"mcpServers": {name: plain}})),
-    ], None
+def _repository(data: Mapping[str, Any]) -> str | None:
+    repository = data.get("repository")
+    url = repository.get("url") if isinstance(repository, Mapping) else None
+    return url if isinstance(url, str) and url.lower().startswith(("https://", "http://")) else None
 
 
 def entry_view(registry: Registry, reference: str, task: str | None, viewer: Viewer) -> EntryView:
@@ -135,15 +87,14 @@ def entry_view(registry: Registry, reference: str, task: str | None, viewer: Vie
         match = next(iter(registry.search(query, viewer=viewer).results()), None)
     metadata = entry.metadata or {}
     target = target_of(entry.stored(), Limits())  # what the invocation service would call (`Invoker`)
-    hosts, missing = _hosts(entry, target)
     return EntryView(
         entry=entry,
         trust=registry.trust_of(entry.identifier),
         callables=_callables(entry.data or {}),
         provenance=[(label, str(metadata[key])) for key, label in _PROVENANCE if metadata.get(key) is not None],
         match=match,
-        hosts=hosts,
-        hosts_missing=missing,
+        run=hosts(entry, target),
+        repository=_repository(entry.data or {}),
         raw=json.dumps(entry.model_dump(mode="json", by_alias=True, exclude_none=True), indent=2, ensure_ascii=False),
         offline=target.reason if isinstance(target, Offline) else None,
     )
