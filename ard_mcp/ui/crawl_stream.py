@@ -15,6 +15,7 @@ from starlette.types import Send
 
 from ard_mcp.errors import ArdError
 from ard_mcp.registry import Registry
+from ard_mcp.ui.operator_view import LastCrawl
 from ard_mcp.ui.render import NO_STORE, render
 from ard_mcp.ui.security import secured
 from ard_mcp.ui.text import shown
@@ -56,8 +57,11 @@ class _Streamed(StreamingResponse):
         await send({"type": "http.response.body", "body": tail.encode(), "more_body": False})
 
 
-def crawl_page(request: Request, registry: Registry, settings: CrawlSettings, target: str, signed_in: bool) -> Response:
-    """The page of a crawl of `target`, streamed while the crawl runs."""
+def crawl_page(
+    request: Request, registry: Registry, settings: CrawlSettings, target: str, signed_in: bool, keep: Callable[[LastCrawl], None]
+) -> Response:
+    """The page of a crawl of `target`, streamed while the crawl runs; `keep` is handed how it ended, for the
+    operator's page to show after."""
     from ard_mcp.web.service import run_crawl
 
     def part(index: int, report: CrawlReport | None = None, error: str | None = None) -> str:
@@ -68,7 +72,9 @@ def crawl_page(request: Request, registry: Registry, settings: CrawlSettings, ta
         try:
             report = await run_crawl(registry, settings, CrawlRequest(targets=[target], refresh=False, force=False), None, say)
         except ArdError as exc:
+            keep(LastCrawl.of(target, error=exc.message))
             return part(1, error=exc.message)
+        keep(LastCrawl.of(target, report))
         return part(1, report=report)
 
     return secured(request, _Streamed(part(0), crawl))

@@ -13,8 +13,9 @@ from starlette.responses import RedirectResponse, Response
 from ard_mcp.errors import InvalidArgument, PermissionDenied, Unauthenticated
 from ard_mcp.formats.bounded_json import UnreadableJson, read_json
 from ard_mcp.surfaces.rest.routes import run, state_of
+from ard_mcp.surfaces.rest.settings import HttpSettings, is_loopback
 from ard_mcp.ui.crawl_stream import crawl_page
-from ard_mcp.ui.operator_view import operator_view
+from ard_mcp.ui.operator_view import LastCrawl, operator_view
 from ard_mcp.ui.render import page
 from ard_mcp.ui.security import CSRF_FIELD, INVOKE_FORM, SESSION_COOKIE, SESSION_SECONDS, check_csrf, secured, set_cookie
 from ard_mcp.ui.site import Handler, Site
@@ -32,6 +33,14 @@ async def _form(request: Request) -> dict[str, str]:
 
 def _see_other(request: Request, path: str) -> Response:
     return secured(request, RedirectResponse(path, status_code=303))
+
+
+def _open_to(settings: HttpSettings) -> str | None:
+    """Who may write without a token: nobody when there is a token file; else anyone on this machine (`serve`
+    allows no token file only on loopback) or, with `--allow-anonymous-writes`, anyone who reaches it."""
+    if settings.tokens.configured:
+        return None
+    return "anyone on this machine" if is_loopback(settings.host) else "anyone who can reach it"
 
 
 def operator_routes(web: Site) -> list[tuple[str, str, Handler]]:
@@ -66,7 +75,11 @@ def operator_routes(web: Site) -> list[tuple[str, str, Handler]]:
         if web.operator(request) is None:
             return _see_other(request, "/operator/login")
         state = state_of(request)
-        view = await run(operator_view, state.open_registry(), state.open_services(), web.viewer(request))
+        settings = state.settings
+        open_to = (
+            None if settings.tokens.configured else "anyone on this machine" if is_loopback(settings.host) else "anyone who can reach it"
+        )
+        view = await run(operator_view, state.open_registry(), state.open_services(), web.viewer(request), web.last_crawl, open_to)
         return page(request, "operator.html", view=view, **web.nav(request))
 
     async def crawl(request: Request) -> Response:
@@ -77,9 +90,12 @@ def operator_routes(web: Site) -> list[tuple[str, str, Handler]]:
         if not target:
             raise InvalidArgument("url: give the catalog's URL or its domain")
         state = state_of(request)
-        return crawl_page(
-            request, state.open_registry(), state.settings.crawl or CrawlSettings(), target, web.signed_in(request) is not None
-        )
+
+        def keep(crawl: LastCrawl) -> None:
+            web.last_crawl = crawl
+
+        settings = state.settings.crawl or CrawlSettings()
+        return crawl_page(request, state.open_registry(), settings, target, web.signed_in(request) is not None, keep)
 
     async def invoke(request: Request) -> Response:
         """The entry page's "try it" form: one call through the invocation service, as `POST /agents/{id}/invoke`."""

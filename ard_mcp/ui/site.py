@@ -12,6 +12,7 @@ from ard_mcp.errors import ArdError
 from ard_mcp.search.visibility import Viewer
 from ard_mcp.surfaces.auth import Principal
 from ard_mcp.surfaces.rest.routes import state_of
+from ard_mcp.ui.operator_view import LastCrawl
 from ard_mcp.ui.render import page
 from ard_mcp.ui.security import Sessions
 
@@ -21,6 +22,7 @@ Handler = Callable[[Request], Awaitable[Response]]
 class Site:
     def __init__(self) -> None:
         self.sessions = Sessions()
+        self.last_crawl: LastCrawl | None = None  # the newest crawl started from the operator's page
 
     def signed_in(self, request: Request) -> Principal | None:
         return self.sessions.principal(request)
