@@ -23,9 +23,12 @@ from tests.processes import serving
 from tests.web_browser import (
     CHROMIUM,
     ENTRIES,
+    FILLERS,
     GEO,
     HOSTILE,
+    LONG_TAG,
     OPERATOR_TOKEN,
+    PACKAGED,
     PUBLISHER_TOKEN,
     PWN,
     TOKEN_FILE,
@@ -68,6 +71,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             register(base, [*ENTRIES, translator(agent), LEGACY_MCP])
             register(base, [HOSTILE], PUBLISHER_TOKEN)
             yield base
+
+
+@pytest.fixture(scope="module")
+def open_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A second server: an empty registry on loopback with no token file, where anyone on the machine may write."""
+    need_chromium()
+    with serving(tmp_path_factory.mktemp("web-page-open") / "data", "--transport", "streamable-http") as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +155,7 @@ def test_a_task_typed_in_the_box_finds_the_agent_and_shows_why(tab: Tab, shots: 
     assert 0 < score <= 100 and first.locator(".score .number").inner_text() == str(score)
     assert first.locator(".fit").inner_text() == {"high": "likely fits", "medium": "may fit", "low": "unlikely fit"}[fit_of(score, True)]
     assert first.locator(".badge").inner_text() == "self-asserted" and "example.com" in first.locator(".publisher").inner_text()
-    assert first.locator(".type").inner_text() == MCP
+    assert first.locator(".type").inner_text() == "MCP server" and first.locator(".type").get_attribute("title") == MCP
     marked = {m.lower() for m in first.locator("mark").all_inner_texts()}
     assert marked & {"weather", "forecast", "forecasts"}, marked
     assert first.locator(".evidence").count() == 1
@@ -157,10 +168,14 @@ def test_facet_counts_are_explores_and_filters_are_removable_chips(tab: Tab, sit
     page.goto("/")
 
     def counts(heading: str) -> dict[str, int]:
+        """Each value's count, keyed by the value itself (a type's link shows its word, its title the type)."""
         facet = page.locator("section.facet").filter(has=page.get_by_role("heading", name=heading, exact=True))
-        return {a.locator("bdi").inner_text(): int(a.locator(".count").inner_text()) for a in facet.locator("li a").all()}
+        links = facet.locator("li a").all()
+        return {a.get_attribute("title") or a.locator("bdi").inner_text(): int(a.locator(".count").inner_text()) for a in links}
 
     assert counts("Type") == {b["value"]: b["count"] for b in explored["type"]["buckets"]}
+    shown = page.locator("section.facet").filter(has=page.get_by_role("heading", name="Type")).locator("bdi").all_inner_texts()
+    assert {"MCP server", "A2A agent", "agent (AIDIP)"} <= set(shown) and not [t for t in shown if "/" in t], shown
     tags = {b["value"]: b["count"] for b in explored["tags"]["buckets"]}
     assert len(counts("Tags")) == 8 < len(tags)  # the first eight, and a link to every one
     page.get_by_role("link", name="Show all tags").click()
@@ -168,12 +183,12 @@ def test_facet_counts_are_explores_and_filters_are_removable_chips(tab: Tab, sit
     assert counts("Tags") == tags
     types = page.locator("section.facet").filter(has=page.get_by_role("heading", name="Type"))
 
-    types.get_by_role("link", name=MCP).click()
+    types.get_by_role("link", name="MCP server").click()
     page.wait_for_url(re.compile(r"type="))
     assert parse_qs(urlsplit(page.url).query)["type"] == [MCP]
-    assert set(page.locator("li.result .type").all_inner_texts()) == {MCP}
+    assert set(page.locator("li.result .type").all_inner_texts()) == {"MCP server"}
     chip = page.locator("a.chip")
-    assert chip.count() == 1 and MCP in chip.inner_text()
+    assert chip.count() == 1 and "Type: MCP server" in chip.inner_text() and chip.get_attribute("title") == MCP
     tags = page.locator("section.facet").filter(has=page.get_by_role("heading", name="Tags"))
     tags.get_by_role("link", name=re.compile("^maps")).click()  # a second filter narrows further (AND across fields)
     page.wait_for_url(re.compile(r"tag=maps"))
@@ -225,6 +240,63 @@ def test_json_clients_asking_the_root_keep_the_answer_they_had(site: str) -> Non
     assert response.status_code == 404 and response.json()["error"]["code"] == "NOT_FOUND"
 
 
+def test_a_result_reads_at_a_glance_type_publisher_and_evidence_in_words(tab: Tab) -> None:
+    page = tab.page
+    page.goto("/?q=read+and+search+the+files+of+a+shared+drive")
+    row = page.locator("li.result", has=page.locator("h3", has_text=PACKAGED["displayName"]))
+    assert row.locator(".type").inner_text() == "MCP server"
+    assert row.locator(".publisher").inner_text() == "by github.com/acme-tools"  # not the bare "by github.com"
+    assert row.locator(".publisher").get_attribute("title") == "publisher github.com"
+    page.goto("/?" + urlencode({"q": GEO["representativeQueries"][0]}))
+    evidence = page.locator("li.result", has=page.locator("h3", has_text=GEO["displayName"])).locator(".evidence").inner_text()
+    assert evidence.startswith("Best match, query:") and evidence.count(GEO["representativeQueries"][0]) == 1, evidence
+
+
+def _names(page: Any) -> list[str]:
+    return page.locator("li.result h3").all_inner_texts()
+
+
+def _listed(site: str, order_by: str, token: str | None = None) -> tuple[list[str], str | None]:
+    """The names `GET /agents` lists in `order_by` order, a page of 10, and the next page's token."""
+    params = {"orderBy": order_by, "pageSize": "10", **({"pageToken": token} if token else {})}
+    body = httpx.get(f"{site}/agents", params=params).json()
+    return [item["displayName"] for item in body["items"]], body.get("pageToken")
+
+
+def test_sorting_by_name_recency_and_relevance_works_without_javascript(browser: Any, site: str) -> None:
+    """The sort control is links: each order is the registry's own (`GET /agents` with orderBy, a search's
+    ranking), and paging keeps it."""
+    tab = Tab(browser, site, javascript=False)
+    page = tab.page
+    sort = page.get_by_role("navigation", name="Sort")
+    page.goto("/")
+    assert sort.locator("[aria-current]").inner_text() == "Name"  # browsing lists by name unless told otherwise
+    assert sort.get_by_role("link", name="Relevance").count() == 0  # only a task has a relevance
+    by_name, _ = _listed(site, "displayName")
+    assert _names(page) == by_name
+    sort.get_by_role("link", name="Recently updated").click()
+    page.wait_for_url(re.compile(r"sort=updated"))
+    newest, token = _listed(site, "updatedAt DESC")
+    assert _names(page) == newest and WEATHER["displayName"] in newest[:2]  # it says when it was updated (a copy of it is crawled later)
+    page.get_by_role("link", name=re.compile("Next")).click()
+    page.wait_for_url(re.compile(r"sort=updated.*page=2"))
+    assert _names(page) == _listed(site, "updatedAt DESC", token)[0]
+    page.goto("/?tag=filler&sort=updated")
+    assert sort.locator("[aria-current]").inner_text() == "Recently updated"
+    sort.get_by_role("link", name="Name").click()
+    page.wait_for_url(lambda url: parse_qs(urlsplit(url).query) == {"tag": ["filler"], "sort": ["name"]})
+    assert _names(page) == sorted(f["displayName"] for f in FILLERS)[:10]
+    page.get_by_label("What should it do?").fill("weather forecast")
+    page.get_by_role("button", name="Search").click()
+    page.wait_for_url(re.compile(r"q=weather"))
+    assert sort.locator("[aria-current]").inner_text() == "Relevance"
+    sort.get_by_role("link", name="Name").click()  # a listing order lists every entry the filters select
+    page.wait_for_url(lambda url: "q=" not in url and "sort=name" in url)
+    assert page.locator("h2#results-h").inner_text().startswith("All entries")
+    assert httpx.get(f"{site}/?sort=size", headers=HTML).status_code == 400
+    tab.close()
+
+
 # -- an entry's page ------------------------------------------------------------------------------------------
 def test_an_entry_page_shows_what_it_offers_why_it_matched_and_how_to_add_it(tab: Tab, shots: Path) -> None:
     page = tab.page
@@ -243,7 +315,10 @@ def test_an_entry_page_shows_what_it_offers_why_it_matched_and_how_to_add_it(tab
     assert page.get_by_role("searchbox", name="Task").input_value() == "plan a driving route"
     evidence = page.locator("section", has=page.locator("#evidence-h"))
     assert evidence.locator("table tbody tr").count() >= 1 and evidence.locator("mark").count() >= 1
-    assert {"Signal: example", "Signal: lexical", "Signal: context"} <= set(evidence.locator("dt").all_inner_texts())
+    signals = evidence.locator("dt", has_text="Signal:")
+    assert {"Signal: best example", "Signal: second-best example", "Signal: words in common"} <= set(signals.all_inner_texts())
+    assert not [t for t in signals.all_inner_texts() if re.search(r"[a-z][A-Z]", t)]  # no camelCase left
+    assert "second-best example" in (evidence.locator("dt", has_text="second-best").get_attribute("title") or "")
     configs = page.locator("article.host")
     assert configs.locator("h3").all_inner_texts() == ["Claude Desktop", "VS Code", "Cursor"]
     assert all("https://maps.example.net/mcp" in text for text in configs.locator("pre").all_inner_texts())
@@ -252,6 +327,25 @@ def test_an_entry_page_shows_what_it_offers_why_it_matched_and_how_to_add_it(tab
     assert GEO["identifier"] in page.locator("#raw-h ~ details pre").inner_text()
     page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=str(shots / "entry-1440.png"))  # the top of the page: what a reader sees first
+
+
+def test_a_package_servers_page_shows_its_command_variables_and_host_configs(tab: Tab, shots: Path) -> None:
+    page = tab.page
+    page.goto("/entry?" + urlencode({"id": PACKAGED["identifier"]}))
+    assert page.locator(".meta .type").inner_text() == "MCP server" and "github.com/acme-tools" in page.locator(".meta").inner_text()
+    repository = page.locator("dl.facts").first.get_by_role("link", name=PACKAGED["data"]["repository"]["url"])
+    assert repository.is_visible() and repository.get_attribute("href") == PACKAGED["data"]["repository"]["url"]  # not only in the raw JSON
+    package = page.locator("section", has=page.locator("#package-h"))
+    assert package.locator("code.command").inner_text() == "npx -y @acme-tools/files-mcp@1.2.0 --read-only"
+    variables = package.get_by_role("region", name="Environment variables").locator("tbody tr").all_inner_texts()
+    assert "FILES_API_KEY" in variables[0] and "secret" in variables[0] and "required" in variables[0]
+    assert "FILES_REGION" in variables[1] and "optional" in variables[1]
+    configs = page.locator("article.host")
+    assert configs.locator("h3").all_inner_texts() == ["Claude Desktop", "VS Code", "Cursor"]
+    for text in configs.locator("pre").all_inner_texts():
+        assert '"FILES_API_KEY": "<your FILES_API_KEY>"' in text and '"@acme-tools/files-mcp@1.2.0"' in text and '"--read-only"' in text
+    assert '"type": "stdio"' in configs.nth(1).locator("pre").inner_text()
+    page.screenshot(path=str(shots / "entry-package-1440.png"), full_page=True)
 
 
 def test_an_unknown_entry_is_a_404_page(site: str) -> None:
@@ -386,6 +480,51 @@ def test_the_operator_sees_whether_upstreams_answer(tab: Tab, site: str) -> None
     assert cells[1:4] == ["the operator", "closed", "0"] and re.fullmatch(r"\d+\.\d ms", cells[4]), cells
 
 
+def test_an_empty_registry_says_how_to_add_entries(browser: Any, open_site: str, shots: Path) -> None:
+    for width in (375, 1440):
+        tab = Tab(browser, open_site, width=width)
+        page = tab.page
+        page.goto("/")
+        empty = page.locator("section.empty-state")
+        assert empty.get_by_role("heading").inner_text() == "This registry holds no entries yet"
+        commands = empty.locator("code").all_inner_texts()
+        assert {"ard-mcp ingest FILE", "ard-mcp crawl URL", "POST /crawl", "POST /agents", "register_agent", "crawl_catalogs"} <= set(
+            commands
+        )
+        assert empty.get_by_role("link", name="Add a catalog").get_attribute("href") == "/operator"
+        assert page.locator("section.facet, ol.rows, nav.sort").count() == 0  # no "All entries (0)", no five facets saying "none"
+        assert serious_violations(page) == [] and no_horizontal_scroll(page)
+        page.screenshot(path=str(shots / f"empty-{width}.png"), full_page=True)
+        page.goto("/?q=weather")  # a search of it is a search: no results, said as always
+        assert page.locator("section.empty-state").count() == 0 and page.locator("li.empty").count() == 1
+        tab.close()
+
+
+def test_an_open_registrys_operator_page_says_it_is_open_and_keeps_a_failed_crawl(browser: Any, open_site: str, shots: Path) -> None:
+    tab = Tab(browser, open_site, width=375)
+    page = tab.page
+    page.goto("/operator")  # no sign-in: with no token file anyone on this machine is the operator
+    assert urlsplit(page.url).path == "/operator"
+    warning = page.locator("#open-registry").inner_text()
+    assert "no token file" in warning and "anyone on this machine" in warning and "--token-file" in warning
+    assert page.get_by_role("heading", name="Last crawl from this page").count() == 0
+    with Publisher() as catalog:  # a loopback address, which this registry (no --allow-private-networks) refuses to crawl
+        page.get_by_label("Catalog URL or domain").fill(catalog.origin + "/")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Crawl it").click()
+    said = page.locator(".report, [role=alert]").inner_text()
+    page.get_by_role("link", name="Back to the operator's page").click()
+    page.wait_for_url(lambda url: urlsplit(url).path == "/operator")
+    last = page.locator("section", has=page.get_by_role("heading", name="Last crawl from this page"))
+    assert catalog.origin in last.inner_text() and last.locator(".badge").inner_text() == "failed"
+    failures = last.locator("ul.failures li").all_inner_texts()
+    assert failures and all(line.strip() for line in failures) and any(line.split(" (")[0] in said for line in failures), (failures, said)
+    assert serious_violations(page) == [] and no_horizontal_scroll(page)
+    page.screenshot(path=str(shots / "operator-open-375.png"), full_page=True)
+    assert tab.dialogs == [] and tab.errors == []
+    tab.close()
+
+
 def test_forms_refuse_cross_site_posts(site: str) -> None:
     with httpx.Client(base_url=site) as client:
         csrf = client.get("/operator/login", headers=HTML).cookies["ard_csrf"]
@@ -420,6 +559,56 @@ def test_every_page_passes_axe_and_fits_the_width(browser: Any, site: str, shots
     tab.page.screenshot(path=str(shots / f"search-{width}.png"), full_page=True)
     assert {p: v for p, v in found.items() if v} == {}
     assert tab.dialogs == [] and tab.errors == []
+    tab.close()
+
+
+# The lines each element's text is laid out on (a flex item is stretched to its row, so its own height says nothing).
+LINES = """els => els.map(e => {
+  const range = document.createRange();
+  range.selectNodeContents(e);
+  return [e.textContent.trim(), new Set([...range.getClientRects()].map(r => Math.round(r.top))).size];
+})"""
+# Each word of each element's text, as the browser laid it out: a word split across lines has more than one box.
+SPLIT_WORDS = """els => els.flatMap(e => {
+  const split = [];
+  const walker = document.createTreeWalker(e, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const word of node.textContent.matchAll(/\\S+/g)) {
+      const range = document.createRange();
+      range.setStart(node, word.index);
+      range.setEnd(node, word.index + word[0].length);
+      const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+      if (lines.size > 1) split.push(word[0]);
+    }
+  }
+  return split;
+})"""
+
+
+@pytest.mark.parametrize("width", [375, 1440])
+def test_facet_counts_and_table_headers_are_never_broken(browser: Any, site: str, width: int) -> None:
+    """A count stays one number beside a value too long for the sidebar ("52" over "6" read as two numbers), and a
+    table header keeps its words whole on a phone: the table scrolls in its own region instead."""
+    with Publisher() as catalog:  # a crawl source, so the operator's widest table is there
+        catalog.put("/.well-known/ai-catalog.json", {"specVersion": "1.0", "host": {"displayName": "Empty"}, "entries": []})
+        crawled = httpx.post(
+            f"{site}/crawl", json={"targets": [catalog.origin]}, headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"}, timeout=60
+        )
+        assert crawled.status_code == 200, crawled.text
+    tab = Tab(browser, site, width=width)
+    page = tab.page
+    page.goto("/?tag=filler")
+    counts = page.locator(".facet .count").evaluate_all(LINES)
+    assert [c for c in counts if c[1] != 1] == [] and ["12", 1] in counts, counts
+    long_tag = page.locator(".facet a", has_text=LONG_TAG)
+    assert long_tag.locator(".count").inner_text() == "12"
+    page.goto(f"/entry?id={GEO['identifier']}&q=geocode+an+address")
+    headers = page.locator("th").evaluate_all(SPLIT_WORDS)
+    _sign_in(tab)
+    assert page.get_by_role("region", name="Crawl sources", exact=True).count() == 1
+    headers += page.locator("th").evaluate_all(SPLIT_WORDS)
+    assert headers == [], f"headers broken inside a word at {width} px: {headers}"
+    assert no_horizontal_scroll(page)
     tab.close()
 
 

@@ -65,18 +65,44 @@ HOSTILE: dict[str, Any] = {
         ],
     },
 }
+LONG_TAG = "word-counting-and-text-statistics-utilities"  # wider than the sidebar, with a two-digit count beside it
 FILLERS = [
     {
         "identifier": f"urn:air:filler{n}.example.org:agents:tool{n}",
         "displayName": f"Filler Tool {n:02d}",
         "type": "application/a2a-agent-card+json",
         "description": f"Utility number {n} that counts the words of a text in language {n}.",
-        "tags": ["filler"],
+        "tags": ["filler", LONG_TAG],
         "data": {"name": f"tool{n}"},
     }
     for n in range(12)
 ]
-ENTRIES = [WEATHER, INVOICES, PDF, TRANSLATE, GEO, *FILLERS]
+# An MCP server run from an npm package (the shape of the MCP registry's server.json), published on github.com.
+PACKAGED: dict[str, Any] = {
+    "identifier": "urn:air:github.com:acme-tools:files-mcp",
+    "displayName": "Acme Files",
+    "type": "application/mcp-server-card+json",
+    "description": "Read and search the files of a shared drive.",
+    "tags": ["files"],
+    "data": {
+        "name": "io.github.acme-tools/files-mcp",
+        "repository": {"url": "https://github.com/acme-tools/files-mcp", "source": "github"},
+        "packages": [
+            {
+                "registryType": "npm",
+                "identifier": "@acme-tools/files-mcp",
+                "version": "1.2.0",
+                "transport": {"type": "stdio"},
+                "packageArguments": [{"type": "named", "name": "--read-only"}],
+                "environmentVariables": [
+                    {"name": "FILES_API_KEY", "isRequired": True, "isSecret": True, "description": "Key of the drive's API"},
+                    {"name": "FILES_REGION", "default": "eu"},
+                ],
+            }
+        ],
+    },
+}
+ENTRIES = [WEATHER, INVOICES, PDF, TRANSLATE, GEO, PACKAGED, *FILLERS]
 TRANSLATOR = "urn:air:agents.example:translate"
 
 
