@@ -260,3 +260,28 @@ def test_removed_it_stays_removed_and_add_brings_it_back(tmp_path: Path, bundled
 def test_no_snapshot_starts_a_new_registry_empty(tmp_path: Path) -> None:
     [listed] = _stdio(tmp_path, [("list_agents", {"pageSize": 1})], "--no-snapshot")
     assert listed["total"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.sqlite_only
+def test_a_crawl_of_the_live_registry_updates_the_snapshots_servers_in_place(tmp_path: Path, bundled: snapshot.Snapshot) -> None:
+    """The registry's newer record of a server the snapshot holds replaces it (same identifier, no second
+    entry); `snapshot remove` then leaves it, since it is the registry's now. The registry here is a loopback
+    stand-in answering `GET /v0.1/servers` as the official one does."""
+    from tests.web_publisher import Publisher
+
+    seeded = next(e for e in bundled.entries if e["metadata"]["source"] == "mcp-registry-seed")
+    name = seeded["metadata"]["sourceId"]
+    official = {"status": "active", "isLatest": True, "publishedAt": "2026-09-01T10:00:00Z", "updatedAt": "2026-09-01T10:00:00Z"}
+    record = {"name": name, "description": "The registry's own, newer description.", "version": "2.0.0"}
+    page = {"servers": [{"server": record, "_meta": {"io.modelcontextprotocol.registry/official": official}}], "metadata": {"count": 1}}
+    [listed] = _stdio(tmp_path, [("list_agents", {"pageSize": 1})])
+    with Publisher() as live:
+        live.put("/v0.1/servers", page)
+        _cli("crawl", "--mcp-registry", live.origin, "--allow-private-networks", "--data-dir", str(tmp_path))
+    [entry, after] = _stdio(tmp_path, [("get_agent", {"identifier": seeded["identifier"]}), ("list_agents", {"pageSize": 1})])
+    assert entry["description"] == record["description"] and "snapshot" not in entry["metadata"]
+    assert after["total"] == listed["total"] == len(bundled.entries)
+    _cli("snapshot", "remove", "--data-dir", str(tmp_path))
+    [kept] = _stdio(tmp_path, [("list_agents", {"pageSize": 5})])
+    assert [e["identifier"] for e in kept["items"]] == [seeded["identifier"]]

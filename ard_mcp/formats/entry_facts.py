@@ -37,6 +37,9 @@ CRAWL_VIA_KEY = "crawlVia"
 CRAWL_FETCHED_KEY = "crawlFetchedAt"
 CRAWL_ETAG_KEY = "crawlEtag"
 CRAWL_MODIFIED_KEY = "crawlLastModified"
+# The bundled snapshot that added an entry (`ard_mcp.index.snapshot`): a stand-in for what the catalogs said then,
+# so any crawl replaces it (`web.holdings`) and `ard-mcp snapshot remove` finds what is still the snapshot's.
+SNAPSHOT_KEY = "snapshot"
 # When the registry first saw the tool list it keeps in an MCP server's `data.tools` (`Indexer.observe_tools`):
 # the server described none, and what it answered to tools/list when called is indexed as if it had.
 TOOLS_OBSERVED_KEY = "toolsObservedAt"

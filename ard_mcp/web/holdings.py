@@ -4,7 +4,9 @@ One identifier is one entry, and the first source to bring it holds it: a crawl 
 that another document or a registration holds, or two catalogs naming one identifier would take turns
 overwriting each other. The exception is origin binding (`trust.origin`): a publisher-served entry takes
 the place of a third-party claim, whichever was crawled first (an impostor crawled first once held
-`urn:air:alpha.test:...` against alpha's own signed entry), while a claim never displaces anything.
+`urn:air:alpha.test:...` against alpha's own signed entry), while a claim never displaces anything. And an
+entry the bundled snapshot added holds nothing: it is what a catalog said when the snapshot was built, so
+what a live source says now replaces it (`ard-mcp crawl --mcp-registry` refreshing the snapshot's servers).
 """
 
 from __future__ import annotations
@@ -39,8 +41,9 @@ class Holdings:
         stored = self.store.get(normalize_identifier(identifier))
         if stored is None:
             return None
-        holder = (stored.entry.get("metadata") or {}).get(entry_facts.CRAWL_SOURCE_KEY)
-        if holder == url:
+        metadata = stored.entry.get("metadata") or {}
+        holder = metadata.get(entry_facts.CRAWL_SOURCE_KEY)
+        if holder == url or (holder is None and metadata.get(entry_facts.SNAPSHOT_KEY)):
             return None
         if replaces_claims and THIRD_PARTY in self.store.owned_values(stored.id, [entry_facts.TRUST_STATUS]):
             self.say(f"{identifier}: the publisher's own entry replaces the third-party claim from {holder}")
