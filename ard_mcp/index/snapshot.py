@@ -25,15 +25,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from ard_mcp.formats.catalog import CatalogEntry
 from ard_mcp.index.filter_values import METADATA_PREFIX
-from ard_mcp.index.indexer import Indexer, IngestReport, Progress
-from ard_mcp.index.records import decode_vectors, encode_vector
-from ard_mcp.index.store.base import Store
+
+if TYPE_CHECKING:  # `serve` reads `BUNDLED` before its handshake; numpy and the indexer wait for a registry (test_transports)
+    import numpy as np
+
+    from ard_mcp.formats.catalog import CatalogEntry
+    from ard_mcp.index.indexer import Indexer, IngestReport, Progress
+    from ard_mcp.index.store.base import Store
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,10 @@ class Snapshot:
     @cached_property
     def vectors(self) -> dict[str, np.ndarray]:
         """Each text's vector (float32, as decoded from the store's int8 form)."""
+        import numpy as np
+
+        from ard_mcp.index.records import decode_vectors
+
         raw = np.frombuffer(self._vectors, dtype=np.uint8).reshape(len(self.texts), 4 + self.dimension)
         return dict(zip(self.texts, decode_vectors(raw), strict=True))
 
@@ -85,6 +90,8 @@ def read(path: Path = BUNDLED) -> Snapshot:
 
 def write(path: Path, header: Mapping[str, Any], texts: Sequence[str], vectors: np.ndarray) -> None:
     """The snapshot file (`bench/build_snapshot.py`): `header` without `format` and `texts`, which are added."""
+    from ard_mcp.index.records import encode_vector
+
     head = {"format": FORMAT, **header, "texts": list(texts)}
     body = b"".join(encode_vector(v) for v in vectors)
     data = json.dumps(head, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" + body
