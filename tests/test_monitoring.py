@@ -73,7 +73,10 @@ def server(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> Ite
         )
         base = f"http://127.0.0.1:{port}"
         try:
-            wait_for(f"{base}/healthz", process, "ard-mcp serve")
+            try:
+                wait_for(f"{base}/healthz", process, "ard-mcp serve")
+            except AssertionError:
+                pytest.fail(f"ard-mcp serve did not start: {stderr.read_text(encoding='utf-8')[-3000:]}")
             yield base, stderr
         finally:
             process.terminate()
