@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from ard_mcp.config import Config
 from ard_mcp.formats.messages import AGENT_RESOURCE
 from ard_mcp.invocation.policy import InvocationPolicy, Limits
+from ard_mcp.registry import Registry
 from ard_mcp.surfaces.auth import Principal, TokenStore
 from ard_mcp.surfaces.mcp_protocol import MAX_COMPLETIONS
 from ard_mcp.surfaces.mcp_server import build_server
@@ -243,3 +244,14 @@ async def test_the_logging_level_is_accepted_where_the_protocol_has_it(data_dir:
         assert client.server_capabilities.logging is not None
         for level in ("debug", "info", "error"):
             await client.set_logging_level(level)
+
+
+@pytest.mark.slow
+def test_identifiers_complete_the_same_on_either_store(loaded: Registry) -> None:
+    """The prefix is matched as typed on SQLite and PostgreSQL alike, in identifier order, bounded."""
+    everyone = sorted(e["identifier"] for e in SAMPLE)
+    assert loaded.identifiers_starting("", 100) == (everyone, False)
+    assert loaded.identifiers_starting("", 2) == (everyone[:2], True)
+    assert loaded.identifiers_starting(WEATHER["identifier"], 100) == ([WEATHER["identifier"]], False)
+    assert loaded.identifiers_starting(WEATHER["identifier"].upper(), 100) == ([], False)
+    assert loaded.identifiers_starting("urn:air:%", 100) == ([], False)  # no pattern characters
