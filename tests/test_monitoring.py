@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 import pytest
 from mcp import Client
+from mcp.server.mcpserver import Context, MCPServer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.applications import Starlette
@@ -382,6 +383,39 @@ async def test_traces_nest_and_reach_agents_and_upstreams_and_logs_name_them(
     assert len(access[0]["request_id"]) == 32
 
 
+def context_agent() -> MCPServer:
+    """An MCP agent whose one tool answers the trace context its call came with, in `_meta` and in headers."""
+    server = MCPServer("context-agent")
+
+    @server.tool(description="The trace context of this call.")
+    def context(ctx: Context) -> dict[str, Any]:
+        meta = dict(ctx.request_context.meta or {})
+        headers = ctx.headers or {}
+        return {
+            "meta": {k: meta[k] for k in ("traceparent", "tracestate", "baggage") if k in meta},
+            "headers": {k: headers[k] for k in ("traceparent", "tracestate", "baggage") if k in headers},
+        }
+
+    return server
+
+
+async def test_a_hosts_baggage_and_tracestate_go_no_further(tmp_path: Path) -> None:
+    """The MCP SDK passes a request's `_meta` trace context on to the requests it makes for it; a host's baggage
+    and tracestate are the host's, and an agent `call_agent` calls for it gets the traceparent alone (tracing off
+    here: the host's own, carried through)."""
+    identifier = "urn:air:weather.example:mcp:context"
+    _, _, header = traceparent()
+    with serving(lambda base: context_agent().streamable_http_app(streamable_http_path="/mcp")) as agent_base:
+        entry = {**forecast_entry(agent_base + "/mcp"), "identifier": identifier}
+        with server(tmp_path / "data", "--allow-invocation", "--allow-private-networks") as (base, _):
+            assert httpx.post(f"{base}/agents", json=entry, timeout=60).status_code == 201
+            async with Client(f"{base}/mcp") as client:
+                meta = {"traceparent": header, "tracestate": "vendor=the-hosts-own", "baggage": "user.id=alice,session=s3cr3t"}
+                called = await client.call_tool("call_agent", {"identifier": identifier, "tool": "context"}, meta=meta)
+    assert not called.is_error, called.content
+    assert json.loads(called.content[0].text)["result"] == {"meta": {"traceparent": header}, "headers": {}}
+
+
 def test_tracing_is_off_and_free_unless_the_environment_asks() -> None:
     assert not tracing.wanted({})
     assert not tracing.wanted({"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"})
@@ -389,9 +423,10 @@ def test_tracing_is_off_and_free_unless_the_environment_asks() -> None:
     assert tracing.wanted({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"})
     assert tracing.wanted({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"})
     assert tracing.wanted({"OTEL_TRACES_EXPORTER": "otlp"})
-    probe = (
+    probe = (  # off, neither the SDK nor an exporter is imported (the API is: the MCP SDK's own propagation uses it)
         "import sys; from ard_mcp.monitoring import tracing; on = tracing.configure({}); "
-        "print(on, type(tracing.span('x')).__name__, tracing.outgoing(), [m for m in sys.modules if m.startswith('opentelemetry')])"
+        "print(on, type(tracing.span('x')).__name__, tracing.outgoing(), "
+        "[m for m in sys.modules if m.startswith(('opentelemetry.sdk', 'opentelemetry.exporter'))])"
     )
     result = subprocess.run([sys.executable, "-c", probe], env=quiet_env(), capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "False nullcontext {} []", result.stderr

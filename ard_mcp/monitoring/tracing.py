@@ -8,7 +8,8 @@ Off, nothing of OpenTelemetry is imported and a span is a shared `nullcontext`. 
 (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_HEADERS`, ...), named by `OTEL_SERVICE_NAME` (default
 `ard-mcp`); what is left is sent as the process exits.
 
-What crosses to another service is the W3C `traceparent` alone (`outgoing`): it names a trace and a span and
+What crosses to another service is the W3C `traceparent` alone (`outgoing`, and the MCP SDK's own propagation,
+which `configure` holds to it whether tracing is on or off: `propagation`): it names a trace and a span and
 nothing else. `tracestate` and baggage are not passed on: a caller may have put anything in them, and upstream
 registries and agents are third parties."""
 
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
 log = logging.getLogger(__name__)
-TRACEPARENT = "traceparent"
 SERVICE = "ard-mcp"
 Attributes = Mapping[str, str | int | float | bool]
 _T = TypeVar("_T")
@@ -48,9 +48,13 @@ def wanted(environ: Mapping[str, str]) -> bool:
 
 
 def configure(environ: Mapping[str, str] = os.environ) -> bool:
-    """Turn tracing on where the environment asks for it (`wanted`); whether it is on. An exporter or protocol
-    this registry does not speak, or the extra not installed, is said on stderr, and tracing stays off."""
+    """Hold the process's propagation to `traceparent` (`propagation.contain`), and turn tracing on where the
+    environment asks for it (`wanted`); whether it is on. An exporter or protocol this registry does not speak,
+    or the extra not installed, is said on stderr, and tracing stays off."""
     global _tracer  # noqa: PLW0603 (one switch a process, turned on once)
+    from ard_mcp.monitoring.propagation import contain
+
+    contain()
     if not wanted(environ):
         return False
     exporter = environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower() or "otlp"
@@ -124,7 +128,7 @@ def outgoing() -> dict[str, str]:
         return {}
     carrier: dict[str, str] = {}
     _propagator().inject(carrier)
-    return {TRACEPARENT: carrier[TRACEPARENT]} if TRACEPARENT in carrier else {}
+    return carrier
 
 
 def current_ids() -> tuple[str, str] | None:
@@ -146,6 +150,6 @@ def in_context(fn: Callable[..., _T]) -> Callable[..., _T]:
 
 
 def _propagator() -> Any:
-    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+    from ard_mcp.monitoring.propagation import PROPAGATOR
 
-    return TraceContextTextMapPropagator()
+    return PROPAGATOR
