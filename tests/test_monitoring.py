@@ -383,6 +383,24 @@ async def test_traces_nest_and_reach_agents_and_upstreams_and_logs_name_them(
     assert len(access[0]["request_id"]) == 32
 
 
+def test_upstream_calls_and_breakers_are_counted(tmp_path: Path, upstream: tuple[str, Recording]) -> None:
+    """Federated searches with an upstream that answers and one that is down: the down one fails until its breaker
+    opens (three failures), then is skipped, and the breaker gauge says which one is open."""
+    dead = f"http://127.0.0.1:{free_port()}"
+    args = ("--upstream", upstream[0], "--upstream", dead, "--no-registry-upstreams")
+    with server(tmp_path / "data", *args) as (base, _):
+        assert httpx.post(f"{base}/agents", json=WEATHER, timeout=60).status_code == 201
+        for _ in range(4):
+            assert httpx.post(f"{base}/search", json={"query": {"text": GOOD}}, timeout=60).status_code == 200
+        found = samples(httpx.get(f"{base}/metrics").text)
+    calls = "ard_mcp_upstream_request_duration_seconds_count"
+    assert value(found, calls, upstream=upstream[0], outcome="ok") == 4
+    assert value(found, calls, upstream=dead, outcome="failed") == 3 and value(found, "ard_mcp_upstream_skipped_total", upstream=dead) == 1
+    assert value(found, "ard_mcp_upstream_breaker_open", upstream=dead) == 1
+    assert ("ard_mcp_upstream_breaker_open", frozenset({("upstream", upstream[0])})) in found
+    assert value(found, "ard_mcp_upstream_breaker_open", upstream=upstream[0]) == 0
+
+
 def context_agent() -> MCPServer:
     """An MCP agent whose one tool answers the trace context its call came with, in `_meta` and in headers."""
     server = MCPServer("context-agent")
