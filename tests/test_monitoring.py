@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import secrets
+import socket
 import subprocess
 import sys
 import threading
@@ -199,6 +200,23 @@ def test_a_separate_metrics_address_serves_them_there_alone(tmp_path: Path) -> N
     found = samples(scrape.text)
     assert value(found, "ard_mcp_index_agents") == 0
     assert value(found, "ard_mcp_http_request_duration_seconds_count", route="/healthz", method="GET", status="200") >= 2
+
+
+def test_a_metrics_address_in_use_is_a_clear_start_up_error(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        command = ["serve", "--transport", "streamable-http", "--port", str(free_port()), "--metrics-address", address]
+        result = subprocess.run(
+            [sys.executable, "-m", "ard_mcp", *command, "--data-dir", str(tmp_path / "data")],
+            env=quiet_env(tmp_path / "data"),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 2 and f"--metrics-address {address}: cannot listen there" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_multiprocess_mode_adds_up_every_process(tmp_path: Path) -> None:

@@ -36,6 +36,6 @@ def monitoring_options(parser: argparse.ArgumentParser) -> None:
         type=listen_address,
         default=env("METRICS_ADDRESS"),
         metavar="HOST:PORT",
-        help="serve the Prometheus metrics at this separate address, open to whoever reaches it, and not at /metrics on the "
-        "registry's port (there an operator's token reads them unless the registry has no tokens) (ARD_MCP_METRICS_ADDRESS)",
+        help="over HTTP, serve the Prometheus metrics at this separate address, open to whoever reaches it, and not at /metrics on "
+        "the registry's port (there an operator's token reads them unless the registry has no tokens) (ARD_MCP_METRICS_ADDRESS)",
     )

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ard_mcp.errors import ArdError, PermissionDenied
+from ard_mcp.errors import ArdError, InvalidArgument, PermissionDenied
 from ard_mcp.monitoring import metrics
 from ard_mcp.monitoring.exposition import collector, render
 from ard_mcp.registry import Registry
@@ -55,5 +55,8 @@ def serve_metrics_at(address: tuple[str, int], registry: Registry) -> None:
 
     metrics.enable()
     host, port = address
-    start_http_server(port, host, registry=collector(lambda: index_size(registry)))
+    try:
+        start_http_server(port, host, registry=collector(lambda: index_size(registry)))
+    except OSError as exc:  # in use, not this machine's address: said as a start-up error, not a traceback
+        raise InvalidArgument(f"--metrics-address {host}:{port}: cannot listen there ({exc.strerror or exc})") from None
     log.info("serving the metrics at http://%s:%d/metrics, to whoever can reach that address", f"[{host}]" if ":" in host else host, port)
