@@ -4,5 +4,5 @@
 
 Every layer records into it (a search's stages, a crawl's documents, an upstream's answer, an agent's call), so
 it stands on nothing of the registry, and every part is off until serving turns it on: the command line, stdio
-and a test that builds no server import neither prometheus_client nor OpenTelemetry, and a record costs one
+and a test that builds no server import neither prometheus_client nor OpenTelemetry's SDK, and a record costs one
 check of a module variable."""

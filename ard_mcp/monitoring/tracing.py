@@ -3,7 +3,7 @@ shows the spans a request makes.
 
 Off unless `OTEL_TRACES_EXPORTER` names an exporter or an OTLP endpoint is given: the specification's default
 exporter (otlp to localhost:4318) would have every unconfigured registry post its spans to whatever listens there.
-Off, nothing of OpenTelemetry is imported and a span is a shared `nullcontext`. On, spans are batched
+Off, OpenTelemetry's SDK is not imported and a span is a shared `nullcontext`. On, spans are batched
 (`OTEL_BSP_SCHEDULE_DELAY` and the other `OTEL_BSP_*`) and posted as OTLP/protobuf over HTTP
 (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_HEADERS`, ...), named by `OTEL_SERVICE_NAME` (default
 `ard-mcp`); what is left is sent as the process exits.
