@@ -17,6 +17,7 @@ from ard_mcp.registry import Registry
 from ard_mcp.search.tuning import DEFAULT_TUNING
 from ard_mcp.surfaces.arguments import model_dir
 from tests.conftest import INVOICES, PDF, REPO, SAMPLE, TRANSLATE, WEATHER, results
+from tests.processes import quiet_env
 
 
 def test_the_trained_model_is_the_default_and_ranks_with_its_own_parameters(tmp_path: Path) -> None:
@@ -68,7 +69,8 @@ def test_a_data_directory_indexed_with_the_general_model_keeps_it_until_reindexe
             upgraded.close()
     said = [r.getMessage() for r in caplog.records if "keeps" in r.getMessage()]
     assert len(said) == 1 and general in said[0] and "ard-mcp reindex" in said[0]  # once, naming what to run
-    run = subprocess.run([sys.executable, "-m", "ard_mcp", "reindex", "--data-dir", str(data)], capture_output=True, text=True, timeout=300)
+    reindex = [sys.executable, "-m", "ard_mcp", "reindex", "--data-dir", str(data)]
+    run = subprocess.run(reindex, env=quiet_env(data), capture_output=True, text=True, timeout=300)  # the same store
     assert run.returncode == 0, run.stderr
     rebuilt = Registry(Config(data))
     try:
