@@ -7,6 +7,7 @@ import base64
 import hashlib
 import html
 import os
+import socket
 import threading
 import zipfile
 from collections.abc import Iterator
@@ -104,3 +105,32 @@ def running_with(token: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+@contextmanager
+def loopback_listener() -> Iterator[tuple[int, list[bool]]]:
+    """A listener on the host's loopback that says hello to whoever connects: its port, and one `True` per
+    connection it accepted (what a sandboxed server without network must never add to)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+    reached: list[bool] = []
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            reached.append(True)
+            with conn:
+                conn.sendall(b"hello")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1], reached
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        server.close()

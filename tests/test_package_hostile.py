@@ -15,10 +15,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -33,7 +31,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from ard_mcp.packages.sandbox import Confinement, SandboxUnavailable, check_available
-from tests.package_support import running_with, serving_index, wheel
+from tests.package_support import loopback_listener, running_with, serving_index, wheel
 from tests.processes import quiet_env
 
 NAME, VERSION = "ard-hostile-probe", "1.0.0"
@@ -141,28 +139,9 @@ def world(tmp_path: Path) -> Iterator[World]:
 
 @pytest.fixture
 def listener() -> Iterator[int]:
-    """A loopback listener on the host that says hello to whoever connects."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.2)
-    stop = threading.Event()
-    reached: list[bool] = []
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            reached.append(True)
-            with conn:
-                conn.sendall(b"hello")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join(timeout=5)
-    server.close()
+    """A loopback listener on the host that nothing may reach."""
+    with loopback_listener() as (port, reached):
+        yield port
     assert reached == [], "something reached the host's loopback listener"
 
 

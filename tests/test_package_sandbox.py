@@ -11,11 +11,9 @@ import json
 import os
 import resource
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -28,7 +26,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from ard_mcp.packages.sandbox import ETC, SYSTEM_DIRS, Confinement, Launch, SandboxUnavailable, check_available, sandboxed, unsandboxed
-from tests.package_support import running_with
+from tests.package_support import loopback_listener, running_with
 
 pytestmark = pytest.mark.slow
 
@@ -144,25 +142,8 @@ def test_it_writes_its_state_and_its_own_tmp_and_nothing_else(world: World) -> N
 @pytest.fixture
 def listener() -> Iterator[int]:
     """A loopback listener on the host that says hello to whoever connects."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                conn.sendall(b"hello")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    server.close()
+    with loopback_listener() as (port, _):
+        yield port
 
 
 @confined
