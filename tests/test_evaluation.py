@@ -297,4 +297,29 @@ def test_low_confidence_answers_are_neither_false_positives_nor_empty() -> None:
     assert (o.answerable, o.empty, o.doubted) == (3, 1, 1)
     assert o.empty_rate == pytest.approx(1 / 3)
     assert o.recall5 == pytest.approx(2 / 3)  # a low-confidence answer still counts for quality
-    assert o.to_dict()["answered"] == {"empty": 1, "emptyRate": pytest.approx(1 / 3), "lowConfidence": 1}
+    assert o.to_dict()["answered"] == {
+        "empty": 1,
+        "emptyRate": pytest.approx(1 / 3),
+        "lowConfidence": 1,
+        "rightInTop3": 2,
+        "rightInTop3LowConfidence": 1,
+        "rightInTop3LowConfidenceRate": 0.5,
+    }
+
+
+def test_right_answers_marked_low_confidence_count_only_with_a_right_entry_in_the_first_three() -> None:
+    """#46's measure: of the answerable queries whose first three hold a relevant entry, the share marked
+    low-confidence. A doubted page whose right entry is fourth, or that has none, is not among them."""
+    judgements = [Judgement.from_json({"id": f"q{i}", "query": f"q{i}", "relevant": ["a"]}, i) for i in range(4)]
+    answers = {
+        "q0": Answer(["x", "y", "a"], confident=False),  # right in the first three, doubted
+        "q1": Answer(["x", "y", "z", "a"], confident=False),  # right but fourth
+        "q2": Answer(["x"], confident=False),  # nothing right
+        "q3": Answer(["a"]),  # right and vouched for
+    }
+    report = evaluate(lambda text: answers[text], judgements)
+    o = report.overall
+    assert (o.doubted, o.found3, o.doubted_right, o.doubted_right_rate) == (3, 2, 1, 0.5)
+    assert [r.found3 for r in report.results] == [True, False, False, True]
+    header, _, overall = format_table(report).splitlines()[:3]
+    assert "right doubted" in header and overall.split()[8] == "1/2"

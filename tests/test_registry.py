@@ -216,12 +216,13 @@ def test_a_model_directory_carries_its_own_ranking(loaded: Registry, tmp_path: P
     before = results(loaded, query)
     loaded.close()
     tuning = loaded.tuning
-    fitted = {"bias": tuning.bias - 3.0, "weights": list(tuning.weights), "confidence_weights": [0.5, 1.0, -1.0], "cutoff": 40, "floor": 3}
+    fitted = {"bias": tuning.bias - 3.0, "weights": list(tuning.weights), "confidence_weights": [0.5, 1.0, 0.25, -1.0], "cutoff": 40}
+    fitted["floor"] = 3
     registry = Registry(replace(loaded.config, model_dir=_model_copy(tmp_path, ranking=fitted)))
     try:
         assert (registry.tuning.bias, registry.tuning.confidence_weights, registry.tuning.cutoff, registry.tuning.floor) == (
             tuning.bias - 3.0,
-            (0.5, 1.0, -1.0),
+            (0.5, 1.0, 0.25, -1.0),
             40,
             3,
         )
@@ -232,10 +233,21 @@ def test_a_model_directory_carries_its_own_ranking(loaded: Registry, tmp_path: P
         registry.close()
 
 
+def test_confidence_weights_fitted_before_the_gap_feature_still_load(loaded: Registry, tmp_path: Path) -> None:
+    """A model directory fitted with two confidence features (three numbers) keeps its confidence: the gap weighs 0."""
+    loaded.close()
+    registry = Registry(replace(loaded.config, model_dir=_model_copy(tmp_path, ranking={"confidence_weights": [0.5, 1.0, -1.0]})))
+    try:
+        assert registry.tuning.confidence_weights == (0.5, 1.0, 0.0, -1.0)
+    finally:
+        registry.close()
+
+
 @pytest.mark.parametrize(
     ("ranking", "message"),
     [
         ({"weights": [1, 2]}, "weights must be a list of 6 numbers"),
+        ({"confidence_weights": [1, 2]}, "confidence_weights must be a list of 4 numbers"),
         ({"cutoff": 101}, "cutoff must be a whole number from 0 to 100"),
         ({"bias": "high"}, "bias must be a number"),
         ({"field_weights": [1, 1, 1, 1]}, r"unknown ranking parameters \['field_weights'\]"),
@@ -348,19 +360,23 @@ def test_a_query_is_confident_if_its_confidence_reaches_the_cutoff_and_lists_dow
 
 
 def test_a_query_is_more_confident_the_more_of_its_words_a_candidate_covers() -> None:
-    """The two features of a query's confidence, and that a flagged candidate adds to neither."""
+    """The three features of a query's confidence, and that a flagged candidate adds to none."""
     from ard_mcp.search.ranking import confidence, confidence_features
     from ard_mcp.search.tuning import DEFAULT_TUNING, SIGNALS
+
+    def logit(p: float) -> float:
+        return float(np.log(p / (1 - p)))
 
     signals = np.zeros((3, len(SIGNALS)))
     signals[:, SIGNALS.index("lexical")] = [0.2, 0.5, 1.0]
     relevance = np.array([0.8, 0.3, 0.9])
-    logit, covered = confidence_features(relevance, signals, None)
-    assert logit == pytest.approx(np.log(0.9 / 0.1)) and covered == 1.0
+    best, covered, gap = confidence_features(relevance, signals, None)
+    assert (best, covered, gap) == (pytest.approx(logit(0.9)), 1.0, pytest.approx(logit(0.9) - logit(0.8)))
     flagged = np.array([False, False, True])
-    assert confidence_features(relevance, signals, flagged) == (pytest.approx(np.log(0.8 / 0.2)), 0.5)
-    assert confidence(DEFAULT_TUNING, (logit, 1.0)) > confidence(DEFAULT_TUNING, (logit, 0.2))
-    assert confidence(DEFAULT_TUNING, (np.log(0.9 / 0.1), 0.5)) > confidence(DEFAULT_TUNING, (np.log(0.3 / 0.7), 0.5))
+    assert confidence_features(relevance, signals, flagged) == (pytest.approx(logit(0.8)), 0.5, pytest.approx(logit(0.8) - logit(0.3)))
+    assert confidence_features(relevance[:1], signals[:1], None)[2] == 0.0  # one candidate: nothing to stand above
+    assert confidence(DEFAULT_TUNING, (best, 1.0, gap)) > confidence(DEFAULT_TUNING, (best, 0.2, gap))
+    assert confidence(DEFAULT_TUNING, (logit(0.9), 0.5, gap)) > confidence(DEFAULT_TUNING, (logit(0.3), 0.5, gap))
     # only flagged candidates: nothing to be confident about, however well they match
     assert confidence(DEFAULT_TUNING, confidence_features(relevance, signals, np.ones(3, bool))) < DEFAULT_TUNING.cutoff
 

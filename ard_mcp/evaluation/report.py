@@ -52,6 +52,7 @@ class QueryResult:
     category: str | None = None
     kind: str | None = None
     confident: bool = True
+    found3: bool = False  # a relevant entry is among the first three results
 
     @property
     def false_positive(self) -> bool:
@@ -68,6 +69,12 @@ class QueryResult:
         """An answerable query whose results came marked low-confidence."""
         return not self.no_answer and bool(self.ranked) and not self.confident
 
+    @property
+    def doubted_right(self) -> bool:
+        """A right answer the host is told to check: a relevant entry in the first three, the page marked
+        low-confidence. What #46 counts, as a share of the answers whose first three hold a right entry."""
+        return self.found3 and not self.confident
+
 
 @dataclass(frozen=True)
 class Summary:
@@ -83,6 +90,8 @@ class Summary:
     no_answer_fp: int
     empty: int
     doubted: int
+    found3: int  # answerable queries with a relevant entry in the first three results
+    doubted_right: int  # of those, the ones marked low-confidence
     p50_ms: float | None
     p95_ms: float | None
 
@@ -95,6 +104,11 @@ class Summary:
     def empty_rate(self) -> float | None:
         """Share of answerable queries that got no result at all."""
         return self.empty / self.answerable if self.answerable else None
+
+    @property
+    def doubted_right_rate(self) -> float | None:
+        """Share of the queries with a right entry in the first three whose page was marked low-confidence."""
+        return self.doubted_right / self.found3 if self.found3 else None
 
     @classmethod
     def of(cls, results: Sequence[QueryResult]) -> Summary:
@@ -116,6 +130,8 @@ class Summary:
             no_answer_fp=sum(1 for r in results if r.false_positive),
             empty=sum(1 for r in results if r.empty),
             doubted=sum(1 for r in results if r.doubted),
+            found3=sum(1 for r in results if r.found3),
+            doubted_right=sum(1 for r in results if r.doubted_right),
             p50_ms=float(np.percentile(latencies, 50)) if len(latencies) else None,
             p95_ms=float(np.percentile(latencies, 95)) if len(latencies) else None,
         )
@@ -129,7 +145,14 @@ class Summary:
             "recall@10": self.recall10,
             "mrr": self.mrr,
             "noAnswer": {"queries": self.no_answer, "returnedResults": self.no_answer_fp, "falsePositiveRate": self.fp_rate},
-            "answered": {"empty": self.empty, "emptyRate": self.empty_rate, "lowConfidence": self.doubted},
+            "answered": {
+                "empty": self.empty,
+                "emptyRate": self.empty_rate,
+                "lowConfidence": self.doubted,
+                "rightInTop3": self.found3,
+                "rightInTop3LowConfidence": self.doubted_right,
+                "rightInTop3LowConfidenceRate": self.doubted_right_rate,
+            },
             "latencyMs": {"p50": self.p50_ms, "p95": self.p95_ms},
         }
 
@@ -160,6 +183,7 @@ class EvalReport:
                     "kind": r.kind,
                     "results": list(r.ranked),
                     "confident": r.confident,
+                    "rightInTop3": r.found3,
                     "latencyMs": r.latency_ms,
                     "noAnswer": r.no_answer,
                     "ndcg@10": r.ndcg,
@@ -207,6 +231,7 @@ def evaluate(search: SearchFn, judgements: Sequence[Judgement], timer: Timer = t
                 category=j.category,
                 kind=j.kind,
                 confident=answer.confident,
+                found3=answerable and bool(recall_at(ranked, j, 3)),
             )
         )
     return EvalReport(
@@ -233,8 +258,9 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 
 def format_table(report: EvalReport) -> str:
-    """A plain-text table: one row overall, then one per category and per kind, for a terminal or a PR."""
-    header = ["set", "queries", "nDCG@10", "R@5", "R@10", "MRR", "empty", "low-conf", "no-answer FP", "p50 ms", "p95 ms"]
+    """A plain-text table: one row overall, then one per category and per kind, for a terminal or a PR. Right
+    doubted: of the answerable queries with a right entry in the first three, those marked low-confidence."""
+    header = ["set", "queries", "nDCG@10", "R@5", "R@10", "MRR", "empty", "low-conf", "right doubted", "no-answer FP", "p50 ms", "p95 ms"]
     rows: list[list[str]] = []
 
     def row(name: str, s: Summary) -> list[str]:
@@ -248,6 +274,7 @@ def format_table(report: EvalReport) -> str:
             _fmt(s.mrr),
             str(s.empty) if s.answerable else "-",
             str(s.doubted) if s.answerable else "-",
+            f"{s.doubted_right}/{s.found3}" if s.answerable else "-",
             fp,
             _fmt(s.p50_ms, 1),
             _fmt(s.p95_ms, 1),

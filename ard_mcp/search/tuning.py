@@ -45,15 +45,14 @@ class Tuning:
     field_weights: tuple[float, float, float, float] = (4.0, 3.0, 1.5, 1.0)  # BM25: name, keywords, description, examples
     weights: tuple[float, ...] = (2.576, 3.868, 2.853, 1.831, 3.422, 1.773)  # in SIGNALS order
     bias: float = -4.429
-    # A query's confidence (0-100, `confidence`) is a logistic of its best candidate's relevance (as a logit) and the
-    # most of its terms' weight any candidate covers (the lexical signal): (weight of each, bias). A near miss (sign
-    # language to translate, asked of a catalog of text translators) has a well-scored candidate and words nothing
-    # has. Fitted beside the best relevance alone, at a cutoff chosen by the same rule: the hard no-answer set's
-    # false-positive rate 0.153 instead of 0.226 (near misses 10 of 32 instead of 14), answerable queries marked
-    # low-confidence about as often (MetaTool 45 of 841 instead of 49, ToolAlpaca 16 of 214 instead of 15, mcp-bench 6
-    # of 104 instead of 4).
-    confidence_weights: tuple[float, float, float] = (0.739, 2.313, -1.527)
-    cutoff: int = 28  # the confidence a query needs to be answered with confidence
+    # A query's confidence (0-100, `confidence`) is a logistic of its best candidate's relevance (as a logit), the
+    # most of its terms' weight any candidate covers (the lexical signal) and how far the best stands above the second
+    # (logits): (weight of each, bias). A near miss (sign language to translate, asked of a catalog of text translators)
+    # has a well-scored candidate, words nothing has, and neighbours that score alike. Fitted by `bench/fit_fusion.py`
+    # with the cutoff, which is chosen on the answers whose first three hold a right entry (the ones a doubt costs).
+    # Leave-one-source-out on the dev sources, beside the two features without the gap: docs/search-quality.md.
+    confidence_weights: tuple[float, float, float, float] = (0.671, 2.395, 0.269, -1.723)
+    cutoff: int = 31  # the confidence a query needs to be answered with confidence
     floor: int = 10  # a confident answer lists candidates down to this score; docs/search-quality.md has the trade-off
     tentative: int = 5  # below the cutoff a query still gets at least this many closest candidates, marked low-confidence
     evidence_examples: int = 3
@@ -91,7 +90,10 @@ def fitted_tuning(base: Tuning, fitted: Mapping[str, Any]) -> Tuning:
 
 def _checked(key: str, value: Any, default: Any) -> Any:
     """`value` in the form of the parameter it replaces: as many numbers as `default` has, a number, or a
-    whole number from 0 to 100 (a score)."""
+    whole number from 0 to 100 (a score). Confidence weights fitted before the gap feature (three numbers: best
+    relevance, lexical coverage, bias) still load, with the gap weighed 0: the confidence they fitted, unchanged."""
+    if key == "confidence_weights" and isinstance(value, list) and len(value) == len(default) - 1:
+        value = [*value[:-1], 0.0, value[-1]]
     if isinstance(default, tuple):
         if not isinstance(value, list) or len(value) != len(default) or not all(_number(v) for v in value):
             raise ValueError(f"ranking {key} must be a list of {len(default)} numbers")
