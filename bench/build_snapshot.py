@@ -52,7 +52,7 @@ sys.path.insert(0, str(REPO))
 
 from ard_mcp.config import default_model_dir  # noqa: E402
 from ard_mcp.errors import ArdError  # noqa: E402
-from ard_mcp.formats import mcp_server  # noqa: E402
+from ard_mcp.formats import entry_facts, mcp_server  # noqa: E402
 from ard_mcp.formats.leniency import read_entry  # noqa: E402
 from ard_mcp.index import snapshot  # noqa: E402
 from ard_mcp.index.embedding import ModelSpec, load_embedder  # noqa: E402
@@ -111,7 +111,7 @@ def tagged(document: dict[str, Any], source: str, source_id: str) -> dict[str, A
     except ArdError as exc:
         print(f"  skipped {source}: {source_id!r}: {exc.message}", file=sys.stderr)
         return None
-    entry["metadata"] = {**entry["metadata"], snapshot.SOURCE_KEY: source, snapshot.SNAPSHOT_KEY: SNAPSHOT_ID}
+    entry["metadata"] = {**entry["metadata"], snapshot.SOURCE_KEY: source, entry_facts.SNAPSHOT_KEY: SNAPSHOT_ID}
     return entry
 
 

@@ -27,6 +27,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ard_mcp.formats.entry_facts import SNAPSHOT_KEY  # metadata.snapshot: the id of the snapshot that added the entry
 from ard_mcp.index.filter_values import METADATA_PREFIX
 
 if TYPE_CHECKING:  # `serve` reads `BUNDLED` before its handshake; numpy and the indexer wait for a registry (test_transports)
@@ -40,7 +41,6 @@ log = logging.getLogger(__name__)
 
 BUNDLED = Path(__file__).resolve().parents[1] / "data" / "public-mcp-servers.snapshot.xz"
 FORMAT = "ard-mcp-snapshot/1"
-SNAPSHOT_KEY = "snapshot"  # metadata.snapshot: the id of the snapshot that added the entry
 SOURCE_KEY = "source"  # metadata.source: the public catalog the entry came from
 STATE = "snapshot"  # the store's meta key: the id of the snapshot added, or REMOVED
 REMOVED = "removed"  # the person removed it: a later start adds nothing
