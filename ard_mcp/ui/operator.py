@@ -75,10 +75,7 @@ def operator_routes(web: Site) -> list[tuple[str, str, Handler]]:
         if web.operator(request) is None:
             return _see_other(request, "/operator/login")
         state = state_of(request)
-        settings = state.settings
-        open_to = (
-            None if settings.tokens.configured else "anyone on this machine" if is_loopback(settings.host) else "anyone who can reach it"
-        )
+        open_to = _open_to(state.settings)
         view = await run(operator_view, state.open_registry(), state.open_services(), web.viewer(request), web.last_crawl, open_to)
         return page(request, "operator.html", view=view, **web.nav(request))
 
