@@ -34,7 +34,7 @@ from ard_mcp.index.resident import ResidentExamples
 from ard_mcp.index.store import open_store
 from ard_mcp.index.vectors import VectorIndex
 from ard_mcp.monitoring import metrics, tracing
-from ard_mcp.search.browse import parse_selection, selected_ids
+from ard_mcp.search.browse import listing_key, parse_selection, selected_ids
 from ard_mcp.search.filters import check_field, parse_filter
 from ard_mcp.search.ordering import parse_order
 from ard_mcp.search.paging import check_page_size, decode_token, encode_token
@@ -303,7 +303,7 @@ class Registry:
         check_page_size(page_size)
         selection = parse_selection(filter)
         order = parse_order(order_by)
-        key = ["list", selection.key(), order]
+        key = listing_key(selection, order)
         offset = decode_token(page_token, key)
         ids = visible(self.store, selected_ids(self.store, selection), hidden_agents(self.store, viewer))
         agents, total = self.store.list_page(ids, order, offset, page_size)

@@ -10,11 +10,18 @@ from datetime import datetime
 from typing import Any
 
 from ard_mcp.formats.timestamps import stored_timestamp
+from ard_mcp.index.records import Order
 from ard_mcp.index.store.base import Store
 from ard_mcp.search.expression import Expression, parse_expression
 from ard_mcp.search.filters import parse_filter
 
 _SCAN = 500  # agents read at a time when walking the registry newest first
+
+
+def listing_key(selection: Expression, order: Order) -> list[Any]:
+    """What a listing's page token is bound to (`Registry.list`), so a token cannot page another listing; the
+    web page builds the token of its page N from it, as `GET /agents` would have handed it back."""
+    return ["list", selection.key(), order]
 
 
 def parse_selection(selection: Mapping[str, Any] | str | None) -> Expression:

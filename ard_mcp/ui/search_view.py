@@ -17,7 +17,7 @@ from ard_mcp.formats.entry_facts import CRAWL_SOURCE_KEY, TRUST_STATUS
 from ard_mcp.formats.limits import MAX_QUERY_CHARS
 from ard_mcp.formats.messages import ExploreResponse, FacetRequest, Fit, MatchedExample, SearchResult, TrustFinding
 from ard_mcp.registry import Registry
-from ard_mcp.search.browse import parse_selection
+from ard_mcp.search.browse import listing_key, parse_selection
 from ard_mcp.search.ordering import parse_order
 from ard_mcp.search.paging import encode_token
 from ard_mcp.search.query import SearchQuery
@@ -212,7 +212,7 @@ def _list(registry: Registry, state: PageState, viewer: Viewer) -> tuple[list[tu
     order_by = ORDERS[state.sort][1]
     token = None
     if state.page > 1:  # the token `GET /agents` would have handed back for this page
-        key = ["list", parse_selection(state.filter()).key(), parse_order(order_by)]
+        key = listing_key(parse_selection(state.filter()), parse_order(order_by))
         token = encode_token((state.page - 1) * PAGE_SIZE, key)
     page = registry.list(state.filter(), order_by, PAGE_SIZE, token, viewer)
     return [(entry, registry.trust_of(entry.identifier)) for entry in page.items], page.total, page.pageToken is not None
