@@ -20,9 +20,11 @@ Seal-Tools and on mcp-bench, so it is not the default (docs/training.md). Source
 the style of the whole model. `--exclude NAME` leaves out the source's queries and its catalog's own texts:
 the model `quality.py` scores on NAME never saw NAME.
 
-Then `export_model.py --plain` writes OUT/model (int8, the bundled file's size and speed) and the script
-prints the wall time of each step. `OMP_WAIT_POLICY=PASSIVE` keeps steps from slowing 2-3x while other work
-runs on the 2 cores (shared/notes); the same script uses a GPU when torch finds one.
+Then `export_model.py --plain` writes OUT/model (int8, the bundled file's size and speed), the script adds
+the sources it trained on to its model.json (`trainedOn`: `fit_fusion.py` fits the cutoff of a model
+differently on the sources its encoder saw), and prints the wall time of each step.
+`OMP_WAIT_POLICY=PASSIVE` keeps steps from slowing 2-3x while other work runs on the 2 cores
+(shared/notes); the same script uses a GPU when torch finds one.
 """
 
 from __future__ import annotations
@@ -159,6 +161,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = "all-MiniLM-L6-v2+ard-tools" + "".join(f"-no-{s}" for s in args.exclude)
     export = [sys.executable, str(BENCH / "export_model.py"), str(args.out / "trained"), str(args.out / "model")]
     subprocess.run([*export, "--plain", "--id", f"{name}@onnx-int8-dynamic"], check=True)
+    from ard_mcp.index.embedding import TRAINED_ON  # here: OMP_WAIT_POLICY is set before anything loads OpenMP
+
+    description = args.out / "model" / "model.json"
+    description.write_text(json.dumps({**json.loads(description.read_text()), TRAINED_ON: sorted(counts)}, indent=2) + "\n")
     print(f"trained in {trained - start:.0f} s, exported in {time.perf_counter() - trained:.0f} s: {args.out / 'model'}")
     return 0
 

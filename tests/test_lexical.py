@@ -8,7 +8,18 @@ import pytest
 
 from ard_mcp.formats.catalog import parse_entry
 from ard_mcp.index.example_texts import extract_examples
-from ard_mcp.index.lexical import MAX_QUERY_TERMS, coverage, fts_document, idf, match_expression, named_keywords, query_terms, stem, terms
+from ard_mcp.index.lexical import (
+    MAX_QUERY_TERMS,
+    coverage,
+    fts_document,
+    idf,
+    match_expression,
+    named_keywords,
+    query_terms,
+    stem,
+    terms,
+    words,
+)
 
 
 def test_identifiers_split_the_way_people_write_them_and_stay_whole_too() -> None:
@@ -28,6 +39,25 @@ def test_query_terms_drop_stop_words_numbers_and_repeats_and_cut_cjk_into_bigram
     assert query_terms("Please find me the weather, the WEATHER forecast for 2026") == ["weath", "forecast"]
     assert query_terms("東京都の天気") == ["東京", "京都", "都の", "の天", "天気"]
     assert len(query_terms(" ".join(f"word{chr(97 + i % 26)}{chr(97 + i // 26)}" for i in range(200)))) == MAX_QUERY_TERMS
+
+
+def test_words_are_counted_as_written_and_cjk_runs_as_the_bigrams_the_index_matches() -> None:
+    """What a query's length (a confidence feature) counts: every word once per occurrence, stop words too."""
+    assert words("Find me the weather, the WEATHER forecast for 2026!") == [
+        "Find",
+        "me",
+        "the",
+        "weather",
+        "the",
+        "WEATHER",
+        "forecast",
+        "for",
+        "2026",
+    ]
+    assert words("東京都の天気 API") == ["東京", "京都", "都の", "の天", "天気", "API"]
+    assert words("snake_case and kebab-case") == ["snake", "case", "and", "kebab", "case"]
+    assert words("  ") == []
+    assert terms("東京都の天気 apis") == [*words("東京都の天気"), "api"] * 2  # the humanized copy, then the text; stems
 
 
 def test_match_expression_quotes_every_term_so_none_is_read_as_an_operator() -> None:

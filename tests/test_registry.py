@@ -216,13 +216,13 @@ def test_a_model_directory_carries_its_own_ranking(loaded: Registry, tmp_path: P
     before = results(loaded, query)
     loaded.close()
     tuning = loaded.tuning
-    fitted = {"bias": tuning.bias - 3.0, "weights": list(tuning.weights), "confidence_weights": [0.5, 1.0, 0.25, -1.0], "cutoff": 40}
+    fitted = {"bias": tuning.bias - 3.0, "weights": list(tuning.weights), "confidence_weights": [0.5, 1.0, 0.25, 0.1, -1.0], "cutoff": 40}
     fitted["floor"] = 3
     registry = Registry(replace(loaded.config, model_dir=_model_copy(tmp_path, ranking=fitted)))
     try:
         assert (registry.tuning.bias, registry.tuning.confidence_weights, registry.tuning.cutoff, registry.tuning.floor) == (
             tuning.bias - 3.0,
-            (0.5, 1.0, 0.25, -1.0),
+            (0.5, 1.0, 0.25, 0.1, -1.0),
             40,
             3,
         )
@@ -233,12 +233,26 @@ def test_a_model_directory_carries_its_own_ranking(loaded: Registry, tmp_path: P
         registry.close()
 
 
-def test_confidence_weights_fitted_before_the_gap_feature_still_load(loaded: Registry, tmp_path: Path) -> None:
-    """A model directory fitted with two confidence features (three numbers) keeps its confidence: the gap weighs 0."""
+@pytest.mark.parametrize(
+    ("fitted", "loaded_as"),
+    [([0.5, 1.0, -1.0], (0.5, 1.0, 0.0, 0.0, -1.0)), ([0.5, 1.0, 0.25, -1.0], (0.5, 1.0, 0.25, 0.0, -1.0))],
+    ids=["before the gap", "before the length"],
+)
+def test_confidence_weights_fitted_before_later_features_still_load(
+    loaded: Registry, tmp_path: Path, fitted: list[float], loaded_as: tuple[float, ...]
+) -> None:
+    """A model directory fitted with fewer confidence features keeps its confidence: the ones it lacks weigh 0."""
+    from ard_mcp.search.ranking import confidence, confidence_features
+
     loaded.close()
-    registry = Registry(replace(loaded.config, model_dir=_model_copy(tmp_path, ranking={"confidence_weights": [0.5, 1.0, -1.0]})))
+    registry = Registry(replace(loaded.config, model_dir=_model_copy(tmp_path, ranking={"confidence_weights": fitted})))
     try:
-        assert registry.tuning.confidence_weights == (0.5, 1.0, 0.0, -1.0)
+        assert registry.tuning.confidence_weights == loaded_as
+        found = registry.ranker.candidates("weather forecast for Oslo tomorrow", None)
+        assert found is not None
+        features = confidence_features(registry.ranker.relevance(found.signals), found.signals, found.flagged, found.text)
+        expected = 100 / (1 + np.exp(-(np.dot(fitted[:-1], features[: len(fitted) - 1]) + fitted[-1])))
+        assert confidence(registry.tuning, features) == round(expected)  # the confidence the old fit gives, unchanged
     finally:
         registry.close()
 
@@ -247,7 +261,8 @@ def test_confidence_weights_fitted_before_the_gap_feature_still_load(loaded: Reg
     ("ranking", "message"),
     [
         ({"weights": [1, 2]}, "weights must be a list of 6 numbers"),
-        ({"confidence_weights": [1, 2]}, "confidence_weights must be a list of 4 numbers"),
+        ({"confidence_weights": [1, 2]}, "confidence_weights must be a list of 5 numbers"),
+        ({"confidence_weights": [1, 2, 3, 4, 5, 6]}, "confidence_weights must be a list of 5 numbers"),
         ({"cutoff": 101}, "cutoff must be a whole number from 0 to 100"),
         ({"bias": "high"}, "bias must be a number"),
         ({"field_weights": [1, 1, 1, 1]}, r"unknown ranking parameters \['field_weights'\]"),
@@ -350,7 +365,7 @@ def test_a_query_is_confident_if_its_confidence_reaches_the_cutoff_and_lists_dow
     best, middle = everything[0], everything[len(everything) // 2]
     found = loaded.ranker.candidates(text, None)
     assert found is not None
-    sure = confidence(loaded.tuning, confidence_features(loaded.ranker.relevance(found.signals), found.signals, found.flagged))
+    sure = confidence(loaded.tuning, confidence_features(loaded.ranker.relevance(found.signals), found.signals, found.flagged, found.text))
     assert 0 < sure < 100
     # the confidence misses the cutoff: not confident, and the closest few (or all down to the floor, if more) are listed
     assert ranked(sure + 1, 101, tentative=2) == (everything[:2], False)
@@ -360,7 +375,7 @@ def test_a_query_is_confident_if_its_confidence_reaches_the_cutoff_and_lists_dow
 
 
 def test_a_query_is_more_confident_the_more_of_its_words_a_candidate_covers() -> None:
-    """The three features of a query's confidence, and that a flagged candidate adds to none."""
+    """The features of a query's confidence, and that a flagged candidate adds to none."""
     from ard_mcp.search.ranking import confidence, confidence_features
     from ard_mcp.search.tuning import DEFAULT_TUNING, SIGNALS
 
@@ -370,15 +385,24 @@ def test_a_query_is_more_confident_the_more_of_its_words_a_candidate_covers() ->
     signals = np.zeros((3, len(SIGNALS)))
     signals[:, SIGNALS.index("lexical")] = [0.2, 0.5, 1.0]
     relevance = np.array([0.8, 0.3, 0.9])
-    best, covered, gap = confidence_features(relevance, signals, None)
+    text = "convert these invoices to PDF"
+    best, covered, gap, length = confidence_features(relevance, signals, None, text)
     assert (best, covered, gap) == (pytest.approx(logit(0.9)), 1.0, pytest.approx(logit(0.9) - logit(0.8)))
+    assert length == pytest.approx(np.log(1 + 5))
     flagged = np.array([False, False, True])
-    assert confidence_features(relevance, signals, flagged) == (pytest.approx(logit(0.8)), 0.5, pytest.approx(logit(0.8) - logit(0.3)))
-    assert confidence_features(relevance[:1], signals[:1], None)[2] == 0.0  # one candidate: nothing to stand above
-    assert confidence(DEFAULT_TUNING, (best, 1.0, gap)) > confidence(DEFAULT_TUNING, (best, 0.2, gap))
-    assert confidence(DEFAULT_TUNING, (logit(0.9), 0.5, gap)) > confidence(DEFAULT_TUNING, (logit(0.3), 0.5, gap))
+    assert confidence_features(relevance, signals, flagged, text) == (
+        pytest.approx(logit(0.8)),
+        0.5,
+        pytest.approx(logit(0.8) - logit(0.3)),
+        length,
+    )
+    assert confidence_features(relevance[:1], signals[:1], None, text)[2] == 0.0  # one candidate: nothing to stand above
+    assert confidence(DEFAULT_TUNING, (best, 1.0, gap, length)) > confidence(DEFAULT_TUNING, (best, 0.2, gap, length))
+    assert confidence(DEFAULT_TUNING, (logit(0.9), 0.5, gap, length)) > confidence(DEFAULT_TUNING, (logit(0.3), 0.5, gap, length))
+    # the same best relevance says more of a long task, whose fitting entry matches less of it
+    assert confidence(DEFAULT_TUNING, (best, 0.5, gap, np.log(1 + 200))) > confidence(DEFAULT_TUNING, (best, 0.5, gap, length))
     # only flagged candidates: nothing to be confident about, however well they match
-    assert confidence(DEFAULT_TUNING, confidence_features(relevance, signals, np.ones(3, bool))) < DEFAULT_TUNING.cutoff
+    assert confidence(DEFAULT_TUNING, confidence_features(relevance, signals, np.ones(3, bool), text)) < DEFAULT_TUNING.cutoff
 
 
 def test_every_example_keys_its_own_vector_in_chroma(loaded: Registry) -> None:

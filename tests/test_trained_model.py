@@ -5,6 +5,8 @@ reindex` rebuilds it with the default."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ard_mcp.config import Config, bundled_model_dir, default_model_dir
+from ard_mcp.errors import ModelMismatch
 from ard_mcp.index.embedding import ModelSpec
 from ard_mcp.registry import Registry
 from ard_mcp.search.tuning import DEFAULT_TUNING
@@ -40,6 +43,19 @@ def test_the_trained_model_is_the_default_and_ranks_with_its_own_parameters(tmp_
             assert results(registry, task)[0].identifier == wanted["identifier"], task
     finally:
         registry.close()
+
+
+def test_a_model_says_which_sources_trained_it(tmp_path: Path) -> None:
+    """`trainedOn` (bench/train_encoder.py writes it): what fit_fusion.py fits the cutoff for; the general model has none."""
+    assert ModelSpec.load(default_model_dir()).trained_on >= {"livemcpbench", "metatool", "seal-tools", "toolalpaca", "mcp-bench"}
+    assert ModelSpec.load(bundled_model_dir()).trained_on == frozenset()
+    copy = tmp_path / "model"
+    shutil.copytree(default_model_dir(), copy)
+    for bad in ("metatool", [1, 2], {"metatool": True}):
+        description = json.loads((copy / "model.json").read_text())
+        (copy / "model.json").write_text(json.dumps({**description, "trainedOn": bad}))
+        with pytest.raises(ModelMismatch, match=r"model\.json is not a valid model description \(trainedOn must be a list of names\)"):
+            ModelSpec.load(copy)
 
 
 def test_a_directory_or_a_path_is_never_taken_for_a_shipped_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

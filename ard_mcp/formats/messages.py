@@ -62,8 +62,9 @@ class TrustFinding(WireModel):
 
 Confidence = Literal["high", "low"]
 CONFIDENCE = (
-    "high: the registry's confidence that a result fits (from the best result's score and how much of the task's "
-    "wording the results cover) reached its cutoff; low: it did not, and the results are only the closest entries "
+    "high: the registry's confidence that a result fits (from the best result's score, how far it stands above the "
+    "next, how much of the task's wording the results cover and the task's length) reached its cutoff; low: it did "
+    "not, and the results are only the closest entries "
     "(check them before use: often none of them fits)."
 )
 Fit = Literal["high", "medium", "low"]

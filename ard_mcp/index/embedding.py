@@ -29,6 +29,7 @@ _BATCH = 64
 _BULK = 64  # texts in one call from which the spinning session is used (ingest; not queries or one registration)
 _SPREAD = 1.3  # a batch's longest text is at most this many times its shortest (+ _SLACK tokens)
 _SLACK = 4
+TRAINED_ON = "trainedOn"  # the model.json key naming the sources an encoder was trained on (`ModelSpec.trained_on`)
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,10 @@ class ModelSpec:
     #: The ranking parameters fitted on this model's similarities (`bench/fit_fusion.py --model-dir DIR --save`),
     #: read by `ard_mcp.search.tuning.fitted_tuning`; empty: the product's own, fitted on the bundled model.
     ranking: dict[str, Any]
+    #: The sources whose data trained this encoder (`bench/train_encoder.py`); empty: none of the benchmark's. A
+    #: model scores the catalogs it was trained on higher than ones it never saw, so `bench/fit_fusion.py` fits
+    #: its cutoff for that (its docstring, step 5).
+    trained_on: frozenset[str]
 
     @classmethod
     def load(cls, directory: Path) -> ModelSpec:
@@ -58,12 +63,19 @@ class ModelSpec:
                 max_length=int(raw.get("max_length", 256)),
                 sha256=dict(raw["files"]),
                 ranking=dict(raw.get("ranking", {})),
+                trained_on=_names(raw.get(TRAINED_ON, []), TRAINED_ON),
             )
 
         return read_description(directory, build, "model")
 
     def verify(self) -> None:
         verify_files(self.directory, self.sha256)
+
+
+def _names(value: Any, key: str) -> frozenset[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{key} must be a list of names")
+    return frozenset(value)
 
 
 def read_description(directory: Path, build: Callable[[dict[str, Any]], T], what: str) -> T:

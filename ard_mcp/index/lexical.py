@@ -75,17 +75,23 @@ def _cjk_bigrams(run: str) -> list[str]:
     return [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
 
 
-def terms(text: str) -> list[str]:
-    """Index/query terms of a text, in order (repeats kept: FTS5 uses term frequency)."""
+def words(text: str) -> list[str]:
+    """A text's words as written, in order; a run of CJK characters (no spaces to split on) as its character
+    bigrams, the unit the index matches them by."""
     out: list[str] = []
-    for token in _WORD.findall(humanize(text) + " " + text):
+    for token in _WORD.findall(text):
         if _CJK.search(token):
             for run in _CJK.findall(token):
                 out += _cjk_bigrams(run)
-            out += [stem(t.lower()) for t in _CJK.sub(" ", token).split()]
+            out += _CJK.sub(" ", token).split()
         else:
-            out.append(stem(token.lower()))
+            out.append(token)
     return out
+
+
+def terms(text: str) -> list[str]:
+    """Index/query terms of a text, in order (repeats kept: FTS5 uses term frequency)."""
+    return [w if _CJK.match(w) else stem(w.lower()) for w in words(humanize(text) + " " + text)]
 
 
 def query_terms(text: str) -> list[str]:

@@ -5,9 +5,10 @@ and each sub-intent of a multi-step task) and BM25 over the store's FTS5 index. 
 rescored exactly against all of its own examples in one matrix product, so the similarities reported as
 evidence are the ones that produced the score. The signals are fused into an absolute relevance (a
 logistic of a weighted sum, not a per-query normalisation). A query is answered with confidence only if
-its confidence (`confidence`: its best candidate's relevance, how far that stands above the next, and how
-much of its wording any candidate covers) reaches the cutoff, and then lists every candidate down to the floor (the servers for the
-secondary steps of a task score lower than the main one but are still wanted). A query whose confidence
+its confidence (`confidence`: its best candidate's relevance, how far that stands above the next, how
+much of its wording any candidate covers, and how long the task is) reaches the cutoff, and then lists
+every candidate down to the floor (the servers for the secondary steps of a task score lower than the
+main one but are still wanted). A query whose confidence
 stays below the cutoff is not left empty: its closest few candidates come back marked low-confidence,
 because for a host model an empty list where a fitting agent exists is the worst outcome, and a score
 alone cannot tell a near miss from a poorly described fit (docs/search-quality.md has the measured
@@ -41,7 +42,7 @@ from ard_mcp.formats.entry_facts import TRUST_STATUS
 from ard_mcp.formats.messages import MatchedExample
 from ard_mcp.index.embedding import Embedder
 from ard_mcp.index.filter_values import UNTRUSTED_FIELD
-from ard_mcp.index.lexical import coverage, idf, indexed_keywords, named_keywords, query_terms, terms
+from ard_mcp.index.lexical import coverage, idf, indexed_keywords, named_keywords, query_terms, terms, words
 from ard_mcp.index.records import AgentTerms, CandidateExamples, term_finder
 from ard_mcp.index.store.base import Store
 from ard_mcp.index.vectors import VectorIndex
@@ -74,25 +75,37 @@ def _logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
-def confidence_features(relevance: np.ndarray, signals: np.ndarray, flagged: np.ndarray | None) -> tuple[float, float, float]:
+Features = tuple[float, float, float, float]  # what `confidence` weighs, in `confidence_features` order
+
+
+def confidence_features(relevance: np.ndarray, signals: np.ndarray, flagged: np.ndarray | None, text: str) -> Features:
     """What a query's confidence is computed from: the logit of its best candidate's relevance, the largest
-    lexical coverage of a candidate, and how far the best stands above the second (the difference of their
-    logits; 0 with one candidate). Candidates the registry flagged do not count, so a flagged entry (however
-    well it matches, or however many words it was stuffed with) cannot make a query confident.
+    lexical coverage of a candidate, how far the best stands above the second (the difference of their
+    logits; 0 with one candidate), and the length of the query (log of 1 + its words). Candidates the
+    registry flagged do not count, so a flagged entry (however well it matches, or however many words it was
+    stuffed with) cannot make a query confident.
 
     The gap tells a near miss from a fit: where the catalog lacks the one thing a task needs, several
-    neighbours tend to score alike, while a fitting entry stands out. Added to the other two it lowered the
-    hard no-answer set's false positives at the same share of doubted right answers (`Tuning.confidence_weights`)."""
+    neighbours tend to score alike, while a fitting entry stands out. Added to the first two it lowered the
+    hard no-answer set's false positives at the same share of doubted right answers.
+
+    The length corrects the best relevance for what a long task does to it: a task of many steps matches
+    no one entry as closely as a one-line request, so a fitting entry scores lower. Held out (each source
+    scored by the model trained and fitted without it), the trained model doubted 19 of mcp-bench's 102
+    right answers (tasks of ~200 words) without it and 1 with it; over all five sources, of the right
+    answers in tasks over 60 words 1 of 226 instead of 19, in tasks under 13 words 4 of 151 instead of 2.
+    (`Tuning.confidence_weights`; docs/search-quality.md.)"""
+    length = math.log1p(len(words(text)))
     if flagged is not None:
         relevance, signals = relevance[~flagged], signals[~flagged]
     if not len(relevance):
-        return _logit(0.0), 0.0, 0.0
+        return _logit(0.0), 0.0, 0.0, length
     top = np.sort(relevance)[-2:]
     gap = _logit(float(top[-1])) - _logit(float(top[0])) if len(top) == 2 else 0.0
-    return _logit(float(top[-1])), float(signals[:, _LEXICAL].max()), gap
+    return _logit(float(top[-1])), float(signals[:, _LEXICAL].max()), gap, length
 
 
-def confidence(tuning: Tuning, features: tuple[float, float, float]) -> int:
+def confidence(tuning: Tuning, features: Features) -> int:
     """How sure the ranking is, 0-100, that one of a query's candidates fits it (`Tuning.confidence_weights`)."""
     *weights, bias = tuning.confidence_weights
     return round(100 / (1 + math.exp(-(float(np.dot(weights, features)) + bias))))
@@ -144,8 +157,8 @@ class Candidates:
     query: list[str]  # the query's terms
     surface: dict[str, str]  # term -> the word the user typed
     terms: dict[int, AgentTerms]  # agent -> its terms, and those of each tag / capability
+    text: str  # the query as searched (what a reranker reads; its length enters the confidence)
     flagged: np.ndarray | None = None  # (n,) bool: the registry flagged the agent's text as aimed at a model
-    text: str = ""  # the query as searched (what a reranker reads)
 
 
 @dataclass
@@ -257,7 +270,7 @@ class Ranker:
             relevance = self.reranker.reorder(found.text, relevance, eligible, lambda rows: self._best_texts(found, rows))
         scores = np.round(relevance * 100)
         order = np.lexsort((found.agent_ids, -relevance))
-        confident = confidence(self.tuning, confidence_features(relevance, found.signals, found.flagged)) >= self.tuning.cutoff
+        confident = confidence(self.tuning, confidence_features(relevance, found.signals, found.flagged, found.text)) >= self.tuning.cutoff
         vouched = scores >= self.tuning.floor
         if found.flagged is not None and self.tuning.untrusted_demotion < 1.0:  # 1.0: the demotion turned off
             vouched &= ~found.flagged  # never listed as a fit, whatever a model's fitted floor (see `Tuning.untrusted_demotion`)
@@ -360,7 +373,7 @@ class Ranker:
         signals = np.column_stack([best, second, context, all_examples, lexical, tag])
         surface = {term: word for word in _WORD.findall(text) for term in terms(word)}
         flagged = np.isin(agent_ids, self.flagged())
-        return Candidates(agent_ids, signals, examples, sims, starts, qterms, surface, agent_terms, flagged, text)
+        return Candidates(agent_ids, signals, examples, sims, starts, qterms, surface, agent_terms, text, flagged)
 
     def _dense_candidates(self, intents: np.ndarray, allowed: AbstractSet[int] | None, total: int) -> set[int]:
         t = self.tuning

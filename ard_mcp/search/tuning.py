@@ -46,13 +46,14 @@ class Tuning:
     weights: tuple[float, ...] = (2.576, 3.868, 2.853, 1.831, 3.422, 1.773)  # in SIGNALS order
     bias: float = -4.429
     # A query's confidence (0-100, `confidence`) is a logistic of its best candidate's relevance (as a logit), the
-    # most of its terms' weight any candidate covers (the lexical signal) and how far the best stands above the second
-    # (logits): (weight of each, bias). A near miss (sign language to translate, asked of a catalog of text translators)
-    # has a well-scored candidate, words nothing has, and neighbours that score alike. Fitted by `bench/fit_fusion.py`
-    # with the cutoff, which is chosen on the answers whose first three hold a right entry (the ones a doubt costs).
-    # Leave-one-source-out on the dev sources, beside the two features without the gap: docs/search-quality.md.
-    confidence_weights: tuple[float, float, float, float] = (0.671, 2.395, 0.269, -1.723)
-    cutoff: int = 31  # the confidence a query needs to be answered with confidence
+    # most of its terms' weight any candidate covers (the lexical signal), how far the best stands above the second
+    # (logits) and the task's length (log of 1 + its words): (weight of each, bias). A near miss (sign language to
+    # translate, asked of a catalog of text translators) has a well-scored candidate, words nothing has, and neighbours
+    # that score alike; a long task's fitting entry scores lower than a short one's. Fitted by `bench/fit_fusion.py` with
+    # the cutoff, which is chosen on the answers whose first three hold a right entry (the ones a doubt costs).
+    # Leave-one-source-out on the dev sources, beside fewer features: docs/search-quality.md.
+    confidence_weights: tuple[float, float, float, float, float] = (0.569, 4.549, 0.216, 0.571, -4.056)
+    cutoff: int = 38  # the confidence a query needs to be answered with confidence
     floor: int = 10  # a confident answer lists candidates down to this score; docs/search-quality.md has the trade-off
     tentative: int = 5  # below the cutoff a query still gets at least this many closest candidates, marked low-confidence
     evidence_examples: int = 3
@@ -77,6 +78,7 @@ DEFAULT_TUNING = Tuning()
 # on one model's similarities, and another model's may sit on another scale (the median cosine between two different dev
 # questions: multilingual-e5-small 0.81, MiniLM 0.07), so the bundled model's tuning would miscalibrate it.
 FITTED = ("weights", "bias", "confidence_weights", "cutoff", "floor")
+OLDEST_CONFIDENCE = 3  # the confidence weights of the first fits: best relevance, lexical coverage, bias
 
 
 def fitted_tuning(base: Tuning, fitted: Mapping[str, Any]) -> Tuning:
@@ -90,10 +92,12 @@ def fitted_tuning(base: Tuning, fitted: Mapping[str, Any]) -> Tuning:
 
 def _checked(key: str, value: Any, default: Any) -> Any:
     """`value` in the form of the parameter it replaces: as many numbers as `default` has, a number, or a
-    whole number from 0 to 100 (a score). Confidence weights fitted before the gap feature (three numbers: best
-    relevance, lexical coverage, bias) still load, with the gap weighed 0: the confidence they fitted, unchanged."""
-    if key == "confidence_weights" and isinstance(value, list) and len(value) == len(default) - 1:
-        value = [*value[:-1], 0.0, value[-1]]
+    whole number from 0 to 100 (a score). Confidence weights fitted before the later features (three numbers: best
+    relevance, lexical coverage, bias; four: the gap before the bias) still load, the features they lack weighed 0:
+    the confidence they fitted, unchanged. (Each feature was added after the ones before it, so the weights an older
+    fit has are the first ones.)"""
+    if key == "confidence_weights" and isinstance(value, list) and OLDEST_CONFIDENCE <= len(value) < len(default):
+        value = [*value[:-1], *[0.0] * (len(default) - len(value)), value[-1]]
     if isinstance(default, tuple):
         if not isinstance(value, list) or len(value) != len(default) or not all(_number(v) for v in value):
             raise ValueError(f"ranking {key} must be a list of {len(default)} numbers")
