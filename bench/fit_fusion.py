@@ -48,7 +48,7 @@ once per query by `suite.collect`):
    side is half the 25 queries of `bench/no_answer.jsonl` and half *near misses*: each answerable query with
    its relevant entries taken out of its candidates, which is what a query looks like when the catalog lacks
    the one thing it needs. For an encoder trained on a fitted source (`trainedOn` in its model.json), the
-   cutoff is the lowest whose separation is within `SEEN_SLACK` (0.02) of the best: on the catalogs it was
+   cutoff is the lowest whose separation is within `SEEN_SLACK` (0.02) of the best (`near_best`): on the catalogs it was
    trained on its right answers score higher than on one it never saw, so the cutoff best there is too
    strict for a new catalog, and the objective is flat enough that the leave-one-source-out folds' argmax
    ranged from 22 to 39. Held out with the length feature, the argmax doubted LiveMCPBench's right answers
@@ -233,7 +233,7 @@ def fit(registry_of: Mapping[str, Registry], dev: Mapping[str, Sequence[Collecte
     # The floor is chosen for confident answers (cutoff 0), so nothing of the product's own tuning enters a refit.
     base = suite.tuned(DEFAULT_TUNING, weights, bias, 0, DEFAULT_TUNING.floor)
     quality = {f: mean_ndcg(registry_of, suite.tuned(base, weights, bias, 0, f), dev) for f in FLOORS}
-    floor = max(f for f, q in quality.items() if q >= max(quality.values()) - SAME_NDCG)
+    floor = max(near_best(quality, SAME_NDCG))
     answerable = {name: confidence_inputs(base, items) for name, items in dev.items()}
     near_features = {name: confidence_inputs(base, items, near_miss=True) for name, items in dev.items()}
     rejected_features = confidence_inputs(base, no_answer)
@@ -250,15 +250,15 @@ def fit(registry_of: Mapping[str, Registry], dev: Mapping[str, Sequence[Collecte
         return DOUBT_COST * (1 - doubted) + (1 - fp)
 
     seen = set().union(*(registry.model_spec.trained_on for registry in registry_of.values())) & set(dev)
-    cutoff = choose_cutoff({c: separation(c) for c in CUTOFFS}, SEEN_SLACK if seen else 0.0)
+    cutoff = min(near_best({c: separation(c) for c in CUTOFFS}, SEEN_SLACK if seen else 0.0))
     return suite.tuned(base, weights, bias, cutoff, floor)
 
 
-def choose_cutoff(separation: Mapping[int, float], slack: float) -> int:
-    """Step 5's choice: the lowest cutoff whose separation is within `slack` of the best (0: the best one,
-    the lowest of equals)."""
-    best = max(separation.values())
-    return min(cutoff for cutoff, value in separation.items() if value >= best - slack)
+def near_best(values: Mapping[int, float], slack: float) -> list[int]:
+    """The grid values whose figure is within `slack` of the best (0: the best ones): step 3 takes the highest
+    floor of them, step 5 the lowest cutoff."""
+    best = max(values.values())
+    return [key for key, value in values.items() if value >= best - slack]
 
 
 def describe(tuning: Tuning) -> str:
