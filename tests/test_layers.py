@@ -16,6 +16,7 @@ LAYERS = {  # a module may import from its own layer and those below
     "ard_mcp": 0,
     "ard_mcp.errors": 0,
     "ard_mcp.secret_files": 0,
+    "ard_mcp.redaction": 0,  # keeping known secrets out of what is said: every layer that speaks uses it
     "ard_mcp.net": 1,  # reaching other hosts: needs nothing of the registry, and every room that fetches stands on it
     "ard_mcp.monitoring": 1,  # metrics, traces, request ids: needs nothing of the registry, and every layer records into it
     "ard_mcp.formats": 2,

@@ -12,14 +12,16 @@ Real parts throughout: `ard-mcp serve` processes, pip installing from a loopback
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +32,9 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
+from ard_mcp.packages.plans import LaunchPlan
 from ard_mcp.packages.sandbox import Confinement, SandboxUnavailable, check_available
+from ard_mcp.redaction import REDACTED
 from tests.package_support import loopback_listener, running_with, serving_index, wheel
 from tests.processes import quiet_env
 
@@ -111,9 +115,14 @@ class World:
         return self.data / "packages" / "cache" / "pypi" / NAME
 
     @property
+    def plan(self) -> LaunchPlan:
+        """The launch ENTRY declares, as ard-mcp reads it."""
+        return LaunchPlan("pypi", NAME, VERSION, self.index, None, (), (), (("HOSTILE_DECLARED", None),))
+
+    @property
     def server_dir(self) -> Path:
         """Where ard-mcp keeps the server's state directory and, beside it, the log of its stderr."""
-        return self.data / "packages" / "servers" / f"pypi_{NAME}@{VERSION}"
+        return self.data / "packages" / "servers" / f"pypi_3a{NAME}@{VERSION}" / self.plan.digest
 
 
 @pytest.fixture
@@ -178,6 +187,10 @@ class Host:
         return [item["identifier"] for item in result.structured_content["results"]]
 
 
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _text(result: types.CallToolResult) -> str:
     return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
@@ -192,15 +205,24 @@ def _serve_args(world: World) -> list[str]:
 
 
 @asynccontextmanager
-async def attached(world: World, answer: str | None = "accept") -> AsyncIterator[Host]:
+async def attached(
+    world: World,
+    answer: str | None = "accept",
+    mode: str | None = None,
+    while_asked: Callable[[Client], Awaitable[object]] | None = None,
+) -> AsyncIterator[Host]:
     """A host attached to `ard-mcp serve` over stdio (answering the consent question with `answer`, or
-    declaring no elicitation at all when None), the entry registered. The server process gets the test's
-    environment (the CA and proxy settings pip needs), a HOME of the test's, and a secret variable. When the
-    host detaches, the server stops, and every process it started must stop with it."""
+    declaring no elicitation at all when None; `mode` "legacy" speaks 2025-11-25; `while_asked` runs on the
+    host's session while the person reads the question), the entry registered. The server process gets the
+    test's environment (the CA and proxy settings pip needs), a HOME of the test's, and a secret variable. When
+    the host detaches, the server stops, and every process it started must stop with it."""
     questions: list[str] = []
+    session: list[Client] = []
 
     async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         questions.append(params.message)
+        if while_asked is not None:
+            await while_asked(session[0])
         if answer == "accept":
             return types.ElicitResult(action="accept", content={"network": False})
         return types.ElicitResult(action="decline")
@@ -208,7 +230,8 @@ async def attached(world: World, answer: str | None = "accept") -> AsyncIterator
     env = {**quiet_env(world.data), "HOME": str(world.home), "ARD_HOSTILE_SECRET": SECRET}
     server = StdioServerParameters(command=sys.executable, args=_serve_args(world), env=env)
     callback = elicit if answer is not None else None
-    async with Client(server, elicitation_callback=callback) as client:
+    async with Client(server, elicitation_callback=callback, **({"mode": mode} if mode else {})) as client:
+        session.append(client)
         pids = [pid for pid in running_with(str(world.data)) if b"serve" in Path(f"/proc/{pid}/cmdline").read_bytes()]
         assert len(pids) == 1, pids
         host = Host(client, pids[0], questions)
@@ -253,7 +276,8 @@ async def test_a_hostile_package_reaches_nothing_outside_its_sandbox(world: Worl
     print(f"\nfirst call (install, start, probe): {first_call_s:.1f} s")
 
     # consent: asked once, naming the package and version; the approval is kept without network
-    assert len(host.questions) == 1 and f"package {NAME} version {VERSION}" in host.questions[0]
+    assert len(host.questions) == 1 and f"Package: pypi {NAME}, version {VERSION}, from {world.index}." in host.questions[0]
+    assert host.questions[0].endswith(f"This answer covers exactly this launch: {world.plan.digest}.")
     approvals = json.loads(world.planted["approvals"].read_text())["approved"]
     assert [(a["key"], a["network"]) for a in approvals] == [(KEY, False)]
 
@@ -275,7 +299,8 @@ async def test_a_hostile_package_reaches_nothing_outside_its_sandbox(world: Worl
     assert (found["own_listener"], found["connect"]) == ("ok", "ConnectionRefusedError")
 
     # environment: the variable it declares, with the operator's value, and nothing of ard-mcp's
-    assert found["environ"]["HOSTILE_DECLARED"] == DECLARED and found["environ"]["HOME"] == str(state)
+    assert found["environ_sha256"]["HOSTILE_DECLARED"] == _sha256(DECLARED) and found["environ"]["HOME"] == str(state)
+    assert found["environ"]["HOSTILE_DECLARED"] == REDACTED  # it has its secret; what it says of it reaches no host
     assert set(found["environ"]) <= {"HOSTILE_DECLARED", "HOME", "TMPDIR", "LANG", "PATH", "PWD"}
     assert found["environ_holds_secret"] is False
     # another process's environment: its own is readable (no secret), the namespace's init (bwrap: root's where ard-mcp
@@ -306,13 +331,19 @@ async def test_a_crashed_server_is_reported_with_its_stderr_and_started_again(wo
         async with attached(world) as host:
             before = await host.probe({})
             crashed = await host.call("crash", {"said": said})
+            log = world.server_dir / "stderr.log"
+            logged, mode = log.read_text(), log.stat().st_mode & 0o777
             after = await host.probe({})
             assert IDENTIFIER in await host.search()
     assert crashed.is_error
     text = _text(crashed)
-    assert KEY in text and f"hostile: crashing on purpose ({said})" in text, text
+    assert KEY in text and f"hostile: crashing on purpose ({said}); my key is {REDACTED}" in text, text
     assert after["started"] != before["started"]
     assert after["calls"] == 1 and len(host.questions) == 1
+    # its secret reached no surface: not the host (above), not the audit log, not its stderr file, which only the operator reads
+    audit = (world.data / "invocations.jsonl").read_text()
+    assert said in audit and DECLARED not in audit
+    assert f"({said}); my key is {REDACTED}" in logged and DECLARED not in logged and mode == 0o600
 
 
 @pytest.mark.anyio
@@ -331,14 +362,14 @@ async def test_a_declined_question_installs_nothing_and_asks_the_index_nothing(w
 
 @pytest.mark.anyio
 async def test_a_host_without_elicitation_is_told_the_command_that_approves_it(world: World) -> None:
-    command = f"ard-mcp packages allow {KEY}"
     with anyio.fail_after(TEST_S):
         async with attached(world, answer=None) as host:
             refused = await host.call("probe", {"secret": SECRET})
-            assert refused.is_error and command in _text(refused), _text(refused)
+            command = re.search(r"ard-mcp packages allow (plan:[0-9a-f]{32})", _text(refused))
+            assert refused.is_error and command is not None, _text(refused)
             assert not world.package_dir.exists()
             allowed = subprocess.run(
-                [sys.executable, "-m", "ard_mcp", "packages", "allow", KEY, "--data-dir", str(world.data)],
+                [sys.executable, "-m", "ard_mcp", "packages", "allow", command[1], "--data-dir", str(world.data)],
                 env=quiet_env(world.data),
                 capture_output=True,
                 text=True,
@@ -346,7 +377,7 @@ async def test_a_host_without_elicitation_is_told_the_command_that_approves_it(w
             )
             assert allowed.returncode == 0, allowed.stderr
             found = await host.probe({})
-    assert found["calls"] == 1 and found["environ"]["HOSTILE_DECLARED"] == DECLARED
+    assert found["calls"] == 1 and found["environ_sha256"]["HOSTILE_DECLARED"] == _sha256(DECLARED)
     approvals = json.loads(world.planted["approvals"].read_text())["approved"]
     assert [(a["key"], a["network"], a["by"]) for a in approvals] == [(KEY, False, "the command line")]
 

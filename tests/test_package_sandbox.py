@@ -25,7 +25,17 @@ import mcp
 import pytest
 from mcp import Client, StdioServerParameters
 
-from ard_mcp.packages.sandbox import ETC, SYSTEM_DIRS, Confinement, Launch, SandboxUnavailable, check_available, sandboxed, unsandboxed
+from ard_mcp.packages.sandbox import (
+    ETC,
+    SYSTEM_DIRS,
+    Command,
+    Confinement,
+    Launch,
+    SandboxUnavailable,
+    check_available,
+    sandboxed,
+    unsandboxed,
+)
 from tests.package_support import loopback_listener, running_with
 
 pytestmark = pytest.mark.slow
@@ -95,13 +105,20 @@ def launch(world: World, *args: str, network: bool = False, environment: dict[st
     )
 
 
-def run(argv: list[str], environment: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, env={**os.environ, **(environment or {})}, capture_output=True, text=True, timeout=90)
+def run(command: Command | list[str]) -> subprocess.CompletedProcess[str]:
+    """Start what the sandbox gives with the test's whole environment besides (a secret in it): the worst a caller could pass."""
+    if isinstance(command, list):
+        return subprocess.run(command, env=dict(os.environ), capture_output=True, text=True, timeout=90)
+    try:
+        environment = {**os.environ, **command.environment}
+        return subprocess.run(command.argv, env=environment, pass_fds=command.pass_fds, capture_output=True, text=True, timeout=90)
+    finally:
+        command.close()
 
 
 def probe(world: World, *args: str, confinement: Confinement | None = None, **options: Any) -> Any:
     started = launch(world, *args, **options)
-    done = run(sandboxed(started, confinement or Confinement()), dict(started.environment))
+    done = run(sandboxed(started, confinement or Confinement()))
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -159,8 +176,10 @@ def test_it_gets_the_declared_environment_and_nothing_of_ard_mcps(world: World) 
     path = f"{BASE}/bin:/usr/local/bin:/usr/bin:/bin"
     found = probe(world, "environ", environment=declared)
     assert found == {**declared, "HOME": state, "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PATH": path, "PWD": state}
-    argv = sandboxed(launch(world, "environ", environment=declared), Confinement())
-    assert [arg for arg in argv if declared["DECLARED_TOKEN"] in arg] == []  # values stay off command lines, which ps shows
+    command = sandboxed(launch(world, "environ", environment=declared), Confinement())
+    command.close()
+    assert [arg for arg in command.argv if declared["DECLARED_TOKEN"] in arg] == []  # values stay off command lines, which ps shows
+    assert command.environment == {}  # and out of the environment of every process on the host side
     seen = probe(world, "peek", environment=declared)
     assert [where for where, text in seen.items() if SECRET in text] == []
     assert seen["/proc/1/environ"] == "PermissionError"  # the namespace's init is root's
@@ -225,7 +244,7 @@ def test_open_files_are_bounded(world: World) -> None:
 @confined
 def test_it_dies_with_its_parent(world: World) -> None:
     token = uuid.uuid4().hex
-    argv = sandboxed(launch(world, "wait", token), Confinement())
+    argv = sandboxed(launch(world, "wait", token), Confinement()).argv
     spawn = "import subprocess, sys, time; subprocess.Popen(sys.argv[1:]); time.sleep(60)"
     parent = subprocess.Popen([sys.executable, "-c", spawn, *argv])
     try:
@@ -261,18 +280,17 @@ app.run()
 @confined
 @pytest.mark.anyio
 async def test_an_mcp_server_speaks_stdio_through_the_sandbox(world: World) -> None:
-    """The SDK's own stdio client, as the lifecycle starts a server: the argv, and the declared environment."""
-    (world.package / "server.py").write_text(SERVER)
+    """The SDK's own stdio client speaks MCP with a server through the sandbox's view and limits."""
     site = Path(mcp.__file__).resolve().parents[1]  # the venv's site-packages, read-only, for this test's server alone
+    (world.package / "server.py").write_text(f"import sys\nsys.path.insert(0, {str(site)!r})\n{SERVER}")
     started = Launch(
         command=(str(PYTHON), str(world.package / "server.py")),
         package_dir=world.package,
         state_dir=world.state,
         runtime_dirs=(BASE, site),
-        environment={"PYTHONPATH": str(site)},
     )
-    argv = sandboxed(started, Confinement())
-    async with Client(StdioServerParameters(command=argv[0], args=argv[1:], env=dict(started.environment))) as client:
+    argv = sandboxed(started, Confinement()).argv  # no variables, so no descriptor (the SDK's stdio client passes none)
+    async with Client(StdioServerParameters(command=argv[0], args=argv[1:], env={})) as client:
         assert [tool.name for tool in (await client.list_tools()).tools] == ["add"]
         result = await client.call_tool("add", {"a": 2, "b": 3})
     assert not result.is_error and result.content[0].text == "5"  # type: ignore[union-attr]
@@ -299,7 +317,7 @@ def test_a_registry_not_run_as_root_confines_its_servers_as_its_own_user() -> No
         package.chmod(0o755)
         os.chown(state, uid, uid)
         started = Launch(command=("/bin/sh", "-c", NON_ROOT_PROBE), package_dir=package, state_dir=state)
-        argv = sandboxed(started, Confinement(processes=32), as_root=False)
+        argv = sandboxed(started, Confinement(processes=32), as_root=False).argv
         done = run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *argv])
         assert done.returncode == 0, done.stderr
         said = dict(line.split("=", 1) for line in done.stdout.split())
@@ -319,7 +337,7 @@ def test_unsandboxed_keeps_the_environment_and_limits_but_not_the_files(world: W
         (("read", str(world.planted[0])), lambda found: found[str(world.planted[0])] == "ok"),
         (("allocate", "private", str(2 * GIB)), lambda found: found != "ok"),
     ):
-        done = run(unsandboxed(launch(world, *args, environment=declared), Confinement()), declared)
+        done = run(unsandboxed(launch(world, *args, environment=declared), Confinement()))
         assert done.returncode == 0 and check(json.loads(done.stdout)), (args, done.stdout, done.stderr)
 
 
@@ -339,6 +357,17 @@ def test_without_bwrap_it_says_what_to_install(tmp_path: Path) -> None:
         {"command": ("python3", "server.py")},
         {"environment": {"NOT A NAME": "x"}},
         {"environment": {"X}; rm -rf /": "x"}},
+        {"environment": {"LD_PRELOAD": "/tmp/evil.so"}},
+        {"environment": {"ld_audit": "/tmp/evil.so"}},
+        {"environment": {"GCONV_PATH": "/tmp"}},
+        {"environment": {"GLIBC_TUNABLES": "glibc.malloc.check=3"}},
+        {"environment": {"PYTHONSTARTUP": "/tmp/evil.py"}},
+        {"environment": {"NODE_OPTIONS": "--require /tmp/evil.js"}},
+        {"environment": {"npm_config_script_shell": "/tmp/evil"}},
+        {"environment": {"BASH_ENV": "/tmp/evil.sh"}},
+        {"environment": {"PERL5OPT": "-Mevil"}},
+        {"environment": {"JAVA_TOOL_OPTIONS": "-javaagent:evil.jar"}},
+        {"environment": {"OK_NAME": "a\0b"}},
         {"runtime_dirs": (Path("relative"),)},
     ],
 )
@@ -348,3 +377,29 @@ def test_a_launch_it_cannot_confine_is_refused(tmp_path: Path, wrong: dict[str, 
         sandboxed(started, Confinement())
     with pytest.raises(ValueError):
         unsandboxed(started, Confinement())
+
+
+@confined
+def test_declared_values_reach_no_process_on_the_host_side(world: World) -> None:
+    """The processes that build the sandbox run as root outside it: a declared value in their environment let an
+    entry's LD_PRELOAD run code as root on the host (issue #53). Only the server, as the sandbox uid, holds it."""
+    token, value = uuid.uuid4().hex, f"declared-{uuid.uuid4().hex}"
+    command = sandboxed(launch(world, "wait", token, environment={"DECLARED": value}), Confinement())
+    server = subprocess.Popen(command.argv, env={**os.environ, **command.environment}, pass_fds=command.pass_fds)
+    command.close()
+    try:
+        deadline = time.monotonic() + 30
+        while not (world.state / "started").exists():
+            assert time.monotonic() < deadline, "the probe did not start"
+            time.sleep(0.05)
+        holders = {}
+        for pid in running_with(token):
+            status = Path(f"/proc/{pid}/status").read_text()
+            uid = int(next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1])
+            holders[pid] = (uid, value.encode() in Path(f"/proc/{pid}/environ").read_bytes())
+    finally:
+        server.kill()
+        server.wait()
+    assert len(holders) >= 3, holders  # bwrap, the inner bwrap, the probe
+    assert {uid for uid, holds in holders.values() if holds} == {Confinement().uid}
+    assert [pid for pid, (uid, holds) in holders.items() if uid == 0 and holds] == []

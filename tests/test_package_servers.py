@@ -6,6 +6,7 @@ installed at test time, a real `ard-mcp serve` over stdio and over streamable HT
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -115,8 +116,11 @@ async def test_a_host_finds_consents_once_lists_and_calls_a_pypi_and_an_npm_serv
         graph = answer(await client.call_tool("call_agent", {"identifier": MEMORY["identifier"], "tool": "read_graph"}))
         assert [e["name"] for e in graph["result"]["entities"]] == ["Ana"]  # the same running server, its /tmp kept
     assert len(asked) == 2  # once for each package version, never again for its later calls
-    assert "pypi package mcp-server-time version 2026.10.19" in asked[0] and "modelcontextprotocol.io publishes it" in asked[0]
-    assert "npm package @modelcontextprotocol/server-memory version 2026.8.31" in asked[1] and "MEMORY_FILE_PATH (optional)" in asked[1]
+    assert "Package: pypi mcp-server-time, version 2026.10.19, from https://pypi.org/simple." in asked[0]
+    assert 'The entry claims to be "urn:air:modelcontextprotocol.io:mcp:server-time"' in asked[0]
+    assert "Package: npm @modelcontextprotocol/server-memory, version 2026.8.31" in asked[1]
+    assert """MEMORY_FILE_PATH (the entry's default "/tmp/memory.jsonl", optional)""" in asked[1]
+    assert all(question.startswith("ard-mcp asks: ") for question in asked)
     calls = [r for r in AuditLog(data).newest(20) if r.action == "call"]
     assert {r.endpoint for r in calls} == {TIME_KEY, MEMORY_KEY} and {r.outcome for r in calls} == {"ok"}
     assert {(r.endpoint or "").split(":")[0]: (r.integrity or "").split("-")[0].split("=")[0] for r in calls} == {
@@ -141,10 +145,28 @@ async def test_over_http_only_what_the_operator_approved_runs(tmp_path: Path) ->
             assert (await rest.post("/agents", json=MEMORY)).status_code == 201
             invoke = f"/agents/{MEMORY['identifier']}/invoke"
             refused = await rest.post(invoke, params={"operation": "read_graph"}, json={})
-            assert refused.status_code == 403 and f"ard-mcp packages allow {MEMORY_KEY}" in refused.json()["error"]["message"]
+            message = refused.json()["error"]["message"]
+            assert refused.status_code == 403 and f"{MEMORY_KEY} has not been approved to run here with this launch" in message
+            plan = re.search(r"ard-mcp packages allow (plan:[0-9a-f]{32})", message)
+            assert plan is not None, message
             assert not (data / "packages" / "cache" / "npm").exists()  # nothing installed for an unapproved package
-            approve = [sys.executable, "-m", "ard_mcp", "packages", "allow", MEMORY_KEY, "--data-dir", str(data)]
-            assert subprocess.run(approve, env=quiet_env(data), capture_output=True, timeout=60).returncode == 0
+
+            def approve(*what: str) -> str:
+                done = subprocess.run(
+                    [sys.executable, "-m", "ard_mcp", "packages", "allow", *what, "--data-dir", str(data)],
+                    env=quiet_env(data),
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
+                assert done.returncode == 0, done.stderr
+                return done.stdout
+
+            approve(MEMORY_KEY)  # the package with no arguments or variables: not the launch the entry declares
+            still = await rest.post(invoke, params={"operation": "read_graph"}, json={})
+            assert still.status_code == 403 and plan[1] in still.json()["error"]["message"]
+            said = approve(plan[1])
+            assert "variables MEMORY_FILE_PATH" in said and plan[1] in said
             done = await rest.post(invoke, params={"operation": "read_graph"}, json={})
             assert done.status_code == 200, done.text
             assert done.json() == {"entities": [], "relations": []} and done.headers["ard-invocation-endpoint"] == MEMORY_KEY

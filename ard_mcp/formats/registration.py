@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from ard_mcp.errors import InvalidArgument
-from ard_mcp.formats import a2a, aidip, xu
+from ard_mcp.formats import a2a, aidip, package_variables, xu
 from ard_mcp.formats.limits import check_json
 
 Format = Literal["auto", "ard", "xu", "aidip", "a2a"]
@@ -53,6 +53,9 @@ def to_entry(document: Any, format: str = "auto", default_id: str | None = None)
             "[URL]} (the crawl_catalogs tool over MCP); or send its entries one by one"
         )
     kind = detect(document) if format == "auto" else format
+    refused = package_variables.check_server_description(document.get("data"), "entry.data")
+    if refused is not None:
+        raise InvalidArgument(refused)
     if kind == "xu":
         return xu.to_entry(document if "id" in document or default_id is None else {**document, "id": default_id})
     if kind == "aidip":

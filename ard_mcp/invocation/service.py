@@ -10,7 +10,10 @@ cost a call 0.9 ms (`bench/invocation.py`), and a host calling an agent calls it
 hidden or deleted, a trust status turned invalid, is seen within that second. An MCP server that runs from
 its package is consented to, installed and started by the package room (`ard_mcp.packages`) and then called
 as a remote one. Everything an agent returns is third-party content: its texts are screened for text aimed
-at a model (`formats.untrusted`), and the answer says so.
+at a model (`formats.untrusted`), and the answer says so. A secret the operator configured (a package's
+value, an agent's credential) never comes back: every answer, error and audit line is passed through the
+`Redactor` of those values (a package server that printed its key and exited put it in the tool error, the
+REST body and the audit log: issue #53).
 """
 
 from __future__ import annotations
@@ -45,8 +48,10 @@ from ard_mcp.invocation.targets import Offline, target_of
 from ard_mcp.invocation.tool_lists import DEFAULT_PAGE, ToolRanker, checked_name, screened
 from ard_mcp.monitoring import metrics, tracing
 from ard_mcp.net.guard import GuardedTransport, NetworkPolicy, Resolver, SystemResolver
+from ard_mcp.packages.environment import ENVIRON_PREFIX
 from ard_mcp.packages.relay import HOST, HostChannel
-from ard_mcp.packages.runtime import Consent, PackageRuntime
+from ard_mcp.packages.runtime import Asked, Consent, PackageRuntime
+from ard_mcp.redaction import Redactor
 from ard_mcp.registry import Registry
 from ard_mcp.search.visibility import Viewer
 
@@ -84,7 +89,9 @@ class Invoker:
         self._resolved: dict[tuple[Registry, str, Viewer], tuple[float, Resolved]] = {}
         self._pool: GuardedTransport | None = None
         self._sessions = SessionPool(keep) if keep is not None else None
-        self.packages = PackageRuntime(registry.config.data_dir, policy.packages, keep, dict(os.environ))
+        environ = dict(os.environ)
+        self.redactor = secrets_of(policy, environ)
+        self.packages = PackageRuntime(registry.config.data_dir, policy.packages, keep, environ, self.redactor)
         self._mcp = McpAgentClient(self._sessions, self.packages)
 
     def _transport(self) -> httpx.AsyncBaseTransport:
@@ -117,11 +124,12 @@ class Invoker:
             await self._pool.aclose()
             self._pool = None
 
-    async def _resolve(self, reference: str, viewer: Viewer) -> Resolved:
-        """`_target`, kept for `RESOLVED_TTL` seconds per registry, reference and viewer (failures are not kept)."""
+    async def _resolve(self, reference: str, viewer: Viewer, fresh: bool = False) -> Resolved:
+        """`_target`, kept for `RESOLVED_TTL` seconds per registry, reference and viewer (failures are not kept);
+        `fresh` reads it anew: a call that carries the person's answer checks it against the entry as it is now."""
         key, now = (self.registry, reference, viewer), time.monotonic()
         kept = self._resolved.get(key)
-        if kept is not None and now - kept[0] < RESOLVED_TTL:
+        if kept is not None and now - kept[0] < RESOLVED_TTL and not fresh:
             return kept[1]
         found = await anyio.to_thread.run_sync(self._target, reference, viewer)
         if len(self._resolved) >= MAX_RESOLVED:
@@ -163,7 +171,7 @@ class Invoker:
         try:
             if refused is not None:
                 raise refused
-            identifier, trust, target = await self._resolve(reference, viewer)
+            identifier, trust, target = await self._resolve(reference, viewer, fresh=consent is not None)
             record.identifier = identifier
             if isinstance(target, Offline):
                 return AgentTools(identifier=identifier, tools=[], offline=target.reason, trust=trust)
@@ -173,7 +181,7 @@ class Invoker:
                 target = await self._started(target, consent, record)
             with _serving(host), _agent_span("tools", target):
                 listed, fetched = await self._listed(target)
-            shown = screened(listed)
+            shown = screened([ToolSummary.model_validate(self.redactor.value(t.model_dump())) for t in listed] if self.redactor else listed)
             if fetched:
                 await self._observed(identifier, shown.tools)
             if tool is not None:
@@ -184,6 +192,8 @@ class Invoker:
                 ordered = shown.tools if not task else await anyio.to_thread.run_sync(self._ranker.ranked, shown.tools, task)
                 page, following = tool_lists.page(ordered, page_size, page_token, [identifier, task])
         except ArdError as exc:
+            exc.message = self.redactor.text(exc.message)
+            exc.args = (exc.message,)
             record.outcome, record.status, record.detail = _failure(exc), exc.http_status, exc.message
             self._audited(record, started)
             raise
@@ -245,7 +255,7 @@ class Invoker:
         try:
             if refused is not None:
                 raise refused
-            identifier, trust, target = await self._resolve(reference, viewer)
+            identifier, trust, target = await self._resolve(reference, viewer, fresh=consent is not None)
             record.identifier = identifier
             self.policy.check(identifier, trust.status if trust else None, caller.may_invoke)
             if isinstance(target, Offline):
@@ -258,16 +268,19 @@ class Invoker:
             with _serving(host), _agent_span("call", target, tool):
                 outcome = await self._client(target.protocol).call(target, self._transport_for(target), tool, arguments, progress)
         except ArdError as exc:
+            exc.message = self.redactor.text(exc.message)
+            exc.args = (exc.message,)
             record.outcome, record.status, record.detail = _failure(exc), exc.http_status, exc.message
             self._audited(record, started)
             raise
-        warnings = list(dict.fromkeys(f.message() for i, text in enumerate(outcome.texts) for f in text_findings(f"result[{i}]", text)))
+        texts = [self.redactor.text(text) for text in outcome.texts]
+        warnings = list(dict.fromkeys(f.message() for i, text in enumerate(texts) for f in text_findings(f"result[{i}]", text)))
         answer = Invocation(
             identifier=identifier,
             tool=tool,
             endpoint=target.url,
             protocol=target.protocol,
-            result=outcome.result,
+            result=self.redactor.value(outcome.result),
             isError=outcome.is_error,
             durationMs=round((time.monotonic() - started) * 1000, 1),
             trust=trust,
@@ -279,10 +292,11 @@ class Invoker:
         self._audited(record, started)
         return answer
 
-    async def consent_question(self, reference: str, viewer: Viewer) -> str | None:
+    async def consent_question(self, reference: str, viewer: Viewer, fresh: bool = False) -> Asked | None:
         """What to ask the person before the package server `reference` names is first installed and started,
-        or None when there is nothing to ask (no package, approved already, or the person is not asked here)."""
-        identifier, trust, target = await self._resolve(reference, viewer)
+        or None when there is nothing to ask (no package, approved already, or the person is not asked here);
+        `fresh`: the entry read anew (a round that carries an answer asks about the entry as it is now)."""
+        identifier, trust, target = await self._resolve(reference, viewer, fresh)
         if isinstance(target, Offline) or target.package is None or not (self.packages.policy.enabled and self.packages.policy.ask):
             return None
         return await self.packages.question(target.package, identifier, trust.status if trust else "self-asserted")
@@ -292,8 +306,8 @@ class Invoker:
         if target.package is None:
             return target
         start, installed = await self.packages.prepare(target.package, consent)
-        record.endpoint, record.integrity = installed.spec.key(), installed.integrity
-        return dataclasses.replace(target, url=installed.spec.key(), start=start)
+        record.endpoint, record.integrity = start.key, installed.integrity
+        return dataclasses.replace(target, url=start.key, start=start)
 
     async def _only_tool(self, target: Target) -> str:
         """The tool to call when none is named: the agent's only one (an MCP server's from its tools/list, kept
@@ -311,6 +325,15 @@ class Invoker:
         record.durationMs = round(took * 1000, 1)
         self.audit.append(record)
         metrics.invocation(record.action, record.protocol, record.outcome, took, record.bytes)
+
+
+def secrets_of(policy: InvocationPolicy, environ: dict[str, str]) -> Redactor:
+    """The values the operator configured that no answer may hold: the package secrets file's, the
+    `ARD_MCP_PACKAGE_*` variables', and the agents' credentials (a bearer token without its `Bearer `)."""
+    packages = policy.packages.secrets.values.values()
+    environment = (value for name, value in environ.items() if name.startswith(ENVIRON_PREFIX))
+    credentials = (line.value.removeprefix("Bearer ") for line in policy.credentials.lines)
+    return Redactor([*packages, *environment, *credentials])
 
 
 @contextlib.contextmanager

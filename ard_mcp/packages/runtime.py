@@ -1,15 +1,22 @@
 """The package room as the invocation service uses it: from an entry's package to a running server, with the
 person's consent checked on the way.
 
-`prepare` is everything before a call: the registry of a seed record's `unknown` package resolved, the
-approval looked up (or recorded, when the person just gave it), the package installed (or found in the
-cache), its environment gathered. `session` is the running server for what `prepare` gave. `question` is what
-the person is asked first: which registry, package and version, who says they publish it and how far that
-was checked, and what it will need.
+`plan` is exactly what would run (`plans.LaunchPlan`), a seed record's `unknown` registry resolved and the
+launch screened (`screened`: no variable that changes how a program starts, no interpreter argument that
+runs other code unless the operator allows it). `question` is what the person is asked first: ard-mcp's own
+words (`question`), with the digest of what it showed. `prepare` is everything before a call: the
+approval looked up, or recorded when the person just answered the very question the launch still matches,
+the package installed (or found in the cache), its integrity checked against the approval, its environment
+gathered. `session` is the running server for what `prepare` gave.
+
+Nothing is kept by package name alone: resolving `unknown` keeps only which registry holds a name; the
+launch a call prepares, and the install it runs, are kept per plan digest, so an entry naming an approved
+package with its own arguments never borrows (or leaves behind) another entry's launch.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,13 +25,17 @@ from anyio.abc import TaskGroup
 from mcp import Client
 
 from ard_mcp.errors import InvalidArgument, PermissionDenied
+from ard_mcp.formats import package_variables
+from ard_mcp.packages import interpreter_flags, names, question
 from ard_mcp.packages.cache import MARKER
 from ard_mcp.packages.consent import Approval, Approvals
 from ard_mcp.packages.environment import server_environment
 from ard_mcp.packages.install import Installed, Installer, InstallRefused
+from ard_mcp.packages.plans import PREFIX, LaunchPlan, plan_of
 from ard_mcp.packages.servers import PackageServers, Start
 from ard_mcp.packages.settings import PackagePolicy
 from ard_mcp.packages.specs import PackageSpec
+from ard_mcp.redaction import Redactor
 
 ASKED = "the person, asked through their host"
 APPROVED_FROM_CLI = "the command line"
@@ -32,15 +43,28 @@ APPROVED_FROM_CLI = "the command line"
 
 @dataclass(frozen=True)
 class Consent:
-    """What the person answered when asked (`consent.PackageConsent`)."""
+    """What the person answered (`consent.PackageConsent`), and the digest of the launch they were shown."""
 
     network: bool
+    web_pages: bool
+    plan: str
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A question to put to the person, and the digest of the launch it shows."""
+
+    text: str
+    plan: str
 
 
 class PackageRuntime:
-    def __init__(self, data_dir: Path, policy: PackagePolicy, group: TaskGroup | None, environ: dict[str, str]) -> None:
+    def __init__(
+        self, data_dir: Path, policy: PackagePolicy, group: TaskGroup | None, environ: dict[str, str], redactor: Redactor | None = None
+    ) -> None:
         """`group`: the serving registry's background task group, where running servers are held (without one,
-        as in a one-shot command, nothing is started); `environ`: ard-mcp's own environment, a source of values (`environment`)."""
+        as in a one-shot command, nothing is started); `environ`: ard-mcp's own environment, a source of values
+        (`environment`); `redactor`: the operator's secrets, kept out of the servers' stderr files."""
         root = data_dir / "packages"
         self.policy = policy
         self.approvals = Approvals(root)
@@ -48,66 +72,104 @@ class PackageRuntime:
         self._environ = environ
         self._servers: PackageServers | None = None
         if group is not None:
-            self._servers = PackageServers(group, root / "servers", self.approvals, policy.confinement, policy.allow_unsandboxed)
-        self._resolved: dict[str, PackageSpec] = {}
-        # what an install gave, while its marker stands: the installer's check of the cache (its lock, its marker,
+            servers = root / "servers"
+            self._servers = PackageServers(group, servers, self.approvals, policy.confinement, policy.allow_unsandboxed, redactor)
+        self._registry_of: dict[str, str] = {}  # an `unknown` record's name -> the one registry that has it
+        # what an install gave, per plan, while its marker stands: the installer's check of the cache (its lock, its marker,
         # the package's entry points read again) was 0.25-0.6 ms of a warm call's 2.4-3.1 ms (bench/packages.py)
         self._installed: dict[str, Installed] = {}
 
     async def resolved(self, spec: PackageSpec) -> PackageSpec:
-        """`spec` with a seed record's `unknown` registry resolved (kept: the answer is asked for once)."""
-        key = spec.key()
-        if key not in self._resolved:
-            try:
-                self._resolved[key] = await self.installer.resolve(spec)
-            except InstallRefused as exc:
-                raise InvalidArgument(str(exc)) from None
-        return self._resolved[key]
-
-    async def question(self, spec: PackageSpec, identifier: str, trust: str) -> str | None:
-        """What to ask the person before `spec` is first installed, or None when it is approved already."""
-        resolved = await self.resolved(spec)
-        if self.approvals.get(resolved.key()) is not None:
-            return None
-        publisher = identifier.split(":", 3)[2] if identifier.count(":") >= 3 else identifier
-        lines = [
-            f"Install and start {resolved.registry} package {resolved.name} version {resolved.version or '(unpinned)'} for {identifier}?",
-            f"The entry says {publisher} publishes it; trust status: {trust}.",
-            "It runs in a sandbox: no access to your files, no network unless you allow it below.",
-        ]
+        """`spec` with a seed record's `unknown` registry resolved (which registry has the name is asked once, and
+        only that is kept: the rest is this spec's own); InstallRefused when it cannot be."""
         if spec.registry == "unknown":
-            lines.append(f"Its record names no registry: it was found on {resolved.registry} only, under that name.")
-        if resolved.environment:
-            shown = ", ".join(
-                v.name + (" (secret)" if v.secret else "") + ("" if v.required else " (optional)") for v in resolved.environment
-            )
-            lines.append(f"It reads these environment variables, set by the operator, never typed here: {shown}.")
-        return "\n".join(lines)
+            if spec.name not in self._registry_of:
+                self._registry_of[spec.name] = (await self.installer.resolve(spec)).registry
+            registry = self._registry_of[spec.name]
+            spec = dataclasses.replace(spec, registry=registry, version=names.pinned_version(registry, spec.version) or spec.version)
+        return await self.installer.resolve(spec)
+
+    async def plan(self, spec: PackageSpec) -> tuple[PackageSpec, LaunchPlan]:
+        """The resolved spec and exactly what would run; InvalidArgument for a launch that may not run here."""
+        try:
+            resolved = await self.resolved(spec)
+            source = self.installer.registries.url_for(resolved)
+        except InstallRefused as exc:
+            raise InvalidArgument(str(exc)) from None
+        plan = plan_of(resolved, source)
+        refused = screened(plan, self.policy.allow_interpreter_code)
+        if refused is not None:
+            raise InvalidArgument(f"{plan.key} will not be started: {refused}")
+        return resolved, plan
+
+    async def question(self, spec: PackageSpec, identifier: str, trust: str) -> Asked | None:
+        """What to ask the person before `spec` is first installed, or None when it is approved already.
+        InvalidArgument where it could not run anyway (a refused launch, a required value the operator has not
+        set): nothing is asked then, and the call says why."""
+        resolved, plan = await self.plan(spec)
+        approval = self.approvals.get(plan.digest)
+        if approval is not None and approval.changed is None:
+            return None
+        values = server_environment(resolved, self.policy.secrets, self._environ)
+        earlier = approval or next(iter(self.approvals.of_package(plan.registry, plan.name)), None)
+        text = question.text(plan, resolved, identifier, trust, earlier, values, spec.registry == "unknown")
+        return Asked(text, plan.digest)
 
     async def prepare(self, spec: PackageSpec, consent: Consent | None) -> tuple[Start, Installed]:
         """The server to start for `spec`, installed; `consent` is the person's answer when they were just asked.
         PermissionDenied when it is neither approved nor consented to; InvalidArgument when it cannot be installed."""
         if not self.policy.enabled:
             raise PermissionDenied(f"package servers are off on this registry; {self.policy.turned_on_by}")
-        resolved = await self.resolved(spec)
-        approval = self.approvals.get(resolved.key()) or self._consented(resolved, consent)
-        installed = self._installed.get(resolved.key())
+        resolved, plan = await self.plan(spec)
+        approval = self.approvals.get(plan.digest)
+        answered = consent is not None and consent.plan == plan.digest
+        if consent is not None and not answered and (approval is None or approval.changed is not None):
+            raise PermissionDenied(
+                f"{plan.key}: what would run changed while the person was asked (shown launch {consent.plan}, now {plan.digest}): "
+                "nothing was installed or started; call again to be asked about what it is now"
+            )
+        if approval is None and not answered:
+            self.approvals.request(plan)
+            raise PermissionDenied(self._not_approved(plan))
+        environment = server_environment(resolved, self.policy.secrets, self._environ)
+        installed = await self._install(resolved, plan)
+        approval = self._approved(plan, approval, consent if answered else None, installed.integrity)
+        return Start(plan, installed, approval.network, approval.web_pages, tuple(sorted(environment.items()))), installed
+
+    def _approved(self, plan: LaunchPlan, approval: Approval | None, consent: Consent | None, integrity: str) -> Approval:
+        """The approval that lets `plan` run with files of `integrity`: recorded now when the person just said yes
+        (a failed install records nothing), pinned on the first install after an approval from the command line;
+        PermissionDenied when the files differ from those approved and the person was not just asked about it."""
+        if consent is not None:
+            return self.approvals.allow(plan, consent.network, ASKED, integrity, consent.web_pages)
+        assert approval is not None
+        if approval.integrity is None or approval.integrity == integrity:
+            if approval.integrity is None or approval.changed is not None:
+                self.approvals.record_integrity(plan.digest, integrity, matches=True)
+            return approval
+        self.approvals.record_integrity(plan.digest, integrity, matches=False)
+        again = "call it again from a host that asks, or " if self.policy.ask else ""
+        raise PermissionDenied(
+            f"{plan.key}: the files installed ({integrity}) are not the ones approved ({approval.integrity}); nothing was started. "
+            f"To run them, {again}approve them with 'ard-mcp packages allow {PREFIX}{plan.digest}'"
+        )
+
+    def _not_approved(self, plan: LaunchPlan) -> str:
+        asked = "" if self.policy.ask else " (over HTTP only approved launches run)"
+        return (
+            f"{plan.key} has not been approved to run here with this launch{asked}; approve exactly this launch from the command "
+            f"line with 'ard-mcp packages allow {PREFIX}{plan.digest}' (it shows what runs; add --network to let it reach the "
+            "network), or use a host that asks"
+        )
+
+    async def _install(self, resolved: PackageSpec, plan: LaunchPlan) -> Installed:
+        installed = self._installed.get(plan.digest)
         if installed is None or not (installed.directory / MARKER).is_file():
             try:
-                installed = self._installed[resolved.key()] = await self.installer.install(resolved)
+                installed = self._installed[plan.digest] = await self.installer.install(resolved)
             except InstallRefused as exc:
                 raise InvalidArgument(str(exc)) from None
-        environment = server_environment(installed.spec, self.policy.secrets, self._environ)
-        return Start(installed, approval.network, tuple(sorted(environment.items()))), installed
-
-    def _consented(self, spec: PackageSpec, consent: Consent | None) -> Approval:
-        if consent is not None:
-            return self.approvals.allow(spec.key(), consent.network, ASKED)
-        asked = "" if self.policy.ask else " (over HTTP only approved packages run)"
-        raise PermissionDenied(
-            f"{spec.key()} has not been approved to run here{asked}; approve it from the command line with "
-            f"'ard-mcp packages allow {spec.key()}' (add --network to let it reach the network), or use a host that asks"
-        )
+        return installed
 
     def session(self, start: Start, open_within: float, max_message_bytes: int) -> AbstractAsyncContextManager[Client]:
         """The running server for `start` (`PackageServers.session`); PermissionDenied where this process holds none."""
@@ -118,3 +180,16 @@ class PackageRuntime:
     def close_all(self) -> None:
         if self._servers is not None:
             self._servers.close_all()
+
+
+def screened(plan: LaunchPlan, allow_interpreter_code: bool) -> str | None:
+    """Why `plan` may not run whatever the person says, or None: a declared variable that changes how a program
+    starts (`formats.package_variables`), an interpreter argument that runs other code (`interpreter_flags`)."""
+    for name, _ in plan.variables:
+        refused = package_variables.refusal(name)
+        if refused is not None:
+            return refused
+    if allow_interpreter_code:
+        return None
+    refused = interpreter_flags.refused(plan.registry, plan.runtime_arguments)
+    return f"{refused} (the operator can allow such arguments with --allow-interpreter-code)" if refused else None

@@ -4,12 +4,20 @@ processes or (unless granted) the network.
 
 The argv, outermost first; every limit is in it because the SDK spawns it (no preexec_fn):
 
-    env -i [-S 'NAME=${NAME} ...']             the declared environment and nothing else
+    env -i                                     nothing of the caller's environment
     bwrap                                      the filesystem view; pid, ipc, uts, cgroup (and net) namespaces
     setpriv --reuid UID ... (as root)          the sandbox uid, no capabilities
     bwrap --unshare-user --disable-userns      (as root; otherwise the bwrap above does this)
+          --args FD                            the declared variables, read from a descriptor: set for what follows
     prlimit --data --as --nproc --cpu --nofile --fsize
     COMMAND
+
+Nothing of an entry reaches a process that runs on the host or with privileges: `env`, the outer bwrap and
+setpriv run with a fixed environment and fixed arguments, and the declared variables (names and values an
+entry may choose) are set by the innermost bwrap, already the sandbox uid inside every namespace, for
+prlimit and the server alone. An entry declaring `LD_PRELOAD` into its own wheel ran code as root on the host
+when the values were in the launcher's environment (issue #53); such names are refused besides
+(`formats.package_variables`), here too.
 
 What it covers: the server sees the system directories (/usr and the /lib, /bin links) and a few /etc files
 (`ETC`, never passwd, shadow or the rest of /etc), read-only; its package directory and runtime
@@ -57,17 +65,20 @@ Why each part, measured on Debian 12 (kernel 6.18, bwrap 0.8.0, util-linux 2.38,
   under DATA=1 GiB), which RLIMIT_AS, set above node's reservations plus `memory_bytes`, stops. A memfd
   filled by write() escapes both; RLIMIT_FSIZE bounds each ("File too large").
 - /tmp is a tmpfs, whose pages count against no rlimit: `--size` bounds it ("No space left on device").
-- The environment's values are read by `env -S '${NAME}'` from the process's own environment, so they
-  never appear on a command line, which every local user can read in /proc; `env -i` first means nothing
-  else of the caller's environment reaches even bwrap. The caller starts the argv with
-  `env=launch.environment` (a name missing there becomes an empty value).
+- The declared variables reach the innermost bwrap as `--setenv NAME VALUE` items on a memfd (`--args FD`,
+  NUL-separated), so a value never appears on a command line, which every local user can read in /proc,
+  and never in the environment of a process outside the sandbox; the descriptor passes through env, the
+  outer bwrap and setpriv unread. The caller starts `Command.argv` with `Command.environment` and
+  `pass_fds=Command.pass_fds`, then calls `Command.close`.
+- Without a sandbox (`unsandboxed`, the operator's choice) the server runs as ard-mcp's own user with no
+  boundary at all, so the values are read by `env -S '${NAME}'` from the environment it is started with:
+  the launcher there is no more privileged than the server it starts, and the refused names still apply.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -75,6 +86,8 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ard_mcp.formats import package_variables
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -93,7 +106,6 @@ ETC = (  # name resolution, TLS roots, the linker cache, the time zone, /usr/bin
     "alternatives",
     "mime.types",
 )
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TRIAL_TIMEOUT_S = 30.0
 
 
@@ -134,6 +146,20 @@ class Launch:
     runtime_dirs: tuple[Path, ...] = ()  # read-only directories the command needs (an interpreter's prefix)
     environment: Mapping[str, str] = field(default_factory=dict)  # the only variables it gets, besides HOME, PATH, TMPDIR, LANG
     network: bool = False  # False: its own network namespace, loopback only; True: the host's network
+
+
+@dataclass(frozen=True)
+class Command:
+    """What starts one server: `argv` with `environment` (fixed: nothing of the entry's) and the descriptors in
+    `pass_fds` (the declared variables, for the innermost bwrap), which `close` closes once it has started."""
+
+    argv: list[str]
+    environment: dict[str, str]
+    pass_fds: tuple[int, ...] = ()
+
+    def close(self) -> None:
+        for fd in self.pass_fds:
+            os.close(fd)
 
 
 class SandboxUnavailable(Exception):
@@ -181,7 +207,7 @@ def _trial(bwrap: str, as_root: bool) -> str:
         confinement = Confinement()
         if as_root:
             _hand_over(here, confinement.uid)
-        argv = _argv(bwrap, Launch(command=(_tool("true"),), package_dir=here, state_dir=here), confinement, as_root)
+        argv = _argv(bwrap, Launch(command=(_tool("true"),), package_dir=here, state_dir=here), confinement, as_root, None)
         try:
             done = subprocess.run(argv, env={}, stdin=subprocess.DEVNULL, capture_output=True, timeout=TRIAL_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -190,8 +216,9 @@ def _trial(bwrap: str, as_root: bool) -> str:
     return "" if done.returncode == 0 else (said[-1] if said else f"exit status {done.returncode}")
 
 
-def sandboxed(launch: Launch, confinement: Confinement, *, bwrap: str = "bwrap", as_root: bool | None = None) -> list[str]:
-    """The argv that runs `launch` confined; raises SandboxUnavailable where no sandbox can be made.
+def sandboxed(launch: Launch, confinement: Confinement, *, bwrap: str = "bwrap", as_root: bool | None = None) -> Command:
+    """What runs `launch` confined; raises SandboxUnavailable where no sandbox can be made, ValueError for a
+    launch that may not run (`_check`).
 
     As root this hands the state directory to the sandbox uid (chown, mode 0700): the one change it
     makes on disk, and to that directory alone, never to what is inside it (a server could put a link there,
@@ -204,15 +231,19 @@ def sandboxed(launch: Launch, confinement: Confinement, *, bwrap: str = "bwrap",
     privileged = os.geteuid() == 0 if as_root is None else as_root
     if privileged:
         _hand_over(launch.state_dir, confinement.uid)
-    return _argv(found, launch, confinement, privileged)
+    fd = _variables_fd(launch) if launch.environment else None
+    return Command(_argv(found, launch, confinement, privileged, fd), {}, () if fd is None else (fd,))
 
 
-def unsandboxed(launch: Launch, confinement: Confinement) -> list[str]:
-    """The argv for an operator who allowed unsandboxed servers: the same environment, working directory
-    and limits, no isolation at all (it runs as ard-mcp's user, and as root RLIMIT_NPROC does not bind)."""
+def unsandboxed(launch: Launch, confinement: Confinement) -> Command:
+    """What runs `launch` for an operator who allowed unsandboxed servers: the same environment, working
+    directory and limits, no isolation at all (it runs as ard-mcp's user, and as root RLIMIT_NPROC does not bind)."""
     _check(launch)
+    names = sorted(launch.environment)
+    reads = ["-S", " ".join(f"{name}=${{{name}}}" for name in names)] if names else []
     variables = [f"{name}={value}" for name, value in _set(launch)]
-    return [*_environment(launch, "-C", str(launch.state_dir)), *variables, *confinement.prlimit(), *launch.command]
+    argv = [_tool("env"), "-i", "-C", str(launch.state_dir), *reads, *variables, *confinement.prlimit(), *launch.command]
+    return Command(argv, dict(launch.environment))
 
 
 def _check(launch: Launch) -> None:
@@ -221,9 +252,27 @@ def _check(launch: Launch) -> None:
     for directory in (launch.package_dir, launch.state_dir, *launch.runtime_dirs):
         if not directory.is_absolute() or not directory.is_dir():
             raise ValueError(f"{directory} is not an absolute path to a directory")
-    for name in launch.environment:
-        if not ENV_NAME.match(name):
-            raise ValueError(f"{name!r} is not a variable name (letters, digits and _, not first a digit)")
+    for name, value in launch.environment.items():
+        refused = package_variables.refusal(name)
+        if refused is not None:
+            raise ValueError(refused)
+        if "\0" in value:
+            raise ValueError(f"the value of {name} holds a NUL character, which no environment can hold")
+
+
+def _variables_fd(launch: Launch) -> int:
+    """A memfd holding `--setenv NAME VALUE` for each declared variable, NUL-separated (bwrap's `--args`)."""
+    items = [part for name in sorted(launch.environment) for part in ("--setenv", name, launch.environment[name])]
+    fd = os.memfd_create("ard-mcp-variables", os.MFD_CLOEXEC)
+    try:
+        data = "".join(f"{item}\0" for item in items).encode()
+        while data:
+            data = data[os.write(fd, data) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _hand_over(state_dir: Path, uid: int) -> None:
@@ -236,31 +285,26 @@ def _hand_over(state_dir: Path, uid: int) -> None:
     os.chmod(state_dir, 0o700)
 
 
-def _environment(launch: Launch, *options: str) -> list[str]:
-    """`env -i`, then each declared variable's value, read from env's own environment by name (after `-S`
-    env takes no more options)."""
-    names = sorted(launch.environment)
-    return [_tool("env"), "-i", *options, *(["-S", " ".join(f"{name}=${{{name}}}" for name in names)] if names else [])]
-
-
 def _set(launch: Launch) -> list[tuple[str, str]]:
     """What the sandbox sets, over any declared variable of the same name."""
     bins = [str(d / "bin") for d in (*launch.runtime_dirs, launch.package_dir) if (d / "bin").is_dir()]
     return [("HOME", str(launch.state_dir)), ("TMPDIR", "/tmp"), ("LANG", "C.UTF-8"), ("PATH", ":".join([*bins, SYSTEM_PATH]))]
 
 
-def _argv(bwrap: str, launch: Launch, confinement: Confinement, as_root: bool) -> list[str]:
+def _argv(bwrap: str, launch: Launch, confinement: Confinement, as_root: bool, variables_fd: int | None) -> list[str]:
+    """The argv; `variables_fd`, where given, is read by the bwrap that is already the sandbox uid."""
     state = str(launch.state_dir)
-    argv = [*_environment(launch), bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    argv = [_tool("env"), "-i", bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     argv += ["--unshare-cgroup-try", *([] if launch.network else ["--unshare-net"])]
+    reads = [] if variables_fd is None else ["--args", str(variables_fd)]
     inner = [*confinement.prlimit(), *launch.command]
     if as_root:
         argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]  # setpriv's, then dropped
         uid = str(confinement.uid)
         drop = [_tool("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"]
-        inner = [*drop, bwrap, "--unshare-user", "--disable-userns", "--dev-bind", "/", "/", "--chdir", state, "--", *inner]
+        inner = [*drop, bwrap, "--unshare-user", "--disable-userns", *reads, "--dev-bind", "/", "/", "--chdir", state, "--", *inner]
     else:
-        argv += ["--unshare-user", "--disable-userns"]
+        argv += ["--unshare-user", "--disable-userns", *reads]
     for name, value in _set(launch):
         argv += ["--setenv", name, value]
     return [*argv, *_view(launch, confinement), "--chdir", state, "--", *inner]

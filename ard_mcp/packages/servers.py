@@ -9,16 +9,17 @@ in a task of its own (`_keep`) in the serving registry's background task group, 
 session's task groups must end in the task that began them.
 
 Nothing is started that the person has not approved (`consent`): the check is made here as well as by the
-caller. Its environment holds only the variables it declares, from the operator's secrets file or the
-registry's own environment (`environment`), and it runs in the sandbox (`sandbox`) unless the operator
-allowed unsandboxed servers.
+caller, for the launch's digest (`plans`). Running servers are kept per launch, not per package, and each
+launch has a state directory of its own (`servers/<package>/<digest>/state`, the package written so that no
+two names share one: `npm:@s/n~x` and `npm:@s~n/x` did). Its environment holds only the variables it
+declares, from the operator's secrets file or the registry's own environment (`environment`), and it runs
+in the sandbox (`sandbox`) unless the operator allowed unsandboxed servers.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -35,9 +36,11 @@ from ard_mcp.errors import AgentTimeout, AgentUnreachable, PermissionDenied
 from ard_mcp.monitoring import metrics
 from ard_mcp.packages.consent import Approvals
 from ard_mcp.packages.install import Installed
+from ard_mcp.packages.plans import LaunchPlan
 from ard_mcp.packages.relay import HOST, Relay
-from ard_mcp.packages.sandbox import Confinement, Launch, SandboxUnavailable, sandboxed, unsandboxed
+from ard_mcp.packages.sandbox import Command, Confinement, Launch, SandboxUnavailable, sandboxed, unsandboxed
 from ard_mcp.packages.stdio import BoundedStdio, MessageTooLarge, stderr_tail
+from ard_mcp.redaction import Redactor
 
 log = logging.getLogger(__name__)
 MAX_RUNNING = 8
@@ -46,24 +49,27 @@ IDLE_S = 300.0
 
 @dataclass(frozen=True)
 class Start:
-    """What one server is started from: the installed package, whether it may reach the network, its environment."""
+    """What one server is started from: the approved launch, the package installed for it, whether it may reach
+    the network, its environment."""
 
+    plan: LaunchPlan
     installed: Installed
     network: bool
+    web_pages: bool  # it may ask the person to open a page it names (`relay`)
     environment: tuple[tuple[str, str], ...]  # name, value: what it declares, and only that
 
     @property
     def key(self) -> str:
-        return self.installed.spec.key()
+        return self.plan.key
 
 
 @dataclass(eq=False)
 class _Running:
     start: Start
     state_dir: Path
+    relay: Relay  # what it asks mid-call, passed to the host of the call it serves
     ready: anyio.Event = field(default_factory=anyio.Event)
     closing: anyio.Event = field(default_factory=anyio.Event)
-    relay: Relay = field(default_factory=Relay)  # what it asks mid-call, passed to the host of the call it serves
     client: Client | None = None
     exited: anyio.Event | None = None  # set when its output ended: it exited or crashed
     transport: BoundedStdio | None = None
@@ -86,12 +92,15 @@ class PackageServers:
         approvals: Approvals,
         confinement: Confinement,
         allow_unsandboxed: bool = False,
+        redactor: Redactor | None = None,
         max_running: int = MAX_RUNNING,
         idle_s: float = IDLE_S,
     ) -> None:
-        """`state_root`: where each server gets its private writable directory (`<key>/state`)."""
+        """`state_root`: where each server gets its private writable directory (`<package>/<digest>/state`);
+        `redactor`: the operator's secrets, kept out of its stderr file."""
         self._group = group
         self._state_root = state_root
+        self._redactor = redactor or Redactor()
         self._approvals = approvals
         self._confinement = confinement
         self._allow_unsandboxed = allow_unsandboxed
@@ -102,7 +111,7 @@ class PackageServers:
     def __len__(self) -> int:
         return len(self._running)
 
-    def argv(self, start: Start, state_dir: Path) -> list[str]:
+    def command(self, start: Start, state_dir: Path) -> Command:
         """How `start` is run: in the sandbox, or without one where the operator allowed that and none can be had."""
         launch = Launch(
             command=start.installed.command,
@@ -124,9 +133,11 @@ class PackageServers:
     async def session(self, start: Start, open_within: float, max_message_bytes: int) -> AsyncIterator[Client]:
         """The running server for `start`, started (within `open_within` seconds) where none runs. A server
         that ended during the block is reported with the tail of its stderr."""
-        approval = self._approvals.get(start.key)
-        if approval is None or (start.network and not approval.network):
-            raise PermissionDenied(f"{start.key} is not approved to run{' with network access' if start.network else ''} on this registry")
+        approval = self._approvals.get(start.plan.digest)
+        if approval is None or (start.network and not approval.network) or approval.integrity != start.installed.integrity:
+            raise PermissionDenied(
+                f"{start.key} is not approved to run with this launch{' and network access' if start.network else ''} on this registry"
+            )
         running = self._running.get(start)
         if running is None or running.closing.is_set():
             running = self._start(start, open_within, max_message_bytes)
@@ -154,9 +165,10 @@ class PackageServers:
             idle = [r for r in self._running.values() if r.users == 0]
             if idle:
                 min(idle, key=lambda r: r.last_used).closing.set()
-        state_dir = self._state_root / _path_safe(start.key) / "state"
+        self._state_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        state_dir = self._state_root / _path_safe(start.key) / start.plan.digest / "state"
         state_dir.mkdir(parents=True, exist_ok=True)
-        running = _Running(start, state_dir)
+        running = _Running(start, state_dir, Relay(start.key, allow_url=start.web_pages))
         self._running[start] = running
         self._group.start_soon(self._keep, running, open_within, max_message_bytes)
         return running
@@ -166,12 +178,9 @@ class PackageServers:
         end the registry's background task group)."""
         start = running.start
         try:
-            argv = self.argv(start, running.state_dir)
-            # the sandbox's argv names the declared variables and takes their values from the environment it is started
-            # with (a value in the argv would show in `ps`); it clears everything else
-            environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **dict(start.environment)}
+            command = self.command(start, running.state_dir)
             with anyio.CancelScope(deadline=anyio.current_time() + open_within) as scope:
-                transport = BoundedStdio(argv, environment, running.stderr, max_message_bytes)
+                transport = BoundedStdio(command, running.stderr, max_message_bytes, self._redactor)
                 info = mcp_types.Implementation(name="ard-mcp", version=__version__)
                 async with Client(transport, client_info=info, **running.relay.client_options()) as client:
                     scope.deadline = math.inf
@@ -228,4 +237,6 @@ def _said(running: _Running) -> str:
 
 
 def _path_safe(key: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in key)
+    """`key` as one directory name, written so that two keys never share one: every character but ASCII letters,
+    digits, `-`, `.` and `@` as `_XX` (its UTF-8 bytes in hex), `_` itself included."""
+    return "".join(c if c.isascii() and (c.isalnum() or c in "-.@") else "".join(f"_{b:02x}" for b in c.encode()) for c in key)

@@ -22,5 +22,6 @@ class PackagePolicy:
     registries: Registries = field(default_factory=Registries)
     allow_unpinned: bool = False
     allow_unsandboxed: bool = False
+    allow_interpreter_code: bool = False  # runtime arguments that make the interpreter run other code (`interpreter_flags`)
     confinement: Confinement = field(default_factory=Confinement)
     secrets: PackageSecrets = field(default_factory=PackageSecrets)

@@ -40,9 +40,10 @@ class PackageSpec:
     runtime_arguments: tuple[str, ...]
     package_arguments: tuple[str, ...]
     environment: tuple[EnvVar, ...]
+    runtime_hint: str | None = None  # `runtimeHint` as the record gives it (node, python, npx, uvx)
 
     def key(self) -> str:
-        """`npm:@scope/name@1.2.3`: what the person consents to, and what `ard-mcp packages allow` takes."""
+        """`npm:@scope/name@1.2.3`: the package and version (what runs is `plans.LaunchPlan`)."""
         return f"{self.registry}:{self.name}" + (f"@{self.version}" if self.version else "")
 
 
@@ -114,6 +115,7 @@ def _spec(package: Mapping[str, Any]) -> PackageSpec | Unusable:
         runtime_arguments=runtime,
         package_arguments=package_arguments,
         environment=environment(field(package, "environmentVariables", "environment_variables"), seed),
+        runtime_hint=_text(field(package, "runtimeHint", "runtime_hint")),
     )
 
 

@@ -100,6 +100,13 @@ def package_options(parser: argparse.ArgumentParser) -> None:
         "only for packages you would run yourself (ARD_MCP_ALLOW_UNSANDBOXED_PACKAGES)",
     )
     parser.add_argument(
+        "--allow-interpreter-code",
+        action="store_true",
+        default=truthy(env("ALLOW_INTERPRETER_CODE")),
+        help="let an entry give the interpreter of its package arguments that run other code (python -c/-m, node --require/--eval, "
+        "a script of its own); refused by default (ARD_MCP_ALLOW_INTERPRETER_CODE)",
+    )
+    parser.add_argument(
         "--package-secrets",
         type=Path,
         default=Path(p) if (p := env("PACKAGE_SECRETS")) else None,
@@ -132,14 +139,26 @@ def invocation_commands(
     packages = commands.add_parser(
         "packages",
         help="approve, list and revoke package servers (npm and PyPI packages started in a sandbox)",
-        description="A package server is installed and started only once approved for its registry, name and version: by the "
-        "person through their host (over stdio), or here. Over HTTP only what is approved here runs.",
+        description="A package server is installed and started only once its launch is approved: the package's registry, name "
+        "and version, where it is installed from, every argument and declared variable, and then the files its first install "
+        "gave. The person approves through their host (over stdio), or the operator here. Over HTTP only what is approved here runs.",
     )
     actions = packages.add_subparsers(dest="action", required=True)
-    allow = actions.add_parser("allow", help="approve one package version, such as npm:@modelcontextprotocol/server-memory@2026.8.31")
-    allow.add_argument("key", metavar="REGISTRY:NAME@VERSION")
+    allow = actions.add_parser(
+        "allow",
+        help="approve one launch: plan:DIGEST as a refusal named it, or REGISTRY:NAME@VERSION with the launch's arguments and variables",
+    )
+    allow.add_argument("key", metavar="plan:DIGEST|REGISTRY:NAME@VERSION")
     allow.add_argument("--network", action="store_true", help="let it reach the network (off: it runs with none)")
-    revoke = actions.add_parser("revoke", help="take an approval back (a running server keeps running until it stops)")
-    revoke.add_argument("key", metavar="REGISTRY:NAME@VERSION")
-    for action in (allow, revoke, actions.add_parser("list", help="the approved package versions")):
+    allow.add_argument("--web-pages", action="store_true", help="let it ask the person to open web pages it names (off by default)")
+    allow.add_argument("--source", metavar="URL", help="the registry it is installed from (default: the public npm registry or PyPI)")
+    allow.add_argument("--runtime-hint", metavar="HINT", help="the runtimeHint of its description (node, python, npx, uvx)")
+    allow.add_argument("--runtime-arg", action="append", default=[], metavar="ARG", help="a runtime argument, in order (repeatable)")
+    allow.add_argument("--arg", action="append", default=[], metavar="ARG", help="a package argument, in order (repeatable)")
+    allow.add_argument(
+        "--variable", action="append", default=[], metavar="NAME[=DEFAULT]", help="a variable it declares, with its default (repeatable)"
+    )
+    revoke = actions.add_parser("revoke", help="take an approval back: the next call of that launch is refused or asked again")
+    revoke.add_argument("key", metavar="plan:DIGEST|REGISTRY:NAME@VERSION")
+    for action in (allow, revoke, actions.add_parser("list", help="the approved launches")):
         common(action)

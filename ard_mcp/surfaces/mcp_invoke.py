@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
-from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Resolve
@@ -19,9 +18,9 @@ from ard_mcp.errors import ArdError
 from ard_mcp.invocation.calls import AgentTools, Invocation
 from ard_mcp.invocation.policy import Caller
 from ard_mcp.invocation.tool_lists import DEFAULT_PAGE, MAX_PAGE
-from ard_mcp.packages.consent import PackageConsent
+from ard_mcp.packages.runtime import Asked, Consent
 from ard_mcp.search.visibility import Viewer
-from ard_mcp.surfaces.mcp_consent import ask_consent, asks_with, consent_of
+from ard_mcp.surfaces.mcp_consent import asks_with, consent_answer
 from ard_mcp.surfaces.mcp_host import McpHost
 from ard_mcp.surfaces.over_limit import refusal
 from ard_mcp.surfaces.tool_results import compact_result
@@ -59,8 +58,8 @@ def add_invoke_tools(
         registry = open_registry(ctx)
         return invoker_of(registry if registry is not None else await anyio.to_thread.run_sync(registry_of, ctx))
 
-    async def question(identifier: str, ctx: Context) -> str | None:
-        return await (await opened(ctx)).consent_question(identifier, viewer(ctx))
+    async def question(identifier: str, ctx: Context) -> Asked | None:
+        return await (await opened(ctx)).consent_question(identifier, viewer(ctx), fresh=ctx.input_responses is not None)
 
     asks_with(server, question)
 
@@ -68,7 +67,7 @@ def add_invoke_tools(
     async def get_agent_tools(
         identifier: Annotated[str, Field(description=IDENTIFIER)],
         ctx: Context,
-        consent: Annotated[ElicitationResult[PackageConsent], Resolve(ask_consent)],
+        consent: Annotated[Consent | None, Resolve(consent_answer)],
         tool: Annotated[str | None, Field(description="One tool's name: that tool alone, with its full input schema.")] = None,
         task: Annotated[str | None, Field(description="What you need done: the tools are listed best fit first.")] = None,
         pageSize: Annotated[int, Field(ge=1, le=MAX_PAGE)] = DEFAULT_PAGE,  # noqa: N803
@@ -84,7 +83,7 @@ def add_invoke_tools(
                 page_size=pageSize,
                 page_token=pageToken,
                 refused=refusal(ctx.headers),
-                consent=consent_of(consent),
+                consent=consent,
                 host=McpHost(ctx),
             )
         except ArdError as exc:
@@ -99,7 +98,7 @@ def add_invoke_tools(
     async def call_agent(
         identifier: Annotated[str, Field(description=IDENTIFIER)],
         ctx: Context,
-        consent: Annotated[ElicitationResult[PackageConsent], Resolve(ask_consent)],
+        consent: Annotated[Consent | None, Resolve(consent_answer)],
         tool: Annotated[str | None, Field(description="Its name from get_agent_tools; optional when there is one.")] = None,
         arguments: Annotated[dict[str, Any], Field(description="The tool's input, as its input schema describes.")] = {},  # noqa: B006
     ) -> Annotated[CallToolResult, Invocation]:
@@ -112,7 +111,7 @@ def add_invoke_tools(
         try:
             invoker = await opened(ctx)
             answer = await invoker.call(
-                identifier, tool, arguments, viewer(ctx), caller(ctx), progress, refusal(ctx.headers), consent_of(consent), McpHost(ctx)
+                identifier, tool, arguments, viewer(ctx), caller(ctx), progress, refusal(ctx.headers), consent, McpHost(ctx)
             )
         except ArdError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 
 from ard_mcp.errors import InvalidArgument
-from ard_mcp.packages.consent import Approvals
+from ard_mcp.packages.consent import Approval, Approvals
 from ard_mcp.packages.environment import PackageSecrets
 from ard_mcp.packages.install import Registries
-from ard_mcp.packages.runtime import APPROVED_FROM_CLI
+from ard_mcp.packages.plans import PREFIX, LaunchPlan
+from ard_mcp.packages.runtime import APPROVED_FROM_CLI, screened
 from ard_mcp.packages.sandbox import Confinement
 from ard_mcp.packages.settings import PackagePolicy
 from ard_mcp.packages.specs import parse_key
@@ -47,9 +49,53 @@ def package_policy(args: argparse.Namespace, *, stdio: bool) -> PackagePolicy:
         registries=_registries(args),
         allow_unpinned=args.allow_unpinned_packages,
         allow_unsandboxed=args.allow_unsandboxed_packages,
+        allow_interpreter_code=args.allow_interpreter_code,
         confinement=dataclasses.replace(Confinement(), memory_bytes=args.package_memory << 20),
         secrets=secrets,
     )
+
+
+def _plan(args: argparse.Namespace, approvals: Approvals) -> LaunchPlan:
+    """The launch `allow` names: a refused one by its digest, or one built from the key and the options."""
+    if args.key.startswith(PREFIX):
+        found = approvals.requested(args.key.removeprefix(PREFIX))
+        if found is None:
+            raise InvalidArgument(
+                f"{args.key}: no refused launch has that digest in {approvals.requested_path}; call the entry first (the refusal "
+                "names its launch), or give REGISTRY:NAME@VERSION with its arguments and variables"
+            )
+        return found
+    registry, name, version = parse_key(args.key)
+    if not version:
+        raise InvalidArgument(f"package {args.key!r}: name one version (REGISTRY:NAME@VERSION); an approval is for one version")
+    variables = tuple((name.strip(), default if equals else None) for name, equals, default in (v.partition("=") for v in args.variable))
+    return LaunchPlan(
+        registry=registry,
+        name=name,
+        version=version,
+        source=(args.source or Registries().urls(registry)[0]).rstrip("/"),
+        runtime_hint=args.runtime_hint,
+        runtime_arguments=tuple(args.runtime_arg),
+        package_arguments=tuple(args.arg),
+        variables=variables,
+    )
+
+
+def _described(approval: Approval) -> str:
+    plan = approval.plan
+    parts = [
+        f"{plan.key}  {PREFIX}{plan.digest}",
+        "network" if approval.network else "no network",
+        *(["web pages"] if approval.web_pages else []),
+        f"from {plan.source}",
+        *([f"runtime arguments {json.dumps(list(plan.runtime_arguments))}"] if plan.runtime_arguments else []),
+        *([f"arguments {json.dumps(list(plan.package_arguments))}"] if plan.package_arguments else []),
+        *([f"variables {', '.join(name for name, _ in plan.variables)}"] if plan.variables else []),
+        f"files {approval.integrity or '(pinned on its first install)'}",
+        *([f"FILES CHANGED to {approval.changed}: refused until approved again"] if approval.changed else []),
+        f"approved {approval.at} by {approval.by}",
+    ]
+    return "  ".join(parts)
 
 
 def packages_command(args: argparse.Namespace) -> int:
@@ -58,19 +104,24 @@ def packages_command(args: argparse.Namespace) -> int:
     if args.action == "list":
         found = approvals.all()
         for approval in found:
-            print(shown(f"{approval.key}  {'network' if approval.network else 'no network'}  approved {approval.at} by {approval.by}"))
+            print(shown(_described(approval)))
         if not found:
             print(f"no package server is approved in {approvals.path}")
         return 0
-    registry, name, version = parse_key(args.key)
-    if not version:
-        raise InvalidArgument(f"package {args.key!r}: name one version (REGISTRY:NAME@VERSION); an approval is for one version")
-    key = f"{registry}:{name}@{version}"
     if args.action == "allow":
-        approvals.allow(key, args.network, APPROVED_FROM_CLI)
-        print(shown(f"approved {key}{' with network access' if args.network else ''}"))
+        plan = _plan(args, approvals)
+        refused = screened(plan, allow_interpreter_code=True)
+        if refused is not None:
+            raise InvalidArgument(f"{plan.key} cannot be approved: {refused}")
+        print(shown(f"approved {_described(approvals.allow(plan, args.network, APPROVED_FROM_CLI, web_pages=args.web_pages))}"))
         return 0
-    if not approvals.revoke(key):
-        raise InvalidArgument(f"{key} is not approved; 'ard-mcp packages list' shows what is")
-    print(shown(f"revoked {key}"))
+    gone = approvals.revoke(args.key.removeprefix(PREFIX) if args.key.startswith(PREFIX) else _key(args.key))
+    if not gone:
+        raise InvalidArgument(f"{args.key} is not approved; 'ard-mcp packages list' shows what is")
+    print(shown(f"revoked {gone} approved launch{'es' if gone > 1 else ''} of {args.key}"))
     return 0
+
+
+def _key(text: str) -> str:
+    registry, name, version = parse_key(text)
+    return f"{registry}:{name}" + (f"@{version}" if version else "")

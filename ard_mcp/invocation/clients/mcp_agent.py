@@ -170,7 +170,7 @@ async def _opened(target: Target, bounded: Bounded, prior: tuple[str, mcp_types.
         else:
             streams = streamable_http_client(target.url, http_client=await stack.enter_async_context(http_client(None, timeout)))
         known: dict[str, Any] = {"mode": prior[0], "prior_discover": prior[1]} if prior is not None else {}
-        relay = Relay()
+        relay = Relay(target.url)
         client = await stack.enter_async_context(Client(streams, cache=None, client_info=info, **relay.client_options(), **known))
         _RELAYS[id(client)] = relay
         try:
