@@ -40,9 +40,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -60,6 +61,8 @@ from ard_mcp.packages.install import Installed, Installer  # noqa: E402
 from ard_mcp.packages.names import path_safe  # noqa: E402
 from ard_mcp.packages.sandbox import Confinement, Launch, check_available, sandboxed, unsandboxed  # noqa: E402
 from ard_mcp.packages.specs import PackageSpec, package_of  # noqa: E402
+from ard_mcp.packages.stdio import BoundedStdio  # noqa: E402
+from ard_mcp.redaction import Redactor  # noqa: E402
 
 WARM_UP = 10  # calls of each kind before the measured ones: sessions, the registry's first look-ups, caches
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -307,10 +310,13 @@ async def _alternated(through: Client, serve_pid: int, data: Path, log: TextIO, 
     return found
 
 
-async def _first_answer(params: StdioServerParameters, package: Package, log: TextIO) -> tuple[float, float]:
-    """From spawning `params` to the end of the handshake, and to the first answer, in s."""
+Transport = Callable[[], Any]  # a fresh stdio transport to one server, for `mcp.Client`
+
+
+async def _first_answer(transport: Transport, package: Package) -> tuple[float, float]:
+    """From spawning the server to the end of the handshake, and to the first answer, in s."""
     started = time.perf_counter()
-    async with Client(stdio_client(params, errlog=log)) as client:
+    async with Client(transport()) as client:
         shaken = time.perf_counter()
         await _answered(client, package.tool, package.arguments)
         answered = time.perf_counter()
@@ -338,20 +344,26 @@ async def sandbox_cost(data: Path, log: TextIO, starts: int) -> tuple[float, Sta
             plain = _plain(installed, Path(scratch))
             inside = server_environment(installed.spec, PackageSecrets(), {})  # the memory file in the sandbox's own /tmp
             outside = {name: plain.env[name] for name in inside} if plain.env else {}  # unsandboxed: the scratch directory's
-            variants = {"plain command": plain}
-            for name, wrap, environment in (
-                ("unsandboxed (env -i, prlimit)", unsandboxed, outside),
-                ("sandboxed", sandboxed, inside),
-            ):
-                argv = wrap(Launch(installed.command, installed.directory, state, installed.runtime_dirs, environment), confinement)
-                variants[name] = StdioServerParameters(command=argv[0], args=argv[1:], env={"PATH": os.environ["PATH"], **environment})
+            bare_env = unsandboxed(Launch(installed.command, installed.directory, state, installed.runtime_dirs, outside), confinement)
+            unconfined = StdioServerParameters(command=bare_env.argv[0], args=bare_env.argv[1:], env=bare_env.environment)
+            launch = Launch(installed.command, installed.directory, state, installed.runtime_dirs, inside)
+            variants: dict[str, Transport] = {
+                "plain command": partial(stdio_client, plain, errlog=log),
+                "unsandboxed (env -i, prlimit)": partial(stdio_client, unconfined, errlog=log),
+                # ard-mcp's own transport: the variables reach the sandbox on a descriptor, which the SDK's cannot pass
+                "sandboxed": partial(_sandboxed, launch, confinement, Path(scratch) / "stderr.log"),
+            }
             times: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
             for _ in range(starts):
-                for name, params in variants.items():
-                    times[name].append(await _first_answer(params, package, log))
+                for name, transport in variants.items():
+                    times[name].append(await _first_answer(transport, package))
             found[package.label] = times
             bare[package.label] = _bare(installed, state, confinement, 2 * starts)
     return trial, found, bare
+
+
+def _sandboxed(launch: Launch, confinement: Confinement, stderr: Path) -> BoundedStdio:
+    return BoundedStdio(sandboxed(launch, confinement), stderr, 2 << 20, Redactor())
 
 
 def _bare(installed: Installed, state: Path, confinement: Confinement, starts: int) -> list[tuple[float, float]]:
@@ -359,7 +371,7 @@ def _bare(installed: Installed, state: Path, confinement: Confinement, starts: i
     it: `true` started and waited for, sandboxed over the server's own view and directly, taking turns; each
     pair (sandboxed, direct) in s."""
     launch = Launch((shutil.which("true", path="/usr/bin:/bin") or "/usr/bin/true",), installed.directory, state, installed.runtime_dirs)
-    argv = sandboxed(launch, confinement)
+    argv = sandboxed(launch, confinement).argv  # no variables, so no descriptor to pass
     found = []
     for _ in range(starts):
         timed = []
@@ -378,8 +390,12 @@ def _own_environment() -> dict[str, str]:
 
 
 def _allow(data: Path) -> None:
+    """Approve each package's launch as its entry declares it (an approval is for exactly what runs)."""
     for package in PACKAGES:
-        allow = [sys.executable, "-m", "ard_mcp", "packages", "allow", package.key, "--data-dir", str(data)]
+        spec = package.spec
+        launch = [*(f"--runtime-arg={a}" for a in spec.runtime_arguments), *(f"--arg={a}" for a in spec.package_arguments)]
+        launch += [f"--variable={v.name}" + (f"={v.default}" if v.default is not None else "") for v in spec.environment]
+        allow = [sys.executable, "-m", "ard_mcp", "packages", "allow", package.key, *launch, "--data-dir", str(data)]
         subprocess.run(allow, check=True, capture_output=True, env=_own_environment())
 
 

@@ -9,14 +9,31 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from mcp import Client
 
-from tests.processes import quiet_env
-from tests.test_package_hostile import ENTRY, IDENTIFIER, KEY, NAME, SECRET, TEST_S, VERSION, WHY_NOT, World, _text, attached, world
+from ard_mcp.redaction import REDACTED
+from tests.processes import quiet_env, serving
+from tests.test_package_hostile import (
+    DECLARED,
+    ENTRY,
+    IDENTIFIER,
+    KEY,
+    NAME,
+    SECRET,
+    TEST_S,
+    VERSION,
+    WHY_NOT,
+    World,
+    _text,
+    attached,
+    world,
+)
 
 __all__ = ["world"]  # the fixture, imported for the tests below
 
@@ -137,3 +154,37 @@ async def test_an_entry_changed_while_the_person_reads_the_question_never_runs_u
     assert '"--changed-while-asked"' not in host.questions[0]
     approved = json.loads((world.data / "packages" / "approved.json").read_text())["approved"]
     assert len(approved) == 1 and approved[0]["launch"]["packageArguments"] == ["--changed-while-asked"]
+
+
+async def test_over_http_only_the_approved_launch_runs_and_no_secret_reaches_a_body(world: World, tmp_path: Path) -> None:
+    """`--allow-package-servers`, where no person is ever asked: an entry reusing the approved package with code
+    or arguments of its own is refused, and a server that prints its secret and exits is reported without it."""
+    tokens = tmp_path / "rest-tokens"
+    tokens.write_text("operator rest-token-0123456789abcdef * invoke\n")
+    tokens.chmod(0o600)
+    args = [
+        *("--transport", "streamable-http", "--token-file", str(tokens), "--allow-invocation", "--allow-package-servers"),
+        *("--package-registry", f"pypi={world.index}", "--no-public-package-registries", "--package-secrets", str(world.package_secrets)),
+    ]
+    code = _entry(IMPOSTOR, runtimeHint="python", runtimeArguments=_positional("-c", "import os"))
+    other = _entry(IMPOSTOR + "-args", packageArguments=_positional("--as-the-attacker"))
+    _approve(world, f"pypi:{NAME}@{VERSION}", "--source", world.index, "--variable", "HOSTILE_DECLARED")
+    headers = {"Authorization": "Bearer rest-token-0123456789abcdef"}
+    with serving(world.data, *args) as base:
+        async with httpx.AsyncClient(base_url=base, timeout=TEST_S, headers=headers) as rest:
+            for entry in (ENTRY, code, other):
+                assert (await rest.post("/agents", json=entry)).status_code == 201
+
+            async def invoke(identifier: str, operation: str, body: dict[str, Any]) -> httpx.Response:
+                return await rest.post(f"/agents/{identifier}/invoke", params={"operation": operation}, json=body)
+
+            ran = await invoke(IDENTIFIER, "probe", {"secret": SECRET})
+            assert ran.status_code == 200 and json.loads(ran.json()[0]["text"])["argv"] == [], ran.text
+            refused = await invoke(code["identifier"], "probe", {"secret": SECRET})
+            assert refused.status_code == 400 and "makes Python run code other than the package's" in refused.text, refused.text
+            refused = await invoke(other["identifier"], "probe", {"secret": SECRET})
+            assert refused.status_code == 403 and "has not been approved to run here with this launch" in refused.text, refused.text
+            crashed = await invoke(IDENTIFIER, "crash", {"said": "over http"})
+            assert crashed.status_code >= 400 and f"my key is {REDACTED}" in crashed.text, crashed.text
+    assert DECLARED not in crashed.text and DECLARED not in ran.text
+    assert DECLARED not in (world.data / "invocations.jsonl").read_text()

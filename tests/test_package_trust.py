@@ -5,6 +5,7 @@ and what changed since, the consent question's own words, the approvals file, an
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from ard_mcp.formats.quoting import quoted
 from ard_mcp.packages import interpreter_flags, question
 from ard_mcp.packages.consent import Approvals
 from ard_mcp.packages.plans import LaunchPlan, changes, plan_of
+from ard_mcp.packages.servers import directory_name
 from ard_mcp.packages.specs import EnvVar, PackageSpec
 from ard_mcp.redaction import REDACTED, Redactor
 
@@ -139,14 +141,14 @@ def test_ordinary_interpreter_arguments_pass(registry: str, arguments: tuple[str
 def test_the_plan_digest_covers_everything_that_runs() -> None:
     variants = [
         PLAN,
-        LaunchPlan(**{**PLAN.__dict__, "version": "1.0+evil"}),
-        LaunchPlan(**{**PLAN.__dict__, "source": "https://mirror.example/simple"}),
-        LaunchPlan(**{**PLAN.__dict__, "runtime_hint": "uvx"}),
-        LaunchPlan(**{**PLAN.__dict__, "runtime_arguments": ("-X", "dev")}),
-        LaunchPlan(**{**PLAN.__dict__, "package_arguments": ("--local-timezone", "UTC", "--extra")}),
-        LaunchPlan(**{**PLAN.__dict__, "package_arguments": ("--local-timezone UTC",)}),
-        LaunchPlan(**{**PLAN.__dict__, "variables": (("TZ_NAME", "Asia/Tokyo"),)}),
-        LaunchPlan(**{**PLAN.__dict__, "variables": (("TZ_NAME", None), ("API_KEY", None))}),
+        replace(PLAN, version="1.0+evil"),
+        replace(PLAN, source="https://mirror.example/simple"),
+        replace(PLAN, runtime_hint="uvx"),
+        replace(PLAN, runtime_arguments=("-X", "dev")),
+        replace(PLAN, package_arguments=("--local-timezone", "UTC", "--extra")),
+        replace(PLAN, package_arguments=("--local-timezone UTC",)),
+        replace(PLAN, variables=(("TZ_NAME", "Asia/Tokyo"),)),
+        replace(PLAN, variables=(("TZ_NAME", None), ("API_KEY", None))),
     ]
     assert len({plan.digest for plan in variants}) == len(variants)
     assert LaunchPlan.from_json(json.loads(json.dumps(PLAN.as_json()))) == PLAN
@@ -201,7 +203,7 @@ def test_the_question_is_ard_mcps_words_with_the_entrys_quoted() -> None:
 def test_the_question_asked_again_says_what_changed(tmp_path: Path) -> None:
     approvals = Approvals(tmp_path)
     approvals.allow(PLAN, False, "the command line", "sha256=" + "a" * 64)
-    newer = LaunchPlan(**{**PLAN.__dict__, "version": "1.1", "runtime_arguments": ("-X", "dev")})
+    newer = replace(PLAN, version="1.1", runtime_arguments=("-X", "dev"))
     spec = PackageSpec("pypi", newer.name, newer.version, None, newer.runtime_arguments, newer.package_arguments, ())
     earlier = approvals.of_package("pypi", "mcp-server-time")[0]
     text = question.text(newer, spec, "urn:air:a.example:s", "verified", earlier, {}, False)
@@ -211,7 +213,7 @@ def test_the_question_asked_again_says_what_changed(tmp_path: Path) -> None:
 
 def test_approvals_are_for_one_launch_and_pin_its_files(tmp_path: Path) -> None:
     approvals = Approvals(tmp_path)
-    other = LaunchPlan(**{**PLAN.__dict__, "package_arguments": ("--evil",)})
+    other = replace(PLAN, package_arguments=("--evil",))
     approvals.allow(PLAN, True, "the command line")
     assert approvals.get(PLAN.digest) is not None and approvals.get(other.digest) is None
     approvals.record_integrity(PLAN.digest, "sha256=1", matches=True)
@@ -239,3 +241,9 @@ def test_secrets_are_redacted_in_text_values_and_streams() -> None:
     out = b"".join(stream.feed(data[i : i + 3]) for i in range(0, len(data), 3)) + stream.flush()
     assert out == f"before {REDACTED} middle {REDACTED} after".encode()
     assert not Redactor(["abc"]) and Redactor().text("x") == "x"
+
+
+def test_state_directories_of_two_packages_never_share_a_name() -> None:
+    keys = ["npm:@s/n~x@1.0.0", "npm:@s~n/x@1.0.0", "npm:@s_n/x@1.0.0", "npm:@s/n_x@1.0.0", "pypi:a-b@1", "pypi:a_b@1", "npm:a.b@1"]
+    names = [directory_name(key) for key in keys]
+    assert len(set(names)) == len(keys) and all("/" not in name and name not in (".", "..") for name in names)

@@ -110,6 +110,9 @@ class Approvals:
         self.path = directory / FILE
         self.requested_path = directory / REQUESTED
         self._lock = threading.Lock()
+        # the file as last read, by its identity (inode, size, mtime): each call of a package server checks its
+        # approval twice, and every write replaces the file (a new inode), which another process may do too
+        self._read: tuple[tuple[int, int, int], list[Approval]] | None = None
 
     def get(self, digest: str) -> Approval | None:
         return next((a for a in self.all() if a.digest == digest), None)
@@ -119,6 +122,19 @@ class Approvals:
         return [a for a in reversed(self.all()) if (a.plan.registry, a.plan.name) == (registry, name)]
 
     def all(self) -> list[Approval]:
+        try:
+            found = os.stat(self.path)
+        except OSError:
+            return []
+        identity = (found.st_ino, found.st_size, found.st_mtime_ns)
+        read = self._read
+        if read is not None and read[0] == identity:
+            return list(read[1])
+        approvals = self._parsed()
+        self._read = (identity, approvals)
+        return list(approvals)
+
+    def _parsed(self) -> list[Approval]:
         found: list[Approval] = []
         for i, raw in enumerate(self._items(self.path, "approved")):
             try:

@@ -15,6 +15,7 @@ network access and granted folders are the person's answer, kept beside it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -53,7 +54,7 @@ class LaunchPlan:
             "variables": [{"name": name, "default": default} for name, default in self.variables],
         }
 
-    @property
+    @functools.cached_property
     def digest(self) -> str:
         canonical = json.dumps(self.as_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:DIGEST_CHARS]

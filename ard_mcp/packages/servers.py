@@ -166,7 +166,7 @@ class PackageServers:
             if idle:
                 min(idle, key=lambda r: r.last_used).closing.set()
         self._state_root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        state_dir = self._state_root / _path_safe(start.key) / start.plan.digest / "state"
+        state_dir = self._state_root / directory_name(start.key) / start.plan.digest / "state"
         state_dir.mkdir(parents=True, exist_ok=True)
         running = _Running(start, state_dir, Relay(start.key, allow_url=start.web_pages))
         self._running[start] = running
@@ -236,7 +236,7 @@ def _said(running: _Running) -> str:
     return f"; its stderr ends: {tail}" if tail else ""
 
 
-def _path_safe(key: str) -> str:
+def directory_name(key: str) -> str:
     """`key` as one directory name, written so that two keys never share one: every character but ASCII letters,
     digits, `-`, `.` and `@` as `_XX` (its UTF-8 bytes in hex), `_` itself included."""
     return "".join(c if c.isascii() and (c.isalnum() or c in "-.@") else "".join(f"_{b:02x}" for b in c.encode()) for c in key)
