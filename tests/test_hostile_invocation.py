@@ -6,6 +6,7 @@ and stdio processes, real agents on loopback, a real DNS responder for the publi
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
@@ -21,6 +22,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from ard_mcp.invocation.credentials import AgentCredentials, Credentialed
+from ard_mcp.redaction import REDACTED
 from tests.agent_servers import Legacy, Recording, a2a_agent, a2a_card, aidip_agent, mcp_agent, serving
 from tests.dns_responder import DnsResponder
 from tests.processes import quiet_env
@@ -61,11 +63,34 @@ EVERY_STATUS = "verified,unverified,self-asserted,third-party,invalid"  # only t
         ("example.com bearer S", "https://notexample.com/mcp", False),
         ("example.com bearer S", "https://example.com.evil.net/mcp", False),
         ("example.com bearer S", "https://127.0.0.1/mcp", False),
+        ("example.com bearer S", "https://agents.example.com:8443/mcp", True),  # https on any port: TLS proves the name
+        ("example.com bearer S", "http://agents.example.com/mcp", False),  # a domain line is https only...
+        ("example.com bearer S", "http://example.com:8080/mcp", False),
+        ("http+https:example.com bearer S", "http://agents.example.com:8080/mcp", True),  # ...unless it says so
+        ("http+https:example.com bearer S", "https://agents.example.com/mcp", True),
+        ("HTTP+HTTPS:Example.COM bearer S", "http://example.com/mcp", True),
+        ("http+https:example.com bearer S", "http://example.com.evil.net/mcp", False),
+        ("example.com bearer S", "https://xn--pi-7ld.example.com/mcp", True),  # not valid IDNA: read as sent, no error
+        ("https://api.example.com bearer S", "https://xn--pi-7ld.example.com/mcp", False),
     ],
 )
 def test_a_credential_line_names_parsed_origins(line: str, url: str, sent: bool) -> None:
     chosen = AgentCredentials.parse(line).chosen("example.com", url)
     assert (chosen is not None) is sent
+
+
+def test_each_request_is_judged_by_its_scheme_under_a_domain_line() -> None:
+    """The secret is checked on every request of a call (`Credentialed`): a domain line's never goes with a
+    plain-http request, a redirect or an SSE endpoint on the same host included, unless the line says so."""
+    https_only, both = (AgentCredentials.parse(f"{t} X-Key: {URL_SECRET}").lines[0] for t in ("example.com", "http+https:example.com"))
+    for url, only, either in [
+        ("https://agents.example.com/mcp", True, True),
+        ("http://agents.example.com/mcp", False, True),
+        ("http://agents.example.com:443/mcp", False, True),
+        ("ws://agents.example.com/mcp", False, False),
+    ]:
+        assert (https_only.sent_to(httpx.URL(url)), both.sent_to(httpx.URL(url))) == (only, either), url
+    assert "http+https:example.com" in repr(both) and URL_SECRET not in repr(both)
 
 
 def test_a_publisher_line_needs_the_publisher_and_its_host() -> None:
@@ -88,11 +113,34 @@ def test_the_most_specific_line_wins_and_a_secret_never_prints() -> None:
 
 @pytest.mark.parametrize(
     "line",
-    ["ftp://example.com bearer S", "https://user:pw@example.com bearer S", "https://example.com/?a=1 bearer S", "127.0.0.1 bearer S"],
+    [
+        "ftp://example.com bearer S",
+        "https://user:pw@example.com bearer S",
+        "https://example.com/?a=1 bearer S",
+        "127.0.0.1 bearer S",
+        "http+https:127.0.0.1 bearer S",
+        "http+https: bearer S",
+        "https://xn--pi-7ld.example.com bearer S",  # a host the HTTP client cannot read: never an endpoint either
+        "https://ex\u2615ample.com bearer S",
+    ],
 )
 def test_a_line_that_names_no_origin_is_refused_with_its_number(line: str) -> None:
     with pytest.raises(ValueError, match="line 2"):
         AgentCredentials.parse(f"# operator's credentials\n{line}")
+
+
+@pytest.mark.parametrize(
+    ("target", "meant"),
+    [
+        ("http:example.com", "write http+https:example.com (every host under it, over https and plain http), or http://example.com"),
+        ("HTTPS:example.com", "write example.com (every host under it), or https://example.com"),
+    ],
+)
+def test_a_domain_written_with_a_bare_scheme_is_refused_naming_what_it_may_mean(target: str, meant: str) -> None:
+    """`http:example.com` is the URL http://example.com/ to a browser (one origin) and reads as "http only":
+    guessing either way could send a secret where the operator did not mean it to go."""
+    with pytest.raises(ValueError, match=re.escape(f"line 1: {target!r} is ambiguous: {meant}")):
+        AgentCredentials.parse(f"{target} bearer S")
 
 
 async def test_each_request_of_a_call_carries_the_secret_only_where_its_line_says() -> None:
@@ -178,7 +226,8 @@ def lookalikes(h: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def credentials_file(tmp_path: Path, h: dict[str, Any]) -> Path:
     path = tmp_path / "agents.txt"
-    path.write_text(f"a.example X-API-Key: {PUBLISHER_SECRET}\n{h['url']} X-API-Key: {URL_SECRET}\n", encoding="utf-8")
+    # the publisher's own agent is served over plain http (loopback), so its domain line says plain http may carry it
+    path.write_text(f"http+https:a.example X-API-Key: {PUBLISHER_SECRET}\n{h['url']} X-API-Key: {URL_SECRET}\n", encoding="utf-8")
     path.chmod(0o600)
     return path
 
@@ -254,9 +303,10 @@ async def test_a_secret_never_reaches_a_lookalike_from_any_surface(tmp_path: Pat
                         assert not listed.is_error, (identifier, listed.content)
                     own = await mcp.call_tool("call_agent", {"identifier": "urn:air:a.example:agents:real"})
                     named = await rest.post("/agents/urn:air:c.example:agents:by-url/invoke", json={})
-        # the lines work where they should: without these, a test that sent nothing anywhere would pass
-        assert json.loads(own.content[0].text)["result"] == {"key": PUBLISHER_SECRET}  # type: ignore[union-attr]
-        assert named.json() == {"key": URL_SECRET}
+        # the lines work where they should: without these, a test that sent nothing anywhere would pass. Each agent echoes
+        # the key it got, and that echo comes back redacted (an operator's secret never reaches the host): "" had it got none
+        assert json.loads(own.content[0].text)["result"] == {"key": REDACTED}  # type: ignore[union-attr]
+        assert named.json() == {"key": REDACTED}
         assert_no_secret_reached_the_lookalikes(h)
         assert len(h["recorded"]["mcp"].headers) > 4 and h["recorded"]["aidip"].headers and h["recorded"]["a2a"].headers
 

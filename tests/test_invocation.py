@@ -21,6 +21,7 @@ from ard_mcp.formats.entry_facts import trust_values
 from ard_mcp.invocation.audit import AuditLog
 from ard_mcp.invocation.credentials import AgentCredentials
 from ard_mcp.invocation.policy import InvocationPolicy, Limits
+from ard_mcp.redaction import REDACTED
 from ard_mcp.registry import Registry
 from ard_mcp.surfaces.auth import Principal, TokenStore
 from ard_mcp.surfaces.mcp_server import build_server
@@ -231,7 +232,8 @@ async def test_the_callers_token_never_reaches_the_agent_and_the_operators_crede
     policy = InvocationPolicy(enabled=True, allow_private_networks=True, credentials=AgentCredentials.load(credentials))
     async with running(data, HttpSettings(tokens=TOKENS, invocation=policy)) as client:
         answer = await client.post(f"/agents/{AGENTS}headers/invoke", json={}, headers=_bearer(CALLER))
-    assert answer.status_code == 200 and answer.json() == {"key": "operator-key"}
+    # the agent got the operator's key: its echo comes back redacted, as every known secret does
+    assert answer.status_code == 200 and answer.json() == {"key": REDACTED}
 
 
 async def test_an_agent_at_a_private_address_is_refused_unless_the_operator_allows_it(tmp_path: Path, agents: dict[str, str]) -> None:

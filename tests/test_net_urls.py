@@ -3,7 +3,8 @@
 Every spelling of cloud metadata in `tests.url_spellings` is refused with the address it really is; what
 the registry serves today (public names, loopback and private addresses for a private registry, IDNs)
 still passes, in its canonical form; what browsers cannot read (the URL Standard's IPv4 parser fails on a
-part over 255, a number over 32 bits, five parts) and what is not http(s) are refused as such.
+part over 255, a number over 32 bits, five parts), what the registry's HTTP client cannot (a host IDNA 2008
+refuses) and what is not http(s) are refused as such.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 
 import pytest
 
-from ard_mcp.net.urls import RefusedUrl, address_of, check_url, refused_kind
+from ard_mcp.net.urls import RefusedUrl, address_of, check_url, refused_kind, unreadable
 from tests.url_spellings import IDS, SPELLINGS, points_to
 
 
@@ -66,6 +67,40 @@ def test_what_is_not_an_http_url_browsers_read_is_refused_as_such(url: str, reas
     with pytest.raises(RefusedUrl, match="^" + re.escape(f"where: {reason}")) as caught:
         check_url(url, "where")
     assert caught.value.points_to is None
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "xn--pi-7ld.example.com",  # an A-label breaking IDNA's bidi rule: httpx parses it, then fails reading its host
+        "XN--PI-7LD.example.com",
+        "xn--pi-7ld.example.com.",
+        "xn--pi-7ld.example.com:8443",
+        "xn--ls8h.la",  # an emoji, which IDNA 2008 disallows (browsers' UTS 46 takes it)
+        "xn--.example.com",  # an A-label with no punycode at all
+        "ex\u2615ample.com",  # the same as Unicode: httpx cannot encode it
+        "exa\u00admple.com",  # a soft hyphen, which browsers drop
+        "\uff25\uff38\uff21\uff2d\uff30\uff2c\uff25.com",  # full-width letters, which browsers fold
+    ],
+)
+def test_a_host_the_registrys_http_client_cannot_read_is_refused_as_such(host: str) -> None:
+    """Browsers read these hosts; httpx, which fetches and calls every URL the registry stores, cannot, and
+    failed with an error no caller handled (`idna`'s, not an `InvalidURL`) wherever it read one."""
+    with pytest.raises(RefusedUrl, match="^" + re.escape("where: is not a URL the registry's HTTP client can read (")) as caught:
+        check_url(f"https://{host}/mcp", "where")
+    assert caught.value.points_to is None
+    assert unreadable(f"https://{host}/mcp") is not None
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["a..example.com", "a" * 64 + ".example.com", "a.xn--pi-7ld.example.com", "example.com.", "xn--mnchen-3ya.example"],
+)
+def test_a_host_httpx_reads_passes_even_where_no_resolver_would_answer(host: str) -> None:
+    """An empty label, a label over 63 characters, a bad A-label after the first (httpx leaves it encoded): the
+    resolver finds no such name, and a call is unreachable; what the client reads is not refused here."""
+    assert check_url(f"https://{host}/").host == host
+    assert unreadable(f"https://{host}/") is None
 
 
 def test_any_scheme_judges_the_host_of_endpoints_that_are_not_http() -> None:

@@ -39,7 +39,7 @@ class AuditRecord(WireModel):
     protocol: str | None = None
     outcome: str = Field(
         description="ok, agent-error (the agent's own error), refused (the registry's policy), not-found, invalid (the call's "
-        "arguments), unreachable or timeout."
+        "arguments), unreachable, timeout, or error (a fault of the registry's own)."
     )
     status: int | None = Field(default=None, description="The HTTP status an AIDIP agent or this registry answered with.")
     durationMs: float

@@ -10,10 +10,15 @@ as `Authorization: Bearer VALUE`) or a header name ending in a colon (`X-API-Key
   `/agentsx`). `http://127.0.0.1:4302` is never `:43020`; `https://api.example.com` is never
   `https://api.example.com.evil.net`;
 - or a publisher domain (`example.com`): sent to that publisher's agents only at endpoints on its own domain
-  or a subdomain. An entry's identifier is a claim anyone can register (`urn:air:example.com:lookalike`,
-  self-asserted, its endpoint on another host), so the claim alone never earns the secret: both the
-  entry's publisher and the host the request goes to must be within the domain. An endpoint a publisher
-  runs on someone else's host takes a URL line.
+  or a subdomain, and only over https (on any port: TLS proves the host holds the name). An entry's
+  identifier is a claim anyone can register (`urn:air:example.com:lookalike`, self-asserted, its endpoint on
+  another host), so the claim alone never earns the secret: both the entry's publisher and the host the
+  request goes to must be within the domain. A domain line names every host and port under the domain, and
+  over plain http anyone on the path reads the secret and anyone who can answer for the name gets it, so
+  plain http takes a line that says so: `http+https:example.com`, both schemes named. `http:example.com`
+  is refused, naming the two spellings it may have meant: a browser reads it as the URL
+  `http://example.com/` (one origin), and it reads as "http only". An endpoint a publisher runs on
+  someone else's host takes a URL line.
 
 The most specific line wins: the longest URL, then the longest domain. What a registration can make the
 registry send where: the caller's arguments go to the endpoint of an entry the invocation policy allows
@@ -31,14 +36,22 @@ from pathlib import Path
 import httpx
 
 from ard_mcp.formats.identifiers import is_publisher_domain, within
+from ard_mcp.net.urls import unreadable
 from ard_mcp.secret_files import read_secrets
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_PLAIN_HTTP_TOO = "http+https:"  # a domain target's prefix: its secret may go over plain http as well
+
+
+def _host(url: httpx.URL) -> str:
+    """The host as the connection is made to it (IDNA-encoded ASCII, what the connection pool is handed), a
+    trailing dot dropped: `url.host` decodes an `xn--` name, raising on one that is not valid IDNA."""
+    return url.raw_host.decode("ascii").rstrip(".")
 
 
 def _origin(url: httpx.URL) -> tuple[str, str, int]:
     """Scheme, host and port as a connection reads them: the default port filled in, a trailing dot dropped."""
-    return url.scheme, url.host.rstrip("."), url.port or _DEFAULT_PORTS.get(url.scheme, 0)
+    return url.scheme, _host(url), url.port or _DEFAULT_PORTS.get(url.scheme, 0)
 
 
 def _path(url: httpx.URL) -> str:
@@ -49,18 +62,19 @@ def _path(url: httpx.URL) -> str:
 @dataclass(frozen=True)
 class Credential:
     """One line of the file: the header it sends and where it may be sent (`origin` and `path` for a URL
-    line, `domain` for a publisher line)."""
+    line, `domain` and `schemes` for a publisher line)."""
 
     header: str
     value: str
     origin: tuple[str, str, int] | None = None
     path: str = ""  # a URL line's path, without its trailing slash ("" for the whole origin)
     domain: str | None = None
+    schemes: tuple[str, ...] = ("https",)  # a publisher line's: `http+https:` adds plain http
 
     def sent_to(self, url: httpx.URL) -> bool:
         """Whether this secret may go with a request to `url`."""
         if self.domain is not None:
-            return url.scheme in _DEFAULT_PORTS and within(url.host, self.domain)
+            return url.scheme in self.schemes and within(_host(url), self.domain)
         if _origin(url) != self.origin:
             return False
         path = _path(url)
@@ -75,20 +89,38 @@ class Credential:
         return 1 + len(self.domain) if within(publisher, self.domain) else 0
 
     def __repr__(self) -> str:  # never the secret, in a log line or a traceback
-        where = self.domain or f"{self.origin}{self.path}"
+        where = f"{'+'.join(self.schemes)}:{self.domain}" if self.domain else f"{self.origin}{self.path}"
         return f"Credential({self.header!r} for {where})"
+
+
+def _domain_credential(target: str, header: str, value: str, where: str) -> Credential:
+    """A publisher line's credential: over https only, unless TARGET begins `http+https:`. `http:example.com`
+    is refused, naming the two lines it may have meant."""
+    domain = target.lower()
+    schemes: tuple[str, ...] = ("https",)
+    if domain.startswith(_PLAIN_HTTP_TOO):
+        domain, schemes = domain.removeprefix(_PLAIN_HTTP_TOO), ("http", "https")
+    scheme, _, rest = domain.partition(":")
+    if scheme in _DEFAULT_PORTS and is_publisher_domain(rest):  # `http:example.com`: which of two lines was meant?
+        broad = (
+            f"{_PLAIN_HTTP_TOO}{rest} (every host under it, over https and plain http)"
+            if scheme == "http"
+            else f"{rest} (every host under it)"
+        )
+        raise ValueError(f"{where}: {target!r} is ambiguous: write {broad}, or {scheme}://{rest} (that one origin)")
+    if not is_publisher_domain(domain):
+        raise ValueError(f"{where}: {target!r} is neither a publisher domain nor an http(s) URL")
+    return Credential(header, value, domain=domain, schemes=schemes)
 
 
 def _credential(target: str, header: str, value: str, where: str) -> Credential:
     """The line's credential, sent where TARGET says; ValueError naming the line when TARGET is neither form."""
     if "://" not in target:
-        if not is_publisher_domain(target.lower()):
-            raise ValueError(f"{where}: {target!r} is neither a publisher domain nor an http(s) URL")
-        return Credential(header, value, domain=target.lower().rstrip("."))
-    try:
-        url = httpx.URL(target)
-    except httpx.InvalidURL as exc:
-        raise ValueError(f"{where}: {target!r} is not a URL ({exc})") from None
+        return _domain_credential(target, header, value, where)
+    reason = unreadable(target)
+    if reason is not None:
+        raise ValueError(f"{where}: {target!r} {reason}")
+    url = httpx.URL(target)
     if url.scheme not in _DEFAULT_PORTS or not url.host:
         raise ValueError(f"{where}: {target!r} must be an http or https URL with a host")
     if url.userinfo or url.query or url.fragment:

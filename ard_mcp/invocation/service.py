@@ -191,11 +191,8 @@ class Invoker:
             else:
                 ordered = shown.tools if not task else await anyio.to_thread.run_sync(self._ranker.ranked, shown.tools, task)
                 page, following = tool_lists.page(ordered, page_size, page_token, [identifier, task])
-        except ArdError as exc:
-            exc.message = self.redactor.text(exc.message)
-            exc.args = (exc.message,)
-            record.outcome, record.status, record.detail = _failure(exc), exc.http_status, exc.message
-            self._audited(record, started)
+        except Exception as exc:
+            self._failed(record, started, exc)
             raise
         answer = AgentTools(
             identifier=identifier,
@@ -267,11 +264,8 @@ class Invoker:
             tool = record.tool = checked_name(tool) if tool is not None else await self._only_tool(target)
             with _serving(host), _agent_span("call", target, tool):
                 outcome = await self._client(target.protocol).call(target, self._transport_for(target), tool, arguments, progress)
-        except ArdError as exc:
-            exc.message = self.redactor.text(exc.message)
-            exc.args = (exc.message,)
-            record.outcome, record.status, record.detail = _failure(exc), exc.http_status, exc.message
-            self._audited(record, started)
+        except Exception as exc:
+            self._failed(record, started, exc)
             raise
         texts = [self.redactor.text(text) for text in outcome.texts]
         warnings = list(dict.fromkeys(f.message() for i, text in enumerate(texts) for f in text_findings(f"result[{i}]", text)))
@@ -317,6 +311,17 @@ class Invoker:
             return names[0]
         shown = ", ".join(names[:MAX_NAMED]) + (f" and {len(names) - MAX_NAMED} more" if len(names) > MAX_NAMED else "")
         raise InvalidArgument(f"tool: this agent has {len(names)} tools, so name the one to call: {shown or 'none'}")
+
+    def _failed(self, record: AuditRecord, started: float, exc: Exception) -> None:
+        """Audit a failed call or tool-list fetch, refusals included, with every known secret redacted from what the
+        error says (it goes to the caller too); an error that is not the registry's own is audited as `error`."""
+        if isinstance(exc, ArdError):
+            exc.message = self.redactor.text(exc.message)
+            exc.args = (exc.message,)
+            record.outcome, record.status, record.detail = _failure(exc), exc.http_status, exc.message
+        else:
+            record.outcome, record.detail = "error", f"{type(exc).__name__}: a fault of this registry's (its log says more)"
+        self._audited(record, started)
 
     def _audited(self, record: AuditRecord, started: float) -> None:
         """Every call and tool-list fetch ends here, refused ones too: the audit log's line, and the metrics'."""

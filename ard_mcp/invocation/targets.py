@@ -10,12 +10,13 @@
 
 Anything else, or a card only referenced by `url` (the artifact is elsewhere, not inline), is offline: the
 answer says why, so a host can tell the person what to configure instead. Every endpoint must pass the one
-URL check (`net.urls.check_url`: no link-local or cloud-metadata address in any spelling) before it counts.
+URL check (`net.urls.check_url`: no link-local or cloud-metadata address in any spelling, nothing the HTTP
+client cannot read) before it counts, and an entry offline for want of one names the first it refused and why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,8 @@ from ard_mcp.net.urls import RefusedUrl, check_url
 from ard_mcp.packages.specs import Unusable, package_of
 
 _SSE = ("sse", "http+sse")
+_WEB = ("http://", "https://")
+_SHOWN = 200  # the most of a refused URL an offline reason quotes
 
 
 @dataclass(frozen=True)
@@ -39,13 +42,25 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 def _http(url: Any) -> str | None:
     """`url` if it is an absolute http(s) URL the URL check accepts."""
-    if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
+    if not isinstance(url, str) or not url.lower().startswith(_WEB):
         return None
     try:
         check_url(url)
     except RefusedUrl:
         return None
     return url
+
+
+def _refused(urls: Iterable[Any]) -> str:
+    """` (<url> <why>)` for the first http(s) URL among `urls` the URL check refuses, else "": an offline
+    entry's reason names what to fix (a metadata address, a host the registry's HTTP client cannot read)."""
+    for url in urls:
+        if isinstance(url, str) and url.lower().startswith(_WEB):
+            try:
+                check_url(url)
+            except RefusedUrl as exc:
+                return f" ({ascii(url)[:_SHOWN]} {exc.reason})"
+    return ""
 
 
 def _mcp(entry: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -64,9 +79,10 @@ def target_of(entry: Mapping[str, Any], limits: Limits) -> Target | Offline:
     operations: tuple[Mapping[str, Any], ...] = ()
     transport: str | None = None
     if kind in ("aidip", "xu"):
-        bindings = [b for b in entry_facts.bindings_of(entry) if _http(b.get("endpoint")) is not None]
+        listed = entry_facts.bindings_of(entry)
+        bindings = [b for b in listed if _http(b.get("endpoint")) is not None]
         if not bindings:
-            return Offline("its metadata names no http(s) endpoint this registry may call")
+            return Offline("its metadata names no http(s) endpoint this registry may call" + _refused(b.get("endpoint") for b in listed))
         protocol, url = "http", str(bindings[0]["endpoint"])
         operations = tuple(_mapping(o) for o in data.get("operations") or [] if isinstance(o, Mapping))
     elif media_type == media_types.MCP_SERVER_CARD:
@@ -74,13 +90,16 @@ def target_of(entry: Mapping[str, Any], limits: Limits) -> Target | Offline:
         if remote is None:
             package = package_of(entry)
             if isinstance(package, Unusable):
-                return Offline(f"no remote MCP endpoint in its server description, and no package to start it from: {package.reason}")
+                refused = _refused(url for url, _ in entry_facts.mcp_remotes(entry))
+                remotes = f"no remote MCP endpoint this registry may call in its server description{refused}"
+                return Offline(f"{remotes}, and no package to start it from: {package.reason}")
             return Target("mcp", package.key(), "stdio", limits=limits, package=package)
         (url, transport), protocol = remote, "mcp"
     elif media_type in (media_types.A2A_AGENT_CARD, media_types.AGENT_CARD):
-        interfaces = [i for i in entry_facts.card_interfaces(data) if _http(i.get("url")) is not None]
+        listed = entry_facts.card_interfaces(data)
+        interfaces = [i for i in listed if _http(i.get("url")) is not None]
         if not interfaces:
-            return Offline("its agent card is not inline or names no http(s) interface")
+            return Offline("its agent card is not inline or names no http(s) interface" + _refused(i.get("url") for i in listed))
         protocol, url, transport = "a2a", interfaces[0]["url"], interfaces[0].get("protocolBinding")
         operations = tuple(_mapping(s) for s in data.get("skills") or [] if isinstance(s, Mapping))
     else:

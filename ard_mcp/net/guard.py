@@ -10,7 +10,8 @@ checked. `allow_private` lifts the rule (tests on loopback, a registry for a pri
 the addresses no URL may point to (`urls.refused_kind`: link-local and cloud metadata), which are never
 connected to. A host is read as the URL Standard reads it (`urls.address_of`): `2852039166` or
 `0251.0376.0251.0376` is an address, judged without asking DNS, whose answer for such a name differs from
-one resolver to another.
+one resolver to another. The transport every fetch, federated search and agent call goes through also
+refuses a redirect to a URL httpx cannot read, before httpx's client reads it (`_readable_redirect`).
 """
 
 from __future__ import annotations
@@ -24,14 +25,16 @@ import ssl
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
+from urllib.parse import urljoin
 
 import anyio
 import httpcore
 import httpx
 
-from ard_mcp.net.urls import Address, address_of, carried, refused_kind
+from ard_mcp.net.urls import Address, address_of, carried, refused_kind, unreadable
 
 log = logging.getLogger(__name__)
+_SHOWN = 200  # the most of a URL a server named quoted in an error
 
 
 class BlockedAddress(Exception):
@@ -197,6 +200,19 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+async def _readable_redirect(request: httpx.Request, response: httpx.Response) -> None:
+    """Refuse a redirect whose Location httpx cannot read, as httpx refuses one it cannot parse
+    (`RemoteProtocolError`): httpx's client reads the host of every Location to build the next request,
+    followed or not, and an `xn--` host that is not valid IDNA (`urls.unreadable`) raises an `idna` error
+    there, which no caller expects (a third party's redirect failed a whole federated search with it). Here,
+    before any client reads it, every client's caller gets the transport error it already handles."""
+    moved = urljoin(str(request.url), response.headers["location"])
+    reason = unreadable(moved)
+    if reason is not None:
+        await response.aclose()
+        raise httpx.RemoteProtocolError(f"a redirect to {ascii(moved)[:_SHOWN]}, which {reason}", request=request)
+
+
 class GuardedTransport(httpx.AsyncBaseTransport):
     """An httpx transport over a connection pool whose every connection goes through `GuardedBackend`."""
 
@@ -221,9 +237,12 @@ class GuardedTransport(httpx.AsyncBaseTransport):
                 )
             )
         assert isinstance(response.stream, AsyncIterable)
-        return httpx.Response(
+        answer = httpx.Response(
             status_code=response.status, headers=response.headers, stream=_Body(response.stream), extensions=response.extensions
         )
+        if answer.has_redirect_location:
+            await _readable_redirect(request, answer)
+        return answer
 
     async def aclose(self) -> None:
         await self._pool.aclose()

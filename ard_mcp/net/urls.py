@@ -13,6 +13,17 @@ Python's parsers (urllib, httpx) read some URLs differently: `http://evil.com\\@
 evil.com to a browser and 169.254.169.254 to httpx. Both readings are judged, and the URL is refused if
 either points somewhere refused.
 
+An http(s) URL must also be one the registry's own HTTP client can read, since it is what fetches and
+calls. httpx reads a host by IDNA 2008 (`idna`) where the URL Standard reads it by the more lenient UTS 46:
+`https://ex\u2615ample.com/` is `xn--example-f36d.com` to a browser and an `InvalidURL` to httpx, and
+`https://xn--pi-7ld.example.com/` (a label breaking IDNA's bidi rule, `XN--` alike) parses, then raises a
+`UnicodeError` the moment anything reads its host. Stored, such an endpoint was called and failed with an
+error no caller was told of and no audit line recorded; it is refused here instead, as a URL the registry
+cannot use. (The MCP SDK's `httpx2` reads hosts as httpx does, or more leniently.) Hosts httpx reads but
+DNS never could (an empty label, a label over 63 characters, a bad `xn--` label after the first, which httpx
+leaves undecoded) are not refused here: the resolver finds no such name, and a call to one fails as
+unreachable.
+
 Refused everywhere, whatever else is allowed: link-local addresses (169.254.0.0/16, fe80::/10), where cloud
 instance metadata and its credentials live, the metadata services outside them and the names clouds give
 them (`metadata.google.internal`, and the bare `metadata` and `instance-data` a cloud's search domain
@@ -33,6 +44,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import ada_url
+import httpx
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -130,7 +142,21 @@ def check_url(url: str, where: str = "url", any_scheme: bool = False) -> Target:
         raise RefusedUrl(where, url, f"is not a URL Python's URL parsers can read ({exc})") from None
     if python_host != target.host:
         _judge(where, url, python_host, address_of(python_host), f" as Python's URL parsers read it (browsers read {target.host})")
+    if scheme in WEB_SCHEMES and (reason := unreadable(url)) is not None:
+        raise RefusedUrl(where, url, reason)
     return target
+
+
+def unreadable(url: str) -> str | None:
+    """Why httpx, the registry's HTTP client, cannot read `url`, or None when it can: a Unicode host IDNA 2008
+    refuses (`InvalidURL`), or an `xn--` host that does not decode (`URL.host` decodes it, raising `idna`'s
+    errors, which are `UnicodeError`s and no httpx error, wherever httpx reads the host: building a request,
+    or the next request of a redirect it was not even asked to follow)."""
+    try:
+        httpx.URL(url).host  # noqa: B018 (reading the host is what decodes, and so checks, an `xn--` name)
+    except (httpx.InvalidURL, UnicodeError) as exc:
+        return f"is not a URL the registry's HTTP client can read ({exc})"
+    return None
 
 
 def _wrong_scheme(got: str) -> str:

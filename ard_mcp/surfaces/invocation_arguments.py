@@ -41,8 +41,8 @@ def invocation_options(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=Path(c) if (c := env("AGENT_CREDENTIALS")) else None,
         help="the operator's credentials for agents, one 'TARGET bearer TOKEN' or 'TARGET Header-Name: VALUE' per line, TARGET an "
-        "endpoint URL (that origin, under that path) or a publisher domain (its agents, at hosts on its domain); callers' own "
-        "credentials are never forwarded (ARD_MCP_AGENT_CREDENTIALS)",
+        "endpoint URL (that origin, under that path) or a publisher domain (its agents, at hosts on its domain, over https; "
+        "http+https:DOMAIN for plain http too); callers' own credentials are never forwarded (ARD_MCP_AGENT_CREDENTIALS)",
     )
     parser.add_argument(
         "--invoke-timeout",
