@@ -251,6 +251,7 @@ def _probe_arguments(world: World, port: int, pid: int) -> dict[str, Any]:
         "write": [
             SCRATCH,
             str(world.package_dir / VERSION / "lib" / "ard_hostile_probe" / "evil.py"),
+            str(world.package_dir / VERSION / "lib" / "ard_hostile_probe" / "__init__.py"),
             str(world.data / "evil.txt"),
             str(world.server_dir / "evil.txt"),
             str(world.outside / "evil.txt"),
@@ -289,8 +290,13 @@ async def test_a_hostile_package_reaches_nothing_outside_its_sandbox(world: Worl
     assert found["home"] == str(state) and (state / "mine.txt").read_text() == "written by the hostile package"
     # writes: its state directory and private /tmp, nothing else
     assert found["write"].pop(str(state / "mine.txt")) == "ok" and found["write"].pop(SCRATCH) == "ok"
+    # beside its own code, into its own view of the package: the install other launches share is left as it was
+    beside = str(world.package_dir / VERSION / "lib" / "ard_hostile_probe" / "evil.py")
+    assert found["write"].pop(beside) == "ok" and (world.server_dir / "package" / "lib" / "ard_hostile_probe" / "evil.py").is_file()
+    own_code = str(world.package_dir / VERSION / "lib" / "ard_hostile_probe" / "__init__.py")
+    assert found["write"].pop(own_code) == "PermissionError"  # its view's files are links to the install's: not its to change
     assert [path for path, outcome in found["write"].items() if outcome == "ok"] == []
-    assert [path for path in [SCRATCH, *found["write"]] if Path(path).exists()] == []
+    assert [path for path in [SCRATCH, beside, *found["write"]] if Path(path).exists()] == []
     # what it sees of the host's directories: the way to its own package, nothing beside it
     assert found["listdir"][str(world.root)] == ["data"] and found["listdir"][str(world.data)] == ["packages"]
     assert found["listdir"][str(world.home)] == "FileNotFoundError" and found["listdir"][str(world.outside)] == "FileNotFoundError"

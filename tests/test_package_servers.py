@@ -211,3 +211,31 @@ def test_a_servers_environment_is_what_it_declares_with_the_operators_values(tmp
     secrets_file.write_text("npm:@acme/weather no equals sign\n", encoding="utf-8")
     with pytest.raises(ValueError, match="line 1: expected 'NAME=value'"):
         PackageSecrets.load(secrets_file)
+
+
+async def test_what_a_server_writes_beside_its_code_lasts_across_restarts(tmp_path: Path) -> None:
+    """server-memory as published keeps its graph beside its own code (issue #54: EROFS on the read-only install):
+    it writes into its own view of the package, which lasts when ard-mcp stops and starts again, while the
+    install other launches share is left as it was."""
+    _sandbox_or_skip()
+    data = tmp_path / "data"
+    published = json.loads(json.dumps(MEMORY))
+    del published["data"]["packages"][0]["environmentVariables"]
+
+    async def consent(context: ClientRequestContext, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+        return mcp_types.ElicitResult(action="accept", content={"network": False})
+
+    server = StdioServerParameters(command=sys.executable, args=["-m", "ard_mcp", "serve", "--data-dir", str(data)], env=quiet_env(data))
+    remember = {"entities": [{"name": "Ana", "entityType": "person", "observations": ["the user's sister, birthday May 3"]}]}
+    for step in ("remember", "recall"):
+        async with Client(server, elicitation_callback=consent) as client:
+            if step == "remember":
+                assert not (await client.call_tool("register_agent", {"entry": published})).is_error
+                call = {"identifier": MEMORY["identifier"], "tool": "create_entities", "arguments": remember}
+                assert answer(await client.call_tool("call_agent", call))["result"]["entities"][0]["name"] == "Ana"
+            else:
+                graph = answer(await client.call_tool("call_agent", {"identifier": MEMORY["identifier"], "tool": "read_graph"}))
+    assert [e["observations"] for e in graph["result"]["entities"]] == [["the user's sister, birthday May 3"]]
+    install = data / "packages" / "cache" / "npm" / "@modelcontextprotocol+server-memory" / "2026.8.31"
+    assert list(install.rglob("memory.jsonl")) == []  # written in its own view, not into the shared install
+    assert len(list((data / "packages" / "servers").rglob("memory.jsonl"))) == 1

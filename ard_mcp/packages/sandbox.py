@@ -146,6 +146,7 @@ class Launch:
     runtime_dirs: tuple[Path, ...] = ()  # read-only directories the command needs (an interpreter's prefix)
     environment: Mapping[str, str] = field(default_factory=dict)  # the only variables it gets, besides HOME, PATH, TMPDIR, LANG
     network: bool = False  # False: its own network namespace, loopback only; True: the host's network
+    package_view: Path | None = None  # the server's writable view of package_dir (`views`), bound at package_dir's path
 
 
 @dataclass(frozen=True)
@@ -249,7 +250,7 @@ def unsandboxed(launch: Launch, confinement: Confinement) -> Command:
 def _check(launch: Launch) -> None:
     if not launch.command or not os.path.isabs(launch.command[0]):
         raise ValueError(f"a sandboxed command starts with an absolute path, not {launch.command[:1]}")
-    for directory in (launch.package_dir, launch.state_dir, *launch.runtime_dirs):
+    for directory in (launch.package_dir, launch.state_dir, *launch.runtime_dirs, *filter(None, [launch.package_view])):
         if not directory.is_absolute() or not directory.is_dir():
             raise ValueError(f"{directory} is not an absolute path to a directory")
     for name, value in launch.environment.items():
@@ -312,7 +313,8 @@ def _argv(bwrap: str, launch: Launch, confinement: Confinement, as_root: bool, v
 
 def _view(launch: Launch, confinement: Confinement) -> list[str]:
     """The mounts: system directories, /proc, /dev, /tmp, then the parents of each bind made enterable,
-    then the binds (the state directory last, so it is writable wherever it lies)."""
+    then the binds (the state directory last, so it is writable wherever it lies; the package's writable view,
+    where it has one, at the package's own path)."""
     view: list[str] = []
     for system in SYSTEM_DIRS:
         if os.path.islink(system):
@@ -320,12 +322,13 @@ def _view(launch: Launch, confinement: Confinement) -> list[str]:
         elif os.path.isdir(system):
             view += ["--ro-bind", system, system]
     view += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(confinement.tmp_bytes), "--tmpfs", "/tmp"]
-    binds = [("--ro-bind-try", Path("/etc", name)) for name in ETC]
-    binds += [("--ro-bind", directory) for directory in (*launch.runtime_dirs, launch.package_dir)]
-    binds.append(("--bind", launch.state_dir))
-    parents = {parent for _, path in binds for parent in path.parents if parent != Path("/")}
+    binds = [("--ro-bind-try", Path("/etc", name), Path("/etc", name)) for name in ETC]
+    binds += [("--ro-bind", directory, directory) for directory in launch.runtime_dirs]
+    package = ("--bind", launch.package_view) if launch.package_view is not None else ("--ro-bind", launch.package_dir)
+    binds += [(package[0], package[1], launch.package_dir), ("--bind", launch.state_dir, launch.state_dir)]
+    parents = {parent for _, _, path in binds for parent in path.parents if parent != Path("/")}
     for parent in sorted(parents, key=lambda p: len(p.parts)):
         view += ["--perms", "0755", "--dir", str(parent)]
-    for how, path in binds:
-        view += [how, str(path), str(path)]
+    for how, source, path in binds:
+        view += [how, str(source), str(path)]
     return view

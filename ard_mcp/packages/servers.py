@@ -18,8 +18,10 @@ in the sandbox (`sandbox`) unless the operator allowed unsandboxed servers.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
+import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -34,6 +36,7 @@ from mcp import Client
 from ard_mcp import __version__
 from ard_mcp.errors import AgentTimeout, AgentUnreachable, PermissionDenied
 from ard_mcp.monitoring import metrics
+from ard_mcp.packages import views
 from ard_mcp.packages.consent import Approvals
 from ard_mcp.packages.install import Installed
 from ard_mcp.packages.plans import LaunchPlan
@@ -112,7 +115,8 @@ class PackageServers:
         return len(self._running)
 
     def command(self, start: Start, state_dir: Path) -> Command:
-        """How `start` is run: in the sandbox, or without one where the operator allowed that and none can be had."""
+        """How `start` is run: in the sandbox, with its own writable view of its package (`views`, made on its
+        first start: run in a worker thread), or without one where the operator allowed that and none can be had."""
         launch = Launch(
             command=start.installed.command,
             package_dir=start.installed.directory,
@@ -122,7 +126,9 @@ class PackageServers:
             network=start.network,
         )
         try:
-            return sandboxed(launch, self._confinement)
+            uid = self._confinement.uid if os.geteuid() == 0 else None
+            view = views.made(start.installed.directory, state_dir.parent / "package", uid)
+            return sandboxed(dataclasses.replace(launch, package_view=view), self._confinement)
         except SandboxUnavailable as exc:
             if not self._allow_unsandboxed:
                 raise PermissionDenied(f"package servers run only in a sandbox, and none can be had here: {exc}") from None
@@ -178,7 +184,7 @@ class PackageServers:
         end the registry's background task group)."""
         start = running.start
         try:
-            command = self.command(start, running.state_dir)
+            command = await anyio.to_thread.run_sync(self.command, start, running.state_dir)
             with anyio.CancelScope(deadline=anyio.current_time() + open_within) as scope:
                 transport = BoundedStdio(command, running.stderr, max_message_bytes, self._redactor)
                 info = mcp_types.Implementation(name="ard-mcp", version=__version__)
