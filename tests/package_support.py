@@ -1,20 +1,24 @@
-"""What the package tests share: wheels written by hand (no build backend, nothing from the network) and a
-PEP 503 "simple" index on loopback serving them."""
+"""What the package tests share: wheels, source distributions and npm tarballs written by hand (no build
+backend, nothing from the network), a PEP 503 "simple" index and an npm registry on loopback serving them."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import html
+import io
+import json
 import os
 import socket
+import tarfile
 import threading
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from ard_mcp.packages.lookup import release_of
 
@@ -28,14 +32,15 @@ def helper():
 """
 
 
-def wheel(directory: Path, name: str, version: str, scripts: dict[str, str], module: str = PROBE) -> Path:
-    """A pure-Python wheel written as the wheel spec (PEP 427) lays one out: the module, METADATA, WHEEL,
-    entry_points.txt and a RECORD with each file's sha256."""
+def wheel(directory: Path, name: str, version: str, scripts: dict[str, str], module: str = PROBE, requires: Sequence[str] = ()) -> Path:
+    """A pure-Python wheel written as the wheel spec (PEP 427) lays one out: the module, METADATA (with a
+    `Requires-Dist` for each of `requires`), WHEEL, entry_points.txt and a RECORD with each file's sha256."""
     dist = name.replace("-", "_")
     info = f"{dist}-{version}.dist-info"
+    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(f"Requires-Dist: {r}\n" for r in requires)
     files = {
         f"{dist}/__init__.py": module.encode(),
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{info}/METADATA": metadata.encode(),
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: ard-mcp-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
         f"{info}/entry_points.txt": ("[console_scripts]\n" + "".join(f"{k} = {v}\n" for k, v in scripts.items())).encode(),
     }
@@ -48,6 +53,28 @@ def wheel(directory: Path, name: str, version: str, scripts: dict[str, str], mod
     with zipfile.ZipFile(path, "w") as archive:
         for member, data in files.items():
             archive.writestr(member, data)
+    return path
+
+
+def _tar(files: Mapping[str, str]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as archive:
+        for name, text in files.items():
+            member = tarfile.TarInfo(name)
+            member.size = len(text.encode())
+            archive.addfile(member, io.BytesIO(text.encode()))
+    return out.getvalue()
+
+
+def sdist(directory: Path, name: str, version: str, files: Mapping[str, str]) -> Path:
+    """A source distribution: `files` (pyproject.toml, setup.py, ...) under `<name>-<version>/`, with PKG-INFO."""
+    base = f"{name}-{version}"
+    members = {
+        f"{base}/PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        **{f"{base}/{k}": v for k, v in files.items()},
+    }
+    path = directory / f"{base}.tar.gz"
+    path.write_bytes(_tar(members))
     return path
 
 
@@ -67,8 +94,8 @@ class _Index(BaseHTTPRequestHandler):
                 for f in found
             )
             return self._send(200, f"<!DOCTYPE html><html><body>{links}</body></html>".encode(), "text/html")
-        if parts[0] == "files" and len(parts) == 2 and (self.files / parts[1]).is_file():
-            return self._send(200, (self.files / parts[1]).read_bytes(), "application/octet-stream")
+        if parts[0] == "files" and len(parts) == 2 and (self.files / unquote(parts[1])).is_file():  # 1.0+x is asked as 1.0%2Bx
+            return self._send(200, (self.files / unquote(parts[1])).read_bytes(), "application/octet-stream")
         return self._send(404, b"not found", "text/plain")
 
     def _send(self, status: int, body: bytes, content_type: str) -> None:
@@ -134,3 +161,72 @@ def loopback_listener() -> Iterator[tuple[int, list[bool]]]:
         stop.set()
         thread.join(timeout=5)
         server.close()
+
+
+# -- an npm registry on loopback --------------------------------------------------------------------------------
+
+NPM_PROBE = "console.log(JSON.stringify({argv: process.argv.slice(2), file: __filename}))\n"
+
+
+def npm_tarball(manifest: Mapping[str, Any]) -> bytes:
+    """An npm package tarball: package/package.json and index.js, as `npm pack` lays them out."""
+    return _tar({"package/package.json": json.dumps(manifest), "package/index.js": NPM_PROBE})
+
+
+class NpmRegistry:
+    """Packuments and tarballs served on a loopback port: `url`, and `asked`, every path requested."""
+
+    def __init__(self, url: str, documents: dict[str, bytes], asked: list[str]) -> None:
+        self.url = url
+        self.documents = documents
+        self.asked = asked
+
+    def publish(
+        self, name: str, version: str, manifest: Mapping[str, Any], *, listed_as: str | None = None, packed: Mapping[str, Any] | None = None
+    ) -> None:
+        """Publish `name@version` with `manifest` (dependencies, bin, ...): its packument lists it under
+        `listed_as` (default: the version itself) and its tarball holds `packed` as its package.json (default:
+        what the packument says)."""
+        said = {"name": name, "version": version, **manifest}
+        tarball = npm_tarball(packed if packed is not None else said)
+        path = f"/{name}/-/{name}-{version}.tgz"
+        self.documents[path] = tarball
+        dist = {
+            "tarball": self.url + path,
+            "integrity": "sha512-" + base64.b64encode(hashlib.sha512(tarball).digest()).decode(),
+            "shasum": hashlib.sha1(tarball).hexdigest(),
+        }
+        key = listed_as or version
+        packument = {"name": name, "dist-tags": {"latest": key}, "versions": {key: {**said, "dist": dist}}}
+        self.documents[f"/{name}"] = json.dumps(packument).encode()
+
+
+class _Npm(BaseHTTPRequestHandler):
+    documents: dict[str, bytes]
+    asked: list[str]
+
+    def do_GET(self) -> None:
+        self.asked.append(self.path)
+        body = self.documents.get(self.path)
+        self.send_response(200 if body is not None else 404)
+        self.send_header("Content-Type", "application/octet-stream" if self.path.endswith(".tgz") else "application/json")
+        self.send_header("Content-Length", str(len(body or b"{}")))
+        self.end_headers()
+        self.wfile.write(body or b"{}")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def serving_npm_registry() -> Iterator[NpmRegistry]:
+    """An empty npm registry on a loopback port, to `publish` into."""
+    documents: dict[str, bytes] = {}
+    asked: list[str] = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Registry", (_Npm,), {"documents": documents, "asked": asked}))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield NpmRegistry(f"http://127.0.0.1:{server.server_address[1]}", documents, asked)
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -6,7 +6,10 @@ What is refused, each with its reason (`InstallRefused`): a version that pins no
 version recorded, so the key the person consents to is still one release); a registry the operator does not
 allow, and a `registryBaseUrl` that is not among the allowed URLs (a record cannot send the installer to a
 registry of its own choosing); a PyPI package with no wheel for this platform (a source build runs the
-publisher's code); a seed record's `unknown` registry unless exactly one allowed registry has the name.
+publisher's code); a seed record's `unknown` registry unless exactly one allowed registry has the name; a
+dependency from anywhere but an allowed registry (a URL, a repository, a path: every request the installers
+make goes through `egress`, which lets through only the allowed registries), and an installed version other
+than the approved one (`npm`, `pypi`).
 
 An install is done once: a complete one in the cache is reused without running anything (its marker is
 written last), a half-done one is removed and done again, and two installs of one version wait for each
@@ -130,7 +133,7 @@ class Installer:
             if not self.allow_unpinned:
                 raise InstallRefused(f"{spec.key()}: version {spec.version or '(none)'} does not pin one release; {_UNPINNED_HINT}")
             newest = npm.newest if spec.registry == "npm" else pypi.newest
-            version = await newest(spec, url, self.cache, self.timeout)
+            version = await newest(spec, url, self.registries.urls(spec.registry), self.cache, self.timeout)
         return dataclasses.replace(spec, version=version)
 
     async def install(self, spec: PackageSpec) -> Installed:
@@ -156,13 +159,14 @@ class Installer:
     async def _install(self, spec: PackageSpec, url: str, directory: Path) -> dict[str, str]:
         """Install into a fresh `directory`, checking it can be started; the directory is removed if anything fails."""
         fresh(directory)
+        allowed = self.registries.urls(spec.registry)  # what the installer may reach (`egress`)
         try:
             if spec.registry == "npm":
-                integrity = await npm.install(spec, directory, url, self.cache, self.timeout)
+                integrity = await npm.install(spec, directory, url, allowed, self.cache, self.timeout)
                 npm.command(spec, directory)
             else:
                 async with self._client() as client:
-                    integrity = await pypi.install(spec, directory, url, self.cache, self.timeout, client)
+                    integrity = await pypi.install(spec, directory, url, allowed, self.cache, self.timeout, client)
                 pypi.command(spec, directory)
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)

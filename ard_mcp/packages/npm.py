@@ -7,9 +7,20 @@ installs it). npm reads its settings from `~/.npmrc`, the global npmrc, `npm_con
 project's `.npmrc`; here it gets an empty user and global config, a clean environment (`processes`) and a
 cache of its own, so the registry it uses is the one given (`--registry`) and nothing of the user's applies.
 
-Afterwards the lockfile is checked: every package must have come from that registry (a dependency on a git
-repository or a tarball URL would have been fetched from elsewhere; `inBundle` ones ship inside their parent),
-and the integrity npm verified the package against (`sha512-...`) is what the install records.
+Dependencies come from the allowed registries only. A package's dependency can name a tarball URL, a git
+repository (`git+https://...`, `user/repo`) or a path (`file:`), and npm fetches each from there, even when the
+package came from the registry; measured: a dependency on `http://127.0.0.1:PORT/x.tgz` is fetched from that
+port. So npm runs in two steps, each through `egress` (every request it makes goes to an allowed registry or
+is refused) with no git on its PATH (`processes`):
+
+1. `npm install --package-lock-only` resolves the tree into a lockfile, reading packuments only (a tarball-URL
+   or git dependency fails here: its request is refused, git is not found); the lockfile is checked before
+   any package is fetched: every package must come from the registry (`inBundle` ones ship inside their
+   parent; a `file:` dependency is a link to a directory), and the package be the approved version;
+2. `npm ci` installs exactly that lockfile, which is checked again, with the version the package's own
+   package.json says. The integrity npm verified the package against (`sha512-...`) is what the install records.
+
+A refusal names the dependency where npm's debug log or last words do (`name@spec`, as its parent asks for it).
 
 A package that needs its install script (a native addon compiled by node-gyp) installs here but fails when
 started; its stderr says so. The server is started as `node <bin script> ARGS`, the script named by the package's `bin` (the entry of the
@@ -19,18 +30,27 @@ would look the package up again and could install another version.
 
 from __future__ import annotations
 
+import re
 import shutil
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from ard_mcp.formats.bounded_json import UnreadableJson, read_json
-from ard_mcp.packages import processes
+from ard_mcp.packages import egress, processes
 from ard_mcp.packages.cache import private_dirs
+from ard_mcp.packages.egress import Egress
 from ard_mcp.packages.names import pinned_version, requirement
-from ard_mcp.packages.refusal import InstallRefused
+from ard_mcp.packages.refusal import InstallRefused, pointed_elsewhere
 from ard_mcp.packages.specs import PackageSpec
 
 _MAX_JSON = 64 * 1024 * 1024  # a lockfile of a package with thousands of dependencies runs to megabytes
+_MAX_LOG = 4 * 1024 * 1024  # how much of the end of npm's debug log is read for the dependency it failed on
+_FETCHED = re.compile(r"\bfetch manifest (\S+@\S+)")  # npm's debug log, for each dependency it resolves: name@spec
+_UNSUPPORTED = re.compile(r'Unsupported URL Type "[^"]*": (\S+)')  # npm's last words on a spec it cannot fetch (`link:`)
 
 
 def _npm() -> str:
@@ -47,7 +67,7 @@ def _node() -> Path:
     return Path(found).resolve()
 
 
-def _settings(cache: Path, registry: str) -> list[str]:
+def _settings(cache: Path, registry: str, out: Egress, logs: Path) -> list[str]:
     home, npm_cache, _ = private_dirs(cache)
     for name in ("npmrc", "global-npmrc"):  # npm refuses one file as both
         (home / name).touch()
@@ -60,7 +80,14 @@ def _settings(cache: Path, registry: str) -> list[str]:
         str(home / "global-npmrc"),
         "--cache",
         str(npm_cache),
+        "--logs-dir",
+        str(logs),
         "--no-update-notifier",
+        "--proxy",
+        out.url,
+        "--https-proxy",
+        out.url,
+        "--noproxy=",  # loopback and private registries go through `egress` too
     ]
 
 
@@ -71,7 +98,26 @@ def _read(path: Path, what: str) -> Any:
         raise InstallRefused(f"{what} cannot be read: {exc}") from None
 
 
-def _failure(spec: PackageSpec, registry: str, finished: processes.Finished) -> InstallRefused:
+def _elsewhere(logs: Path, tail: str) -> list[str]:
+    """The dependencies (`name@spec`) npm was asked to fetch from somewhere other than a registry, as its debug
+    log and its last words name them: a URL, a git repository, a GitHub shorthand (`user/repo`), a path."""
+    found = _UNSUPPORTED.findall(tail)
+    for log in sorted(logs.glob("*debug*.log")):
+        for wanted in _FETCHED.findall(log.read_text(encoding="utf-8", errors="replace")[-_MAX_LOG:]):
+            spec = wanted[1:].partition("@")[2]  # a scoped name starts with @ too
+            if "/" in spec or (":" in spec and not spec.startswith("npm:")):
+                found.append(wanted)
+    return list(dict.fromkeys(found))
+
+
+def _failure(spec: PackageSpec, registry: str, finished: processes.Finished, out: Egress, logs: Path) -> InstallRefused:
+    kinds = "a tarball URL, a git repository or a path on this machine"
+    said = out.said() if out.refused else ""
+    elsewhere = pointed_elsewhere(spec.key(), _elsewhere(logs, finished.tail), kinds, f"the registry {registry}", "npm", said)
+    if elsewhere is not None:
+        return elsewhere
+    if "spawn git" in finished.tail:
+        return InstallRefused(f"{spec.key()}: a dependency is a git repository, and git is not run here: only packages from {registry}")
     if "E404" in finished.tail:
         return InstallRefused(f"{spec.key()}: no package {spec.name} on {registry}")
     if "ETARGET" in finished.tail:
@@ -79,22 +125,36 @@ def _failure(spec: PackageSpec, registry: str, finished: processes.Finished) -> 
     return InstallRefused(f"{spec.key()}: npm could not install it (exit {finished.returncode}): {finished.tail[-2000:]}")
 
 
-async def newest(spec: PackageSpec, registry: str, cache: Path, timeout: float) -> str:
+async def _npm_run(
+    what: str, spec: PackageSpec, argv: list[str], registry: str, allowed: Sequence[str], cache: Path, cwd: Path, timeout: float
+) -> str:
+    """Run npm with `argv` (its settings appended) through `egress`; its stdout, or InstallRefused saying why it failed."""
+    home, _, _ = private_dirs(cache)
+    logs = Path(tempfile.mkdtemp(prefix="npm-logs-", dir=home))
+    try:
+        async with egress.proxy(allowed) as out:
+            env = processes.clean_environment(cache, out.environment())
+            finished = await processes.run(what, [*argv, *_settings(cache, registry, out, logs)], env, cwd, timeout)
+        if finished.returncode != 0:
+            raise _failure(spec, registry, finished, out, logs)
+        return finished.stdout
+    finally:
+        shutil.rmtree(logs, ignore_errors=True)
+
+
+async def newest(spec: PackageSpec, registry: str, allowed: Sequence[str], cache: Path, timeout: float) -> str:
     """The release npm would install for an unpinned version (a range, a dist-tag, none: `latest`)."""
     try:
         wanted = requirement("npm", spec.name, spec.version)
     except ValueError as exc:
         raise InstallRefused(f"{spec.key()}: {exc}") from None
-    argv = [_npm(), "view", wanted, "version", "--json", *_settings(cache, registry)]
-    finished = await processes.run("npm view", argv, processes.clean_environment(cache / ".home", {}), cache, timeout)
-    if finished.returncode != 0:
-        raise _failure(spec, registry, finished)
-    if not finished.stdout:
+    said = await _npm_run("npm view", spec, [_npm(), "view", wanted, "version", "--json"], registry, allowed, cache, cache, timeout)
+    if not said:
         raise InstallRefused(f"{spec.key()}: no release of {spec.name} on {registry} matches {spec.version or 'latest'}")
     try:
-        found = read_json(finished.stdout.encode(), max_bytes=processes.TAIL_BYTES)
+        found = read_json(said.encode(), max_bytes=processes.TAIL_BYTES)
     except UnreadableJson:
-        raise InstallRefused(f"{spec.key()}: npm view said {finished.tail[-500:]!r}, not a version") from None
+        raise InstallRefused(f"{spec.key()}: npm view said {said[-500:]!r}, not a version") from None
     versions = found if isinstance(found, list) else [found]
     version = pinned_version("npm", str(versions[-1])) if versions else None
     if version is None:
@@ -102,38 +162,54 @@ async def newest(spec: PackageSpec, registry: str, cache: Path, timeout: float) 
     return version
 
 
-async def install(spec: PackageSpec, directory: Path, registry: str, cache: Path, timeout: float) -> str:
-    """Install `spec` (pinned) into `directory`; the package's integrity."""
-    argv = [
-        _npm(),
-        "install",
-        f"{spec.name}@{spec.version}",
-        "--prefix",
-        str(directory),
-        "--ignore-scripts",
-        "--no-audit",
-        "--no-fund",
-        "--omit=dev",
-        *_settings(cache, registry),
-    ]
-    finished = await processes.run("npm install", argv, processes.clean_environment(cache / ".home", {}), directory, timeout)
-    if finished.returncode != 0:
-        raise _failure(spec, registry, finished)
+def _links_first(stray: str) -> bool:
+    return " is a link to " not in stray
+
+
+def _locked(spec: PackageSpec, directory: Path, registry: str) -> str:
+    """The package's integrity from npm's lockfile, every package of which must come from `registry`."""
     lock = _read(directory / "package-lock.json", f"{spec.key()}: npm's lockfile")
     packages = lock.get("packages") if isinstance(lock, dict) else None
     if not isinstance(packages, dict):
         raise InstallRefused(f"{spec.key()}: npm's lockfile lists no packages")
     prefix = registry.rstrip("/") + "/"
-    for path, entry in packages.items():
-        if path and isinstance(entry, dict) and not entry.get("inBundle") and not str(entry.get("resolved", "")).startswith(prefix):
-            raise InstallRefused(f"{spec.key()}: {path} came from {entry.get('resolved')!r}, not from the registry {registry}")
+    strays = [
+        f"{path} is a link to {entry.get('resolved')!r}, a directory on this machine"
+        if entry.get("link")
+        else f"{path} came from {entry['resolved']!r}"
+        if entry.get("resolved")
+        else f"{path} is a directory on this machine"
+        for path, entry in packages.items()
+        if path and isinstance(entry, dict) and not entry.get("inBundle") and not str(entry.get("resolved", "")).startswith(prefix)
+    ]
+    if strays:
+        raise InstallRefused(f"{spec.key()}: {'; '.join(sorted(strays, key=_links_first))}: not from the registry {registry}")
     own = packages.get(f"node_modules/{spec.name}")
     own = own if isinstance(own, dict) else {}
     integrity = own.get("integrity")
     if not isinstance(integrity, str) or not integrity:
         raise InstallRefused(f"{spec.key()}: {registry} gave no integrity for it, so what was installed cannot be told")
     if own.get("version") != spec.version:
-        raise InstallRefused(f"{spec.key()}: npm installed version {own.get('version')!r}, not {spec.version}")
+        raise InstallRefused(f"{spec.key()}: npm resolved version {own.get('version')!r}, not {spec.version}")
+    return integrity
+
+
+async def install(spec: PackageSpec, directory: Path, registry: str, allowed: Sequence[str], cache: Path, timeout: float) -> str:
+    """Install `spec` (pinned) into `directory`; the package's integrity. First the tree is resolved into a
+    lockfile alone (packuments only), which is checked before any package is fetched; then exactly that
+    lockfile is installed, and checked again with the package's own package.json."""
+    common = ["--prefix", str(directory), "--ignore-scripts", "--no-audit", "--no-fund", "--omit=dev"]
+    deadline = anyio.current_time() + timeout
+    argv = [_npm(), "install", f"{spec.name}@{spec.version}", "--package-lock-only", "--save-exact", *common]
+    await _npm_run("npm install --package-lock-only", spec, argv, registry, allowed, cache, directory, timeout)
+    _locked(spec, directory, registry)
+    left = max(deadline - anyio.current_time(), 0.001)
+    await _npm_run("npm ci", spec, [_npm(), "ci", *common], registry, allowed, cache, directory, left)
+    integrity = _locked(spec, directory, registry)
+    manifest = _read(directory / "node_modules" / spec.name / "package.json", f"{spec.key()}: its package.json")
+    said = manifest.get("version") if isinstance(manifest, dict) else None
+    if said != spec.version:
+        raise InstallRefused(f"{spec.key()}: the package npm installed says it is version {said!r}, not {spec.version}")
     return integrity
 
 

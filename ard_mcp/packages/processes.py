@@ -9,15 +9,21 @@ read as they come and only the last `TAIL_BYTES` kept; a process past its time i
 The environment is built, not inherited: the operator's variables that configure npm and pip
 (`npm_config_*`, `PIP_*`, `NODE_OPTIONS`) would otherwise reach the installer, and the installer must use
 only the registry and settings this room gives it. What is passed on is what reaching a registry needs on
-this machine: PATH (npm is a node script), the CA bundle and proxy settings the operator set for TLS
-(`NODE_EXTRA_CA_CERTS`, `SSL_CERT_FILE`, `HTTPS_PROXY`, ...); on a machine whose TLS goes through an
-inspecting proxy npm fails with SELF_SIGNED_CERT_IN_CHAIN without `NODE_EXTRA_CA_CERTS`.
+this machine: the CA bundle the operator set for TLS (`NODE_EXTRA_CA_CERTS`, `SSL_CERT_FILE`); on a machine
+whose TLS goes through an inspecting proxy npm fails with SELF_SIGNED_CERT_IN_CHAIN without
+`NODE_EXTRA_CA_CERTS`. The operator's proxy variables are not passed on: the installer's one way out is
+`egress`, which chains to that proxy itself.
+
+PATH is a directory of the cache's (`.bin/`) holding `node` alone: npm is a `#!/usr/bin/env node` script and
+needs nothing else, and with no `git`, `hg` or `svn` to be found a dependency on a repository cannot be
+fetched by a version-control program either (measured: npm stops with `spawn git ENOENT`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,20 +33,7 @@ import anyio
 from anyio.abc import ByteReceiveStream
 
 TAIL_BYTES = 8000
-PASSED_ON = (
-    "PATH",
-    "LANG",
-    "LC_ALL",
-    "NODE_EXTRA_CA_CERTS",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "HTTPS_PROXY",
-    "HTTP_PROXY",
-    "NO_PROXY",
-    "https_proxy",
-    "http_proxy",
-    "no_proxy",
-)
+PASSED_ON = ("LANG", "LC_ALL", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR")
 
 
 @dataclass(frozen=True)
@@ -54,11 +47,25 @@ class TimedOut(Exception):
     """The process ran past its time and was killed; the message ends with the tail of its output."""
 
 
-def clean_environment(home: Path, extra: Mapping[str, str]) -> dict[str, str]:
-    """The variables an installer runs with: PASSED_ON from ours, HOME set to `home` (so no dotfile of the
-    user's is read), and `extra`."""
+def bare_path(cache: Path) -> str:
+    """The installers' PATH: `<cache>/.bin/`, holding a link to the `node` found on ours (if any) and nothing else."""
+    directory = cache / ".bin"
+    directory.mkdir(parents=True, exist_ok=True)
+    node = shutil.which("node")
+    link = directory / "node"
+    if node is not None and not (link.is_symlink() and os.readlink(link) == node):
+        temporary = directory / f".node.{os.getpid()}"  # two installs at once each put a whole link in place
+        temporary.unlink(missing_ok=True)
+        temporary.symlink_to(node)
+        os.replace(temporary, link)
+    return str(directory)
+
+
+def clean_environment(cache: Path, extra: Mapping[str, str]) -> dict[str, str]:
+    """The variables an installer runs with: PASSED_ON from ours, HOME set to `<cache>/.home` (so no dotfile of
+    the user's is read), PATH set to `bare_path`, and `extra` (the proxy variables of `egress`, ...)."""
     found = {name: os.environ[name] for name in PASSED_ON if name in os.environ}
-    return {**found, "HOME": str(home), **extra}
+    return {**found, "HOME": str(cache / ".home"), "PATH": bare_path(cache), **extra}
 
 
 async def run(what: str, argv: Sequence[str], env: Mapping[str, str], cwd: Path, timeout: float) -> Finished:

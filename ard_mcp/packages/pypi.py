@@ -6,10 +6,24 @@ so only wheels are taken (`--only-binary=:all:`): a package or dependency with n
 refused, not built. pip's settings come from pip.conf files and `PIP_*` variables; `--isolated` drops the
 variables and the user's file, and `PIP_CONFIG_FILE=/dev/null` the rest (pip reads that one variable even
 isolated), so the index is the one given (`--index-url`) and nothing of the user's applies. pip itself is
-ard-mcp's own (`sys.executable -m pip`), which installs for this very interpreter version.
+ard-mcp's own (`sys.executable`'s), which installs for this very interpreter version; pip 23 (what a new
+venv has) reads only its own CA bundle, so it is given the operator's (`--cert`), or PyPI fails wherever TLS
+is inspected.
 
-What is installed goes to `lib/` (`--target`); pip's `--report` says which wheel it took and its sha256, the
-integrity the install records (the index's hash, which pip checked the download against).
+Dependencies come from the allowed indexes only. A wheel's `Requires-Dist: x @ URL` sends pip to that URL
+(measured: to another loopback port, as root, while resolving), `x @ git+https://...` to git, `x @ file:///dir`
+to a directory on this machine, and `--only-binary` does not cover these: pip sets out to build a direct
+reference that is not a wheel, installing the build backend its pyproject names from the index and running
+it. So pip runs through `egress` (a request to any other origin is refused), under an audit hook that
+refuses every program it would start (a build, a version-control checkout), and a failure names the
+dependency as pip's `Collecting x @ URL` line does. After the install, pip's `--report` is checked: every
+package a release file from an allowed origin (`archive_info`, not a direct URL, `vcs_info` or `dir_info`).
+
+The version installed is the one approved: pip is asked for `name===1.0`, not `name==1.0`, which PEP 440
+lets match `1.0+anything` (a local label is another release, `Version("1.0+evil") != Version("1.0")`), and the
+report's version is compared again. What is installed goes to `lib/` (`--target`); the report says which
+wheel pip took and its sha256, the integrity the install records (the index's hash, which pip checked the
+download against).
 
 The server is started by the base interpreter (`sys.base_prefix`, never a virtual environment's, whose path
 is inside someone's project) as `python -I -S -B -c CODE ARGS`: `-I` ignores `PYTHON*` variables and the user's
@@ -25,16 +39,19 @@ import configparser
 import os
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
+from packaging.version import InvalidVersion, Version
 
 from ard_mcp.formats.bounded_json import UnreadableJson, read_json
-from ard_mcp.packages import lookup, processes
+from ard_mcp.packages import egress, lookup, processes
 from ard_mcp.packages.cache import private_dirs
+from ard_mcp.packages.egress import Egress
 from ard_mcp.packages.names import canonical_pypi, pinned_version, requirement
-from ard_mcp.packages.refusal import InstallRefused
+from ard_mcp.packages.refusal import InstallRefused, pointed_elsewhere
 from ard_mcp.packages.specs import PackageSpec
 
 LIB = "lib"
@@ -43,8 +60,39 @@ _MAX_REPORT = 64 * 1024 * 1024
 _ENTRY = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*:\s*([A-Za-z_][\w.]*)\s*(?:\[[^\]]*\])?\s*$")
 
 
-def _settings(cache: Path, index: str) -> list[str]:
+# pip started through this, not as `python -m pip`: an audit hook refuses every program pip would start. pip
+# starts one to build a source distribution (a direct-URL or path dependency, which `--only-binary` does not
+# cover: measured, pip 23 and 26 both set up a build) and to check out a repository (git, hg, svn); the
+# programs a plain wheel install starts (lsb_release, uname, rustc for its User-Agent) it does without.
+NO_PROGRAM = "ard-mcp: pip may start no program here"
+_NO_PROGRAMS = f"""import runpy, sys
+def refuse(event, args):
+    if event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty"):
+        raise PermissionError({NO_PROGRAM!r} + " (" + repr(args)[:300] + ")")
+sys.addaudithook(refuse)
+sys.argv[0] = "pip"
+runpy.run_module("pip", run_name="__main__", alter_sys=True)
+"""
+# a dependency pip was sent elsewhere for: `Collecting dep @ https://host/x.whl` (pip 23: `dep@ ...`), `Processing ./dir`
+_DIRECT = re.compile(r"^\s*Collecting ([A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])? ?@ \S+)|^\s*Processing (\S+)", re.MULTILINE)
+_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")  # Debian's and Ubuntu's system store
+
+
+def origins(allowed: Sequence[str]) -> tuple[str, ...]:
+    """What pip may reach: the allowed indexes, and PyPI's file host where PyPI is one of them."""
+    hosts = {egress.origin(url)[0] for url in allowed}
+    return (*allowed, *(["https://files.pythonhosted.org"] if "pypi.org" in hosts else []))
+
+
+def _pip() -> list[str]:
+    return [sys.executable, "-c", _NO_PROGRAMS]
+
+
+def _settings(cache: Path, index: str, out: Egress) -> list[str]:
     _, _, pip_cache = private_dirs(cache)
+    # pip 23 reads only its own CA bundle (`--isolated` drops pip.conf's `cert`): where TLS is inspected, the
+    # operator's bundle is the one that verifies
+    bundle = os.environ.get("SSL_CERT_FILE") or (str(_CA_BUNDLE) if _CA_BUNDLE.is_file() else None)
     return [
         "--isolated",
         "--disable-pip-version-check",
@@ -56,43 +104,116 @@ def _settings(cache: Path, index: str) -> list[str]:
         index,
         "--cache-dir",
         str(pip_cache),
+        "--proxy",
+        out.url,
+        *(["--cert", bundle] if bundle else []),
     ]
 
 
-def _environment(cache: Path) -> dict[str, str]:
-    return processes.clean_environment(cache / ".home", {"PIP_CONFIG_FILE": os.devnull, "PYTHONNOUSERSITE": "1"})
+def _environment(cache: Path, out: Egress) -> dict[str, str]:
+    return processes.clean_environment(cache, {"PIP_CONFIG_FILE": os.devnull, "PYTHONNOUSERSITE": "1", **out.environment()})
 
 
-def _requested(report_file: Path, spec: PackageSpec) -> dict[str, Any]:
-    """pip's report of the package asked for."""
+def _exactly(spec: PackageSpec) -> str:
+    """The requirement of exactly the approved release. `name==1.0` also matches `1.0+anything` (PEP 440 ignores
+    a candidate's local label when the specifier has none), so it is `name===1.0`, the version as PEP 440
+    normalizes it."""
+    try:
+        return f"{spec.name}==={Version(str(spec.version))}"
+    except InvalidVersion:
+        raise InstallRefused(f"{spec.key()}: {spec.version} is not a PEP 440 version") from None
+
+
+def _same(one: str, other: str) -> bool:
+    try:
+        return Version(one) == Version(other)
+    except InvalidVersion:
+        return False
+
+
+def _report(report_file: Path, spec: PackageSpec) -> list[dict[str, Any]]:
+    """pip's report: what it installed (or would)."""
     try:
         report = read_json(report_file.read_bytes(), max_bytes=_MAX_REPORT)
     except (OSError, UnreadableJson) as exc:
         raise InstallRefused(f"{spec.key()}: pip's report cannot be read: {exc}") from None
-    for item in report.get("install", []) if isinstance(report, dict) else []:
-        metadata = item.get("metadata") if isinstance(item, dict) else None
-        if isinstance(metadata, dict) and canonical_pypi(str(metadata.get("name"))) == spec.name:
-            return dict(item)
+    items = report.get("install", []) if isinstance(report, dict) else []
+    return [dict(item) for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
+def _name(item: dict[str, Any]) -> str:
+    metadata = item.get("metadata")
+    return canonical_pypi(str(metadata.get("name"))) if isinstance(metadata, dict) else ""
+
+
+def _requested(items: list[dict[str, Any]], spec: PackageSpec) -> dict[str, Any]:
+    """pip's report of the package asked for."""
+    for item in items:
+        if _name(item) == spec.name:
+            return item
     raise InstallRefused(f"{spec.key()}: pip's report does not list {spec.name}")
 
 
-async def newest(spec: PackageSpec, index: str, cache: Path, timeout: float) -> str:
+def _check_origins(items: list[dict[str, Any]], spec: PackageSpec, allowed: Sequence[str]) -> None:
+    """Every package pip installed must be a release file from an allowed index (`archive_info`), not a
+    direct URL, a repository checkout (`vcs_info`) or a directory (`dir_info`)."""
+    reachable = {egress.origin(url) for url in origins(allowed)}
+    for item in items:
+        download = item.get("download_info")
+        url = str(download.get("url")) if isinstance(download, dict) else "(nowhere pip says)"
+        try:
+            where = egress.origin(url)
+        except ValueError:
+            where = ("", 0)
+        kind = next((k for k in ("vcs_info", "dir_info") if isinstance(download, dict) and k in download), None)
+        if item.get("is_direct") or kind or not isinstance(download, dict) or "archive_info" not in download or where not in reachable:
+            how = "a repository checkout" if kind == "vcs_info" else "a directory" if kind == "dir_info" else "a direct URL"
+            raise InstallRefused(
+                f"{spec.key()}: its dependency {_name(item)} came from {url} ({how}), not as a release of an allowed index "
+                f"({', '.join(allowed)})"
+            )
+
+
+async def _pip_run(
+    what: str, spec: PackageSpec, argv: list[str], index: str, allowed: Sequence[str], cache: Path, cwd: Path, timeout: float
+) -> tuple[processes.Finished, Egress]:
+    async with egress.proxy(origins(allowed)) as out:
+        finished = await processes.run(what, [*_pip(), *argv, *_settings(cache, index, out)], _environment(cache, out), cwd, timeout)
+    return finished, out
+
+
+def _elsewhere(spec: PackageSpec, index: str, finished: processes.Finished, out: Egress) -> InstallRefused | None:
+    """Why pip failed when a dependency sent it outside the index: a direct URL, a repository, a path."""
+    pointed = list(dict.fromkeys(url or path for url, path in _DIRECT.findall(finished.tail)))
+    kinds = "a direct URL, a version-control repository or a path"
+    said = out.said() if out.refused else ""
+    elsewhere = pointed_elsewhere(spec.key(), pointed, kinds, f"the index {index}", "pip", said)
+    if elsewhere is not None:
+        return elsewhere
+    if NO_PROGRAM in finished.tail:
+        return InstallRefused(
+            f"{spec.key()}: pip set out to build a package from source or check out a repository, which is not done here: "
+            f"{finished.tail[-1000:]}"
+        )
+    return None
+
+
+async def newest(spec: PackageSpec, index: str, allowed: Sequence[str], cache: Path, timeout: float) -> str:
     """The release pip would install for an unpinned version: the newest with a wheel for this platform."""
     try:
         wanted = requirement("pypi", spec.name, spec.version)
     except ValueError as exc:
         raise InstallRefused(f"{spec.key()}: {exc}") from None
     report = cache / ".home" / f"newest-{os.getpid()}-{id(spec)}.json"
-    argv = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-deps", *_settings(cache, index)]
+    argv = ["install", "--dry-run", "--ignore-installed", "--no-deps", "--report", str(report), wanted]
     try:
-        finished = await processes.run(
-            "pip install --dry-run", [*argv, "--report", str(report), wanted], _environment(cache), cache, timeout
-        )
+        finished, out = await _pip_run("pip install --dry-run", spec, argv, index, allowed, cache, cache, timeout)
         if finished.returncode != 0:
-            raise InstallRefused(
+            raise _elsewhere(spec, index, finished, out) or InstallRefused(
                 f"{spec.key()}: no release of {spec.name} on {index} has a wheel for this platform: {finished.tail[-1500:]}"
             )
-        version = pinned_version("pypi", str(_requested(report, spec)["metadata"].get("version")))
+        metadata = _requested(_report(report, spec), spec).get("metadata")
+        version = pinned_version("pypi", str(metadata.get("version"))) if isinstance(metadata, dict) else None
     finally:
         report.unlink(missing_ok=True)
     if version is None:
@@ -109,10 +230,13 @@ async def _failure(spec: PackageSpec, index: str, finished: processes.Finished, 
         return InstallRefused(f"{spec.key()}: pip could not install it (exit {finished.returncode}): {said}")
     if files is None:
         return InstallRefused(f"{spec.key()}: no package {spec.name} on {index}")
-    wanted = (spec.version or "").lower()
-    releases = [r for r in map(lookup.release_of, files) if r is not None and r[0] == spec.name and r[1] == wanted]
+    listed = [r for r in map(lookup.release_of, files) if r is not None and r[0] == spec.name]
+    releases = [r for r in listed if _same(r[1], str(spec.version))]
     if not releases:
-        return InstallRefused(f"{spec.key()}: {index} has no version {spec.version} of {spec.name}")
+        public = str(spec.version).partition("+")[0]
+        near = sorted({r[1] for r in listed if r[1].partition("+")[0] == public and "+" in r[1]})
+        besides = f" (only {', '.join(near)}: a local version label makes another release)" if near else ""
+        return InstallRefused(f"{spec.key()}: {index} has no version {spec.version} of {spec.name}{besides}")
     if not any(is_wheel for _, _, is_wheel in releases):
         return InstallRefused(
             f"{spec.key()}: no wheel, only a source distribution, and building one runs the publisher's code (not done here)"
@@ -122,14 +246,23 @@ async def _failure(spec: PackageSpec, index: str, finished: processes.Finished, 
     )
 
 
-async def install(spec: PackageSpec, directory: Path, index: str, cache: Path, timeout: float, client: httpx.AsyncClient) -> str:
-    """Install `spec` (pinned) into `directory/lib`; the sha256 of its wheel."""
-    argv = [sys.executable, "-m", "pip", "install", *_settings(cache, index), "--no-warn-script-location"]
-    argv += ["--target", str(directory / LIB), "--report", str(directory / REPORT), f"{spec.name}=={spec.version}"]
-    finished = await processes.run("pip install", argv, _environment(cache), directory, timeout)
+async def install(
+    spec: PackageSpec, directory: Path, index: str, allowed: Sequence[str], cache: Path, timeout: float, client: httpx.AsyncClient
+) -> str:
+    """Install `spec` (pinned) into `directory/lib`; the sha256 of its wheel. Every package must be a release of
+    an allowed index, and the one asked for exactly the approved version."""
+    argv = ["install", "--no-warn-script-location", "--target", str(directory / LIB), "--report", str(directory / REPORT)]
+    finished, out = await _pip_run("pip install", spec, [*argv, _exactly(spec)], index, allowed, cache, directory, timeout)
     if finished.returncode != 0:
-        raise await _failure(spec, index, finished, client)
-    download = _requested(directory / REPORT, spec).get("download_info")
+        raise _elsewhere(spec, index, finished, out) or await _failure(spec, index, finished, client)
+    items = _report(directory / REPORT, spec)
+    _check_origins(items, spec, allowed)
+    requested = _requested(items, spec)
+    metadata = requested.get("metadata")
+    version = str(metadata.get("version")) if isinstance(metadata, dict) else None
+    if version is None or not _same(version, str(spec.version)):
+        raise InstallRefused(f"{spec.key()}: pip installed version {version} of {spec.name}, not {spec.version}")
+    download = requested.get("download_info")
     archive = download.get("archive_info") if isinstance(download, dict) else None
     hashes = archive.get("hashes") if isinstance(archive, dict) else None
     sha256 = hashes.get("sha256") if isinstance(hashes, dict) else None

@@ -6,8 +6,26 @@ server), so the message says what was refused and why, with the installer's last
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class InstallRefused(Exception):
     """Not installed: an unpinned version, a registry not allowed, no wheel for this platform (source builds
     run the publisher's code), no such package or version, a name on both registries or neither, a failed or
     timed-out install."""
+
+
+def pointed_elsewhere(key: str, pointed: Sequence[str], kinds: str, where: str, asked: str, refused: str) -> InstallRefused | None:
+    """Why an install stopped when a dependency pointed outside the allowed registry `where`: `pointed`, the
+    dependencies the installer named (`kinds` says what they may be); `refused`, what the egress proxy refused
+    (`asked` for it: "npm", "pip"); None when neither happened."""
+    also = f"; refused: {refused}" if refused and pointed else ""
+    if pointed:
+        return InstallRefused(
+            f"{key}: its dependency {', '.join(pointed)} is not a release on {where} ({kinds}): such dependencies are not installed{also}"
+        )
+    if refused:
+        return InstallRefused(
+            f"{key}: {asked} asked for {refused}, which is not on {where} (refused): a dependency that points elsewhere is not installed"
+        )
+    return None
