@@ -26,6 +26,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from ard_mcp.errors import InvalidArgument
+from ard_mcp.packages.inputs import FILE, FOLDER
 from ard_mcp.packages.install import Installed, Installer, InstallRefused, Registries
 from ard_mcp.packages.specs import EnvVar, PackageSpec, Unusable, package_of, parse_key
 from tests.conftest import NO_SHARED_DATA, SHARED_DATA
@@ -176,12 +177,22 @@ def _unusable(package: dict[str, Any]) -> Unusable:
 
 def test_what_makes_a_package_unusable_is_named() -> None:
     npm = {"registryType": "npm", "identifier": "x-server", "version": "1.0.0"}
-    required = _unusable({**npm, "packageArguments": [{"type": "positional", "valueHint": "target_dir", "isRequired": True}]})
-    assert required.kind == "needs-input" and "'target_dir'" in required.reason
-    needs = _unusable(
-        {**npm, "packageArguments": [{"type": "named", "name": "--vault", "value": "${input:vaultPath}", "isRequired": True}]}
-    )
-    assert needs.kind == "needs-input" and "'--vault ${input:vaultPath}'" in needs.reason
+    required = _unusable({**npm, "packageArguments": [{"type": "positional", "valueHint": "team_id", "isRequired": True}]})
+    assert required.kind == "needs-input" and "'team_id'" in required.reason
+    needs = _unusable({**npm, "packageArguments": [{"type": "named", "name": "--team", "value": "${input:teamId}", "isRequired": True}]})
+    assert needs.kind == "needs-input" and "'--team ${input:teamId}'" in needs.reason
+    # a path of the person's is a slot the person fills when asked (`grants`), a file where the words say so
+    slots = [
+        ({"type": "positional", "valueHint": "target_dir", "isRequired": True}, (FOLDER,)),
+        ({"type": "named", "name": "--vault", "value": "${input:vaultPath}", "isRequired": True}, ("--vault", FOLDER)),
+        (
+            {"type": "named", "name": "--db", "description": "The SQLite database file", "isRequired": True, "format": "filepath"},
+            ("--db", FILE),
+        ),
+    ]
+    for argument, items in slots:
+        found = package_of({"data": {"packages": [{**npm, "packageArguments": [argument]}]}})
+        assert isinstance(found, PackageSpec) and found.package_arguments == items, found
     launcher = _unusable(
         {**npm, "runtimeHint": "npx", "runtimeArguments": [{"type": "named", "name": "-y"}, {"type": "named", "name": "--package=other"}]}
     )
@@ -306,7 +317,7 @@ def test_a_half_done_install_is_redone_and_concurrent_installs_run_pip_once(inde
     half = tmp_path / "cache" / "pypi" / "ard-probe-server" / "1.1.0"
     half.mkdir(parents=True)
     (half / "left-by-a-crash").write_text("x")
-    before = asked.count("/simple/ard-probe-server/")
+    before = len([path for path in asked if path.startswith("/files/ard_probe_server-")])
     results: list[Installed] = []
 
     async def both() -> None:
@@ -319,7 +330,8 @@ def test_a_half_done_install_is_redone_and_concurrent_installs_run_pip_once(inde
 
     anyio.run(both)
     assert results[0] == results[1]
-    assert asked.count("/simple/ard-probe-server/") == before + 1  # one pip run: the other waited, then reused it
+    downloads = len([path for path in asked if path.startswith("/files/ard_probe_server-")])
+    assert downloads == before + 1  # one pip run: the other waited, then reused it
     assert not (half / "left-by-a-crash").exists() and (half / "installed.json").is_file()
 
 

@@ -16,6 +16,8 @@ from ard_mcp.formats import package_variables, registration
 from ard_mcp.formats.quoting import quoted
 from ard_mcp.packages import interpreter_flags, question
 from ard_mcp.packages.consent import Approvals
+from ard_mcp.packages.grants import Grant, checked, filled, needed
+from ard_mcp.packages.inputs import FILE, FOLDER
 from ard_mcp.packages.plans import LaunchPlan, changes, plan_of
 from ard_mcp.packages.servers import directory_name
 from ard_mcp.packages.specs import EnvVar, PackageSpec
@@ -247,3 +249,49 @@ def test_state_directories_of_two_packages_never_share_a_name() -> None:
     keys = ["npm:@s/n~x@1.0.0", "npm:@s~n/x@1.0.0", "npm:@s_n/x@1.0.0", "npm:@s/n_x@1.0.0", "pypi:a-b@1", "pypi:a_b@1", "npm:a.b@1"]
     names = [directory_name(key) for key in keys]
     assert len(set(names)) == len(keys) and all("/" not in name and name not in (".", "..") for name in names)
+
+
+def test_a_folder_given_to_a_server_is_never_the_system_a_home_or_ard_mcps_own(tmp_path: Path) -> None:
+    data, project, elsewhere = tmp_path / "data", tmp_path / "project", tmp_path / "elsewhere"
+    for folder in (data, project, elsewhere):
+        folder.mkdir()
+    (project / "shop.sqlite").write_text("")
+    (elsewhere / "to-etc").symlink_to("/etc")
+    (elsewhere / "to-data").symlink_to(data)
+    assert checked(str(project), "folder", False, data) == Grant(str(project), "folder", False)
+    assert checked(f" {project}/shop.sqlite ", "file", True, data).mounted == project
+    refused = {
+        "/": "the whole file system",
+        "/etc": "a system directory",
+        "/usr/share": "a system directory",
+        str(elsewhere / "to-etc"): "a system directory",
+        str(data): "ard-mcp's own data directory",
+        str(data / ".."): "ard-mcp's own data directory",
+        str(elsewhere / "to-data"): "ard-mcp's own data directory",
+        str(Path.home()): "a home directory",
+        "/home": "a home directory",
+        "project": "give the full path",
+        "": "give the full path",
+        str(tmp_path / "missing"): "is not a folder",
+        str(project / "shop.sqlite"): "is not a folder",
+    }
+    for typed, why in refused.items():
+        with pytest.raises(InvalidArgument, match=why):
+            checked(typed, "folder", True, data)
+    hidden = Path.home() / f".ard-mcp-test-{tmp_path.name}"
+    hidden.mkdir()
+    try:
+        with pytest.raises(InvalidArgument, match="a hidden folder of a home directory"):
+            checked(str(hidden), "folder", False, data)
+    finally:
+        hidden.rmdir()
+    assert filled(("--root", FOLDER, "-v"), Grant(str(project), "folder", False)) == ("--root", str(project), "-v")
+    assert needed(("--db", FILE)) == "file" and needed(("x",)) is None
+
+
+def test_the_question_asks_for_a_folder_where_the_launch_takes_one() -> None:
+    plan = LaunchPlan("npm", "@s/fs", "1.0.0", "https://registry.npmjs.org", None, (), ("--root", FOLDER), ())
+    spec = PackageSpec("npm", "@s/fs", "1.0.0", None, (), plan.package_arguments, ())
+    text = question.text(plan, spec, "urn:air:s.example:fs", "verified", None, {}, False)
+    assert 'arguments "--root" <the folder you give it>' in text
+    assert "It works on a folder of yours: type its full path below. It will see that folder alone, read-only" in text

@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ard_mcp.formats.timestamps import utc_text
+from ard_mcp.packages.grants import Grant
 from ard_mcp.packages.plans import LaunchPlan
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,8 @@ MAX_REQUESTED = 100  # refused launches kept for the command line to approve, ne
 
 
 class PackageConsent(BaseModel):
-    """The form the person fills in (form elicitation: flat, primitive fields, nothing secret)."""
+    """The form the person fills in (form elicitation: flat, primitive fields, nothing secret); `FolderConsent`
+    where the launch works on a folder or file of theirs."""
 
     network: bool = Field(default=False, title="Let it reach the network", description="Off: it runs with no network at all.")
     web_pages: bool = Field(
@@ -49,6 +51,11 @@ class PackageConsent(BaseModel):
     )
 
 
+class FolderConsent(PackageConsent):
+    path: str = Field(title="Folder or file to give it", description="Its full path on this machine; it sees nothing else of your files.")
+    writable: bool = Field(default=False, title="Let it change files there", description="Off: it may only read them.")
+
+
 @dataclass(frozen=True)
 class Approval:
     plan: LaunchPlan
@@ -56,6 +63,7 @@ class Approval:
     at: str
     by: str  # "the person, asked by their host" or "the command line"
     web_pages: bool = False  # it may ask the person to open a page it names (URL-mode elicitation)
+    grant: Grant | None = None  # the folder or file it works on, where its launch takes one
     integrity: str | None = None  # the installed files', recorded on the first install after the approval
     changed: str | None = None  # an install whose integrity differs from `integrity`: refused until asked again
     digest: str = field(init=False)
@@ -76,6 +84,7 @@ class Approval:
             "at": self.at,
             "by": self.by,
             "webPages": self.web_pages,
+            "grant": self.grant.as_json() if self.grant is not None else None,
             "integrity": self.integrity,
             "changed": self.changed,
         }
@@ -96,7 +105,8 @@ class Approval:
             or not all(isinstance(v, str | None) for v in (integrity, changed))
         ):
             raise ValueError("network and webPages must be true or false, integrity and changed strings or null")
-        return cls(plan, raw["network"], str(raw.get("at", "")), str(raw.get("by", "")), web_pages, integrity, changed)
+        grant = Grant.from_json(raw["grant"]) if raw.get("grant") is not None else None
+        return cls(plan, raw["network"], str(raw.get("at", "")), str(raw.get("by", "")), web_pages, grant, integrity, changed)
 
 
 def _now() -> str:
@@ -143,8 +153,10 @@ class Approvals:
                 log.error("package approvals %s, item %d, is not used: %s", self.path, i, exc)
         return found
 
-    def allow(self, plan: LaunchPlan, network: bool, by: str, integrity: str | None = None, web_pages: bool = False) -> Approval:
-        approval = Approval(plan, network, _now(), by, web_pages, integrity)
+    def allow(
+        self, plan: LaunchPlan, network: bool, by: str, integrity: str | None = None, web_pages: bool = False, grant: Grant | None = None
+    ) -> Approval:
+        approval = Approval(plan, network, _now(), by, web_pages, grant, integrity)
         with self._lock:
             self._write([*(a for a in self.all() if a.digest != plan.digest), approval])
         return approval

@@ -8,7 +8,10 @@ named one with neither and no `valueHint` a bare flag (`--stdio`). A value that 
 something the person must supply cannot be filled here: `<absolute_path_to_folder>`, `${input:apiKey}`,
 `$REPOSITORY_DIRECTORY`, an unresolved `{variable}`, `YOUR_API_KEY`, `/path/to/...`, a Windows or home
 directory path. A required one makes the package unusable (`Unfillable`, naming it); an optional one is left
-out. Measured on the 471 seed records: 84 packages are unusable for such a placeholder.
+out. Measured on the 471 seed records: 84 packages are unusable for such a placeholder. In a current
+server.json, a required argument that takes a path of the person's (`format: filepath`, or words such as
+folder, directory, path or file) is a slot instead (`FOLDER`, `FILE`): the person grants one when asked,
+and it is mounted into the sandbox (`grants`). The seed's placeholders are source checkouts, not data.
 
 The seed's arguments were copied from READMEs' host configurations, so some of them are the launcher's, not
 the server's: uv's `--directory`, `--with`, `--from git+...`, `--python`, Python's `-m`, and script files of
@@ -38,6 +41,10 @@ _LAUNCHER_WORDS = {"python", "python3", "uv", "uvx", "node", "npx", "run"}
 _SCRIPT = re.compile(r"\.(?:py|js|mjs|cjs|ts)$", re.IGNORECASE)
 _SECRET_NAME = re.compile(r"(?:KEY|TOKEN)$|PASSWORD|PASSWD|SECRET|CREDENTIAL", re.IGNORECASE)
 _INPUT = re.compile(r"^\s*\$\{input:[^}]*\}\s*$")
+_PATHLIKE = re.compile(r"folder|director|(?:\b|_)dirs?\b|path|(?:\b|_)files?\b|(?:\b|_)roots?\b|vault|workspace", re.IGNORECASE)
+_FILELIKE = re.compile(r"(?:\b|_)file\b|[._-]db\b|\bdb[._-]|sqlite|database|\.(?:db|sqlite3?|json|ya?ml|csv|graphqls?|txt|md)\b", re.IGNORECASE)
+FOLDER = "\0folder"  # in an argv: the folder the person grants (`packages.grants`); NUL is in no real argument
+FILE = "\0file"  # ... a file the person grants, its folder mounted with it
 
 
 class Unfillable(ValueError):
@@ -104,6 +111,15 @@ def _launcher_reason(items: list[str], package: str) -> str | None:
     return None
 
 
+def _slot(argument: Mapping[str, Any]) -> str | None:
+    """`FOLDER` or `FILE` where a current server.json argument takes a path of the person's (`format: filepath`, or
+    a hint, name or description that says folder, directory, path or file), else None."""
+    words = " ".join(str(argument.get(key) or "") for key in ("name", "valueHint", "description", "value"))
+    if argument.get("format") != "filepath" and not _PATHLIKE.search(words):
+        return None
+    return FILE if _FILELIKE.search(words) else FOLDER
+
+
 def _items(argument: Mapping[str, Any], seed: bool, package: str) -> list[str]:
     """The argv items of one argument; [] when it is optional and has no value; Unfillable when it cannot be filled."""
     kind = argument.get("type")
@@ -116,8 +132,12 @@ def _items(argument: Mapping[str, Any], seed: bool, package: str) -> list[str]:
         raise Unfillable(f"a named argument without a name ({shown!r})", "malformed")
     if kind not in ("named", "positional"):
         raise Unfillable(f"argument {shown!r} has type {kind!r}, neither named nor positional", "malformed")
+    slot = None if seed else _slot(argument)
+    hint = field(argument, "valueHint", "value_hint")
     if value is None:
-        if kind == "named" and field(argument, "valueHint", "value_hint") is None:
+        if required and slot is not None and (kind == "positional" or hint is not None or argument.get("format") == "filepath"):
+            return [str(name), slot] if kind == "named" else [slot]
+        if kind == "named" and hint is None:
             items = [str(name)]
         elif required:
             raise Unfillable(f"argument {shown!r} needs a value from the person, and the record gives none", "needs-input")
@@ -130,6 +150,8 @@ def _items(argument: Mapping[str, Any], seed: bool, package: str) -> list[str]:
         items = value.split(None, 1) if whole else [str(name), value] if kind == "named" else [value]
     found = next((what for item in items if (what := placeholder(item))), None)
     if found is not None:
+        if required and slot is not None:
+            return [str(name), slot] if kind == "named" else [slot]
         if not required:
             return []
         raise Unfillable(f"argument {' '.join(items)!r} is {found} the person has to fill in", "needs-input")

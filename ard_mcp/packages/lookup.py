@@ -12,8 +12,11 @@ the status line is read (the body is never read), and an index page is read up t
 
 from __future__ import annotations
 
+import contextlib
 import html
 import re
+from datetime import datetime
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -61,6 +64,30 @@ async def on_pypi(client: httpx.AsyncClient, index: str, name: str) -> bool:
 async def pypi_files(client: httpx.AsyncClient, index: str, name: str) -> list[str] | None:
     """The file names a Python index lists for `name` (PEP 691 JSON or PEP 503 HTML); None when it has no such
     project; LookupFailed when that cannot be told."""
+    files = await _pypi_page(client, index, name)
+    return None if files is None else [str(f["filename"]) for f in files]
+
+
+async def uploaded(client: httpx.AsyncClient, index: str, name: str, version: str) -> datetime | None:
+    """When release `version` of `name` was uploaded: the newest of its files' `upload-time` (PEP 700), None where
+    the index does not say (a PEP 503 page) or cannot be asked. Installing its dependencies as of that moment is
+    what the release was made with (issue #54: three servers broke on a later major release of `mcp`)."""
+    try:
+        files = await _pypi_page(client, index, name)
+    except LookupFailed:
+        return None
+    times = []
+    for f in files or []:
+        release = release_of(str(f["filename"]))
+        if release is not None and release[:2] == (canonical_pypi(name), version.lower()) and isinstance(f.get("upload-time"), str):
+            with contextlib.suppress(ValueError):
+                times.append(datetime.fromisoformat(f["upload-time"].replace("Z", "+00:00")))
+    return max(times, default=None)
+
+
+async def _pypi_page(client: httpx.AsyncClient, index: str, name: str) -> list[dict[str, Any]] | None:
+    """The files a Python index lists for `name`, each a mapping with its `filename` (and, from a PEP 691 JSON
+    page, the rest it gives); None when it has no such project; LookupFailed when that cannot be told."""
     url = pypi_url(index, name)
     try:
         async with client.stream("GET", url, headers={"Accept": PYPI_ACCEPT}) as response:
@@ -77,13 +104,13 @@ async def pypi_files(client: httpx.AsyncClient, index: str, name: str) -> list[s
     except httpx.HTTPError as exc:
         raise LookupFailed(f"{url} could not be asked: {exc or type(exc).__name__}") from None
     if not is_json:
-        return [html.unescape(m.strip()) for m in _ANCHOR.findall(body.decode("utf-8", "replace"))]
+        return [{"filename": html.unescape(m.strip())} for m in _ANCHOR.findall(body.decode("utf-8", "replace"))]
     try:
         page = read_json(bytes(body), max_bytes=MAX_PAGE_BYTES)
     except UnreadableJson as exc:
         raise LookupFailed(f"{url}: {exc}") from None
     files = page.get("files") if isinstance(page, dict) else None
-    return [f["filename"] for f in files or [] if isinstance(f, dict) and isinstance(f.get("filename"), str)]
+    return [f for f in files or [] if isinstance(f, dict) and isinstance(f.get("filename"), str)]
 
 
 def release_of(filename: str) -> tuple[str, str, bool] | None:

@@ -40,6 +40,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
+from datetime import UTC, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,7 @@ from ard_mcp.packages.refusal import InstallRefused, pointed_elsewhere
 from ard_mcp.packages.specs import PackageSpec
 
 LIB = "lib"
+RELEASE_SLACK = timedelta(minutes=10)  # after the release's last file: what was on the index when it was published
 REPORT = "pip-report.json"
 _MAX_REPORT = 64 * 1024 * 1024
 _ENTRY = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*:\s*([A-Za-z_][\w.]*)\s*(?:\[[^\]]*\])?\s*$")
@@ -252,6 +254,9 @@ async def install(
     """Install `spec` (pinned) into `directory/lib`; the sha256 of its wheel. Every package must be a release of
     an allowed index, and the one asked for exactly the approved version."""
     argv = ["install", "--no-warn-script-location", "--target", str(directory / LIB), "--report", str(directory / REPORT)]
+    released = await lookup.uploaded(client, index, spec.name, str(spec.version))
+    if released is not None:  # its dependencies as they were when it was released (pip >= 26)
+        argv += ["--uploaded-prior-to", (released + RELEASE_SLACK).astimezone(UTC).isoformat(timespec="seconds")]
     finished, out = await _pip_run("pip install", spec, [*argv, _exactly(spec)], index, allowed, cache, directory, timeout)
     if finished.returncode != 0:
         raise _elsewhere(spec, index, finished, out) or await _failure(spec, index, finished, client)

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 
 from ard_mcp.formats.quoting import one_line, quoted
 from ard_mcp.packages.consent import Approval
+from ard_mcp.packages.grants import needed
+from ard_mcp.packages.inputs import FILE, FOLDER
 from ard_mcp.packages.plans import LaunchPlan, changes
 from ard_mcp.packages.specs import PackageSpec
 
@@ -26,9 +28,13 @@ def _some(items: list[str]) -> str:
     return ", ".join(items[:MAX_SHOWN]) + (f" and {extra} more" if extra > 0 else "")
 
 
+def _argument(item: str) -> str:
+    return {FOLDER: "<the folder you give it>", FILE: "<the file you give it>"}.get(item) or quoted(item, _ARGUMENT_CHARS)
+
+
 def _arguments(plan: LaunchPlan) -> str:
     parts = [
-        f"{label} {' '.join(quoted(a, _ARGUMENT_CHARS) for a in items[:MAX_SHOWN])}"
+        f"{label} {' '.join(_argument(a) for a in items[:MAX_SHOWN])}"
         + (f" and {len(items) - MAX_SHOWN} more" if len(items) > MAX_SHOWN else "")
         for label, items in (("runtime arguments", plan.runtime_arguments), ("arguments", plan.package_arguments))
         if items
@@ -50,6 +56,15 @@ def _variables(spec: PackageSpec, values: Mapping[str, str]) -> str | None:
         for v in spec.environment
     ]
     return f"It reads these environment variables, never typed here: {_some(shown)}."
+
+
+def _wants(kind: str | None) -> str | None:
+    if kind is None:
+        return None
+    return (
+        f"It works on a {kind} of yours: type its full path below. It will see that {kind} alone"
+        f'{" (and the folder it is in)" if kind == "file" else ""}, read-only unless you tick "Let it change files there".'
+    )
 
 
 def _since(plan: LaunchPlan, earlier: Approval | None) -> str | None:
@@ -76,6 +91,7 @@ def text(
         "ard-mcp asks: install and start this package server on your machine?",
         f"Package: {plan.registry} {plan.name}, version {one_line(plan.version, 40) or '(the newest)'}, from {plan.source}.",
         "It runs in ard-mcp's sandbox: no access to your files, and no network unless you tick the box below.",
+        _wants(needed(plan.package_arguments)),
         _arguments(plan),
         _variables(spec, values),
         _since(plan, earlier),

@@ -33,10 +33,12 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import mcp_types
 from mcp.client.session import ClientRequestContext
+from pydantic import FileUrl
 
 from ard_mcp.formats.quoting import one_line, quoted
 
@@ -97,9 +99,12 @@ class _Call:
 class Relay:
     """One session's link to the hosts of the calls it serves; `server` names it to the person."""
 
-    def __init__(self, server: str, allow_url: bool = False) -> None:
+    def __init__(self, server: str, allow_url: bool = False, roots: list[Path] | None = None) -> None:
+        """`roots`: a package server's, the folders it was given, which ard-mcp answers its roots requests with (the
+        host's roots are paths its sandbox does not have); None (a remote server): the host is asked."""
         self.server = one_line(server, 200)
         self.allow_url = allow_url
+        self.roots = roots
         self._calls: list[_Call] = []
 
     @property
@@ -155,6 +160,8 @@ class Relay:
         return await host.elicit(params.model_copy(update={"message": message}))
 
     async def _roots(self, context: ClientRequestContext) -> Any:
+        if self.roots is not None:
+            return mcp_types.ListRootsResult(roots=[mcp_types.Root(uri=FileUrl(root.as_uri()), name=root.name) for root in self.roots])
         host = self._host("roots")
         return host if isinstance(host, mcp_types.ErrorData) else await host.roots()
 

@@ -26,7 +26,7 @@ from mcp import Client
 
 from ard_mcp.errors import InvalidArgument, PermissionDenied
 from ard_mcp.formats import package_variables
-from ard_mcp.packages import interpreter_flags, names, question
+from ard_mcp.packages import grants, interpreter_flags, names, question
 from ard_mcp.packages.cache import MARKER
 from ard_mcp.packages.consent import Approval, Approvals
 from ard_mcp.packages.environment import server_environment
@@ -48,14 +48,18 @@ class Consent:
     network: bool
     web_pages: bool
     plan: str
+    path: str | None = None  # the folder or file they typed, where the launch takes one (`grants`)
+    writable: bool = False
 
 
 @dataclass(frozen=True)
 class Asked:
-    """A question to put to the person, and the digest of the launch it shows."""
+    """A question to put to the person, the digest of the launch it shows, and what it asks for besides
+    ("folder" or "file", where the launch takes one: `grants`)."""
 
     text: str
     plan: str
+    asks_for: str | None = None
 
 
 class PackageRuntime:
@@ -66,6 +70,7 @@ class PackageRuntime:
         as in a one-shot command, nothing is started); `environ`: ard-mcp's own environment, a source of values
         (`environment`); `redactor`: the operator's secrets, kept out of the servers' stderr files."""
         root = data_dir / "packages"
+        self._data_dir = data_dir
         self.policy = policy
         self.approvals = Approvals(root)
         self.installer = Installer(root / "cache", policy.registries, policy.allow_unpinned)
@@ -113,7 +118,7 @@ class PackageRuntime:
         values = server_environment(resolved, self.policy.secrets, self._environ)
         earlier = approval or next(iter(self.approvals.of_package(plan.registry, plan.name)), None)
         text = question.text(plan, resolved, identifier, trust, earlier, values, spec.registry == "unknown")
-        return Asked(text, plan.digest)
+        return Asked(text, plan.digest, grants.needed(plan.package_arguments))
 
     async def prepare(self, spec: PackageSpec, consent: Consent | None) -> tuple[Start, Installed]:
         """The server to start for `spec`, installed; `consent` is the person's answer when they were just asked.
@@ -132,16 +137,34 @@ class PackageRuntime:
             self.approvals.request(plan)
             raise PermissionDenied(self._not_approved(plan))
         environment = server_environment(resolved, self.policy.secrets, self._environ)
+        grant = self._grant(plan, approval, consent if answered else None)
         installed = await self._install(resolved, plan)
-        approval = self._approved(plan, approval, consent if answered else None, installed.integrity)
-        return Start(plan, installed, approval.network, approval.web_pages, tuple(sorted(environment.items()))), installed
+        approval = self._approved(plan, approval, consent if answered else None, installed.integrity, grant)
+        start = Start(plan, installed, approval.network, approval.web_pages, tuple(sorted(environment.items())), approval.grant)
+        return start, installed
 
-    def _approved(self, plan: LaunchPlan, approval: Approval | None, consent: Consent | None, integrity: str) -> Approval:
+    def _grant(self, plan: LaunchPlan, approval: Approval | None, consent: Consent | None) -> grants.Grant | None:
+        """The folder or file the launch is given: what the person just typed (checked), else the approval's."""
+        kind = grants.needed(plan.package_arguments)
+        if kind is None:
+            return None
+        if consent is not None:
+            return grants.checked(consent.path or "", kind, consent.writable, self._data_dir)
+        if approval is None or approval.grant is None:
+            raise PermissionDenied(
+                f"{plan.key} works on a {kind} of the person's, and none was given: approve it from a host that asks, or with "
+                f"'ard-mcp packages allow {PREFIX}{plan.digest} --{kind} PATH'"
+            )
+        return approval.grant
+
+    def _approved(
+        self, plan: LaunchPlan, approval: Approval | None, consent: Consent | None, integrity: str, grant: grants.Grant | None
+    ) -> Approval:
         """The approval that lets `plan` run with files of `integrity`: recorded now when the person just said yes
         (a failed install records nothing), pinned on the first install after an approval from the command line;
         PermissionDenied when the files differ from those approved and the person was not just asked about it."""
         if consent is not None:
-            return self.approvals.allow(plan, consent.network, ASKED, integrity, consent.web_pages)
+            return self.approvals.allow(plan, consent.network, ASKED, integrity, consent.web_pages, grant)
         assert approval is not None
         if approval.integrity is None or approval.integrity == integrity:
             if approval.integrity is None or approval.changed is not None:

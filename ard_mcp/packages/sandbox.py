@@ -147,6 +147,7 @@ class Launch:
     environment: Mapping[str, str] = field(default_factory=dict)  # the only variables it gets, besides HOME, PATH, TMPDIR, LANG
     network: bool = False  # False: its own network namespace, loopback only; True: the host's network
     package_view: Path | None = None  # the server's writable view of package_dir (`views`), bound at package_dir's path
+    folders: tuple[tuple[Path, bool], ...] = ()  # the person's folders it is given, each (path, writable), at their own paths
 
 
 @dataclass(frozen=True)
@@ -250,7 +251,8 @@ def unsandboxed(launch: Launch, confinement: Confinement) -> Command:
 def _check(launch: Launch) -> None:
     if not launch.command or not os.path.isabs(launch.command[0]):
         raise ValueError(f"a sandboxed command starts with an absolute path, not {launch.command[:1]}")
-    for directory in (launch.package_dir, launch.state_dir, *launch.runtime_dirs, *filter(None, [launch.package_view])):
+    grants = [folder for folder, _ in launch.folders]
+    for directory in (launch.package_dir, launch.state_dir, *launch.runtime_dirs, *filter(None, [launch.package_view]), *grants):
         if not directory.is_absolute() or not directory.is_dir():
             raise ValueError(f"{directory} is not an absolute path to a directory")
     for name, value in launch.environment.items():
@@ -326,6 +328,7 @@ def _view(launch: Launch, confinement: Confinement) -> list[str]:
     binds += [("--ro-bind", directory, directory) for directory in launch.runtime_dirs]
     package = ("--bind", launch.package_view) if launch.package_view is not None else ("--ro-bind", launch.package_dir)
     binds += [(package[0], package[1], launch.package_dir), ("--bind", launch.state_dir, launch.state_dir)]
+    binds += [("--bind" if writable else "--ro-bind", folder, folder) for folder, writable in launch.folders]
     parents = {parent for _, _, path in binds for parent in path.parents if parent != Path("/")}
     for parent in sorted(parents, key=lambda p: len(p.parts)):
         view += ["--perms", "0755", "--dir", str(parent)]

@@ -36,8 +36,9 @@ from mcp import Client
 from ard_mcp import __version__
 from ard_mcp.errors import AgentTimeout, AgentUnreachable, PermissionDenied
 from ard_mcp.monitoring import metrics
-from ard_mcp.packages import views
+from ard_mcp.packages import grants, views
 from ard_mcp.packages.consent import Approvals
+from ard_mcp.packages.grants import Grant
 from ard_mcp.packages.install import Installed
 from ard_mcp.packages.plans import LaunchPlan
 from ard_mcp.packages.relay import HOST, Relay
@@ -60,6 +61,7 @@ class Start:
     network: bool
     web_pages: bool  # it may ask the person to open a page it names (`relay`)
     environment: tuple[tuple[str, str], ...]  # name, value: what it declares, and only that
+    grant: Grant | None = None  # the person's folder or file it works on, where its launch takes one
 
     @property
     def key(self) -> str:
@@ -118,12 +120,13 @@ class PackageServers:
         """How `start` is run: in the sandbox, with its own writable view of its package (`views`, made on its
         first start: run in a worker thread), or without one where the operator allowed that and none can be had."""
         launch = Launch(
-            command=start.installed.command,
+            command=grants.filled(start.installed.command, start.grant),
             package_dir=start.installed.directory,
             state_dir=state_dir,
             runtime_dirs=start.installed.runtime_dirs,
             environment=dict(start.environment),
             network=start.network,
+            folders=((start.grant.mounted, start.grant.writable),) if start.grant is not None else (),
         )
         try:
             uid = self._confinement.uid if os.geteuid() == 0 else None
@@ -174,7 +177,8 @@ class PackageServers:
         self._state_root.mkdir(mode=0o700, parents=True, exist_ok=True)
         state_dir = self._state_root / directory_name(start.key) / start.plan.digest / "state"
         state_dir.mkdir(parents=True, exist_ok=True)
-        running = _Running(start, state_dir, Relay(start.key, allow_url=start.web_pages))
+        roots = [start.grant.mounted] if start.grant is not None else []
+        running = _Running(start, state_dir, Relay(start.key, allow_url=start.web_pages, roots=roots))
         self._running[start] = running
         self._group.start_soon(self._keep, running, open_within, max_message_bytes)
         return running
@@ -188,7 +192,9 @@ class PackageServers:
             with anyio.CancelScope(deadline=anyio.current_time() + open_within) as scope:
                 transport = BoundedStdio(command, running.stderr, max_message_bytes, self._redactor)
                 info = mcp_types.Implementation(name="ard-mcp", version=__version__)
-                async with Client(transport, client_info=info, **running.relay.client_options()) as client:
+                # the initialize handshake, which every MCP server speaks: a server on an older SDK (mcp 1.x, as a release
+                # installed with its dependencies of its date has) crashed on the `server/discover` probe
+                async with Client(transport, client_info=info, mode="legacy", **running.relay.client_options()) as client:
                     scope.deadline = math.inf
                     running.client, running.exited, running.transport = client, transport.ended, transport
                     running.ready.set()

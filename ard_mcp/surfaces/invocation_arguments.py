@@ -158,6 +158,9 @@ def invocation_commands(
     allow.add_argument(
         "--variable", action="append", default=[], metavar="NAME[=DEFAULT]", help="a variable it declares, with its default (repeatable)"
     )
+    allow.add_argument("--folder", metavar="PATH", help="the folder it works on, where its launch takes one")
+    allow.add_argument("--file", metavar="PATH", help="the file it works on (its folder is given with it), where its launch takes one")
+    allow.add_argument("--writable", action="store_true", help="let it change files in that folder (off: read only)")
     revoke = actions.add_parser("revoke", help="take an approval back: the next call of that launch is refused or asked again")
     revoke.add_argument("key", metavar="plan:DIGEST|REGISTRY:NAME@VERSION")
     for action in (allow, revoke, actions.add_parser("list", help="the approved launches")):

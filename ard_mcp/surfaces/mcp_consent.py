@@ -27,7 +27,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 
 from ard_mcp.errors import ArdError
-from ard_mcp.packages.consent import PackageConsent
+from ard_mcp.packages.consent import FolderConsent, PackageConsent
 from ard_mcp.packages.runtime import Asked, Consent
 
 Question = Callable[[str, Context], Awaitable[Asked | None]]
@@ -58,7 +58,10 @@ async def shown_launch(identifier: str, ctx: Context) -> Asked | None:
 
 
 async def ask_consent(asked: Annotated[Asked | None, Resolve(shown_launch)]) -> Elicit[PackageConsent] | None:
-    return Elicit(asked.text, PackageConsent) if asked is not None else None
+    """The question, with a field for the folder or file where the launch works on one."""
+    if asked is None:
+        return None
+    return Elicit(asked.text, FolderConsent if asked.asks_for else PackageConsent)
 
 
 async def consent_answer(
@@ -71,4 +74,11 @@ async def consent_answer(
         raise ToolError(f"the package server was not approved ({outcome.action}): nothing was installed or started")
     if asked is None or not isinstance(outcome.data, PackageConsent):
         return None
-    return Consent(network=outcome.data.network, web_pages=outcome.data.web_pages, plan=asked.plan)
+    folder = outcome.data if isinstance(outcome.data, FolderConsent) else None
+    return Consent(
+        network=outcome.data.network,
+        web_pages=outcome.data.web_pages,
+        plan=asked.plan,
+        path=folder.path if folder is not None else None,
+        writable=folder.writable if folder is not None else False,
+    )

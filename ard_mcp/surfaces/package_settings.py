@@ -9,6 +9,7 @@ import json
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.packages.consent import Approval, Approvals
 from ard_mcp.packages.environment import PackageSecrets
+from ard_mcp.packages.grants import Grant, checked, needed
 from ard_mcp.packages.install import Registries
 from ard_mcp.packages.plans import PREFIX, LaunchPlan
 from ard_mcp.packages.runtime import APPROVED_FROM_CLI, screened
@@ -81,6 +82,17 @@ def _plan(args: argparse.Namespace, approvals: Approvals) -> LaunchPlan:
     )
 
 
+def _grant(args: argparse.Namespace, plan: LaunchPlan) -> Grant | None:
+    """The folder or file `--folder`/`--file` gives a launch that takes one (checked as the host's answer would be)."""
+    kind = needed(plan.package_arguments)
+    given = args.folder if kind == "folder" else args.file if kind == "file" else None
+    if kind is None and (args.folder or args.file):
+        raise InvalidArgument(f"{plan.key}: its launch takes no folder or file; leave out --folder and --file")
+    if kind is not None and not given:
+        raise InvalidArgument(f"{plan.key} works on a {kind} of yours: name it with --{kind} PATH (add --writable to let it change files)")
+    return checked(given, kind, args.writable, args.data_dir) if kind is not None and given else None
+
+
 def _described(approval: Approval) -> str:
     plan = approval.plan
     parts = [
@@ -91,6 +103,7 @@ def _described(approval: Approval) -> str:
         *([f"runtime arguments {json.dumps(list(plan.runtime_arguments))}"] if plan.runtime_arguments else []),
         *([f"arguments {json.dumps(list(plan.package_arguments))}"] if plan.package_arguments else []),
         *([f"variables {', '.join(name for name, _ in plan.variables)}"] if plan.variables else []),
+        *([f"{grant.kind} {grant.path} ({'writable' if grant.writable else 'read-only'})"] if (grant := approval.grant) else []),
         f"files {approval.integrity or '(pinned on its first install)'}",
         *([f"FILES CHANGED to {approval.changed}: refused until approved again"] if approval.changed else []),
         f"approved {approval.at} by {approval.by}",
@@ -113,7 +126,8 @@ def packages_command(args: argparse.Namespace) -> int:
         refused = screened(plan, allow_interpreter_code=True)
         if refused is not None:
             raise InvalidArgument(f"{plan.key} cannot be approved: {refused}")
-        print(shown(f"approved {_described(approvals.allow(plan, args.network, APPROVED_FROM_CLI, web_pages=args.web_pages))}"))
+        approved = approvals.allow(plan, args.network, APPROVED_FROM_CLI, web_pages=args.web_pages, grant=_grant(args, plan))
+        print(shown(f"approved {_described(approved)}"))
         return 0
     gone = approvals.revoke(args.key.removeprefix(PREFIX) if args.key.startswith(PREFIX) else _key(args.key))
     if not gone:

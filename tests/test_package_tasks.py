@@ -1,0 +1,120 @@
+"""Everyday tasks with real package servers, from a host attached only to ard-mcp over stdio (issue #54): the person
+gives a folder, or a file, when asked, and the server works on it in its sandbox; what it is given it can read,
+and nothing beside it. Real `@modelcontextprotocol/server-filesystem` (npm) and `mcp-server-sqlite` (PyPI),
+installed at test time, a real `ard-mcp serve`, real bubblewrap."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.session import ClientRequestContext
+
+from ard_mcp.packages.sandbox import SandboxUnavailable, check_available
+from tests.processes import quiet_env
+
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+
+
+def _server(identifier: str, name: str, description: str, package: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "identifier": identifier,
+        "displayName": name,
+        "type": "application/mcp-server-card+json",
+        "description": description,
+        "data": {"name": identifier, "description": description, "version": package["version"], "packages": [package]},
+    }
+
+
+FILESYSTEM = _server(
+    "urn:air:modelcontextprotocol.io:mcp:server-filesystem",
+    "Filesystem",
+    "Reads, writes, lists and searches the files of the folders it is given.",
+    {
+        "registryType": "npm",
+        "identifier": "@modelcontextprotocol/server-filesystem",
+        "version": "2026.8.31",
+        "transport": {"type": "stdio"},
+        "packageArguments": [
+            {"type": "positional", "valueHint": "allowed_directory", "description": "A directory it may use.", "isRequired": True}
+        ],
+    },
+)
+SQLITE = _server(
+    "urn:air:modelcontextprotocol.io:mcp:server-sqlite",
+    "SQLite",
+    "Runs SQL queries on a SQLite database file and describes its tables.",
+    {
+        "registryType": "pypi",
+        "identifier": "mcp-server-sqlite",
+        "version": "2025.4.25",
+        "transport": {"type": "stdio"},
+        "packageArguments": [
+            {"type": "named", "name": "--db-path", "description": "Path to the SQLite database file.", "isRequired": True, "format": "filepath"}
+        ],
+    },
+)
+
+
+def _text(result: Any) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, mcp_types.TextContent))
+
+
+def _result_text(result: Any) -> str:
+    assert not result.is_error, _text(result)
+    answer = json.loads(_text(result))
+    return "".join(block.get("text", "") for block in answer["result"]) if isinstance(answer["result"], list) else json.dumps(answer["result"])
+
+
+async def test_a_folder_and_a_file_the_person_gives_are_what_the_servers_work_on(tmp_path: Path) -> None:
+    try:
+        check_available()
+    except SandboxUnavailable as exc:
+        pytest.skip(f"no sandbox here: {exc}")
+    data, project, databases, other = tmp_path / "data", tmp_path / "project", tmp_path / "databases", tmp_path / "other"
+    for folder in (project, databases, other):
+        folder.mkdir()
+    (project / "notes.md").write_text("the plan\n")
+    (project / "src").mkdir()
+    (other / "private.txt").write_text("not given\n")
+    database = databases / "shop.sqlite"
+    with sqlite3.connect(database) as db:
+        db.execute("CREATE TABLE fruit (name TEXT, price REAL)")
+        db.executemany("INSERT INTO fruit VALUES (?, ?)", [("apple", 0.5), ("pear", 0.75)])
+    for path in (project, project / "src", databases, other):
+        path.chmod(0o755)  # readable by the sandbox's uid, as a person's own folders are to themselves
+    for path in (project / "notes.md", database, other / "private.txt"):
+        path.chmod(0o644)
+    asked: list[str] = []
+
+    async def person(context: ClientRequestContext, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        given = str(project) if "server-filesystem" in params.message else str(database)
+        return mcp_types.ElicitResult(action="accept", content={"network": False, "path": given, "writable": False})
+
+    server = StdioServerParameters(command=sys.executable, args=["-m", "ard_mcp", "serve", "--data-dir", str(data)], env=quiet_env(data))
+    with anyio.fail_after(300):
+        async with Client(server, elicitation_callback=person) as client:
+            for entry in (FILESYSTEM, SQLITE):
+                assert not (await client.call_tool("register_agent", {"entry": entry})).is_error
+
+            async def call(entry: dict[str, Any], tool: str, arguments: dict[str, Any]) -> Any:
+                return await client.call_tool("call_agent", {"identifier": entry["identifier"], "tool": tool, "arguments": arguments})
+
+            listed = _result_text(await call(FILESYSTEM, "list_directory", {"path": str(project)}))
+            outside = await call(FILESYSTEM, "read_text_file", {"path": str(other / "private.txt")})
+            rows = _result_text(await call(SQLITE, "read_query", {"query": "SELECT name FROM fruit ORDER BY price"}))
+            again = _result_text(await call(FILESYSTEM, "list_directory", {"path": str(project)}))
+    assert "[FILE] notes.md" in listed and "[DIR] src" in listed and again == listed
+    assert "not given" not in _text(outside)  # a folder it was not given is not there to read
+    assert rows.index("apple") < rows.index("pear")
+    assert len(asked) == 2 and all("of yours: type its full path below" in question for question in asked)
+    approved = json.loads((data / "packages" / "approved.json").read_text())["approved"]
+    assert sorted((a["grant"]["kind"], a["grant"]["path"]) for a in approved) == [("file", str(database)), ("folder", str(project))]
