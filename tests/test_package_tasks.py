@@ -17,25 +17,20 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
 
+from ard_mcp.formats import mcp_server
 from ard_mcp.packages.sandbox import SandboxUnavailable, check_available
 from tests.processes import quiet_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 
-def _server(identifier: str, name: str, description: str, package: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "identifier": identifier,
-        "displayName": name,
-        "type": "application/mcp-server-card+json",
-        "description": description,
-        "data": {"name": identifier, "description": description, "version": package["version"], "packages": [package]},
-    }
+def _server(name: str, description: str, package: dict[str, Any]) -> dict[str, Any]:
+    """The entry a crawl of the official MCP registry makes of this server.json."""
+    return mcp_server.to_entry({"name": name, "description": description, "version": package["version"], "packages": [package]})
 
 
 FILESYSTEM = _server(
-    "urn:air:modelcontextprotocol.io:mcp:server-filesystem",
-    "Filesystem",
+    "io.modelcontextprotocol/server-filesystem",
     "Reads, writes, lists and searches the files of the folders it is given.",
     {
         "registryType": "npm",
@@ -48,8 +43,7 @@ FILESYSTEM = _server(
     },
 )
 SQLITE = _server(
-    "urn:air:modelcontextprotocol.io:mcp:server-sqlite",
-    "SQLite",
+    "io.modelcontextprotocol/server-sqlite",
     "Runs SQL queries on a SQLite database file and describes its tables.",
     {
         "registryType": "pypi",
@@ -57,7 +51,7 @@ SQLITE = _server(
         "version": "2025.4.25",
         "transport": {"type": "stdio"},
         "packageArguments": [
-            {"type": "named", "name": "--db-path", "description": "Path to the SQLite database file.", "isRequired": True, "format": "filepath"}
+            {"type": "named", "name": "--db-path", "description": "The SQLite database file.", "isRequired": True, "format": "filepath"}
         ],
     },
 )
@@ -69,8 +63,8 @@ def _text(result: Any) -> str:
 
 def _result_text(result: Any) -> str:
     assert not result.is_error, _text(result)
-    answer = json.loads(_text(result))
-    return "".join(block.get("text", "") for block in answer["result"]) if isinstance(answer["result"], list) else json.dumps(answer["result"])
+    found = json.loads(_text(result))["result"]
+    return "".join(block.get("text", "") for block in found) if isinstance(found, list) else json.dumps(found)
 
 
 async def test_a_folder_and_a_file_the_person_gives_are_what_the_servers_work_on(tmp_path: Path) -> None:

@@ -42,7 +42,9 @@ _SCRIPT = re.compile(r"\.(?:py|js|mjs|cjs|ts)$", re.IGNORECASE)
 _SECRET_NAME = re.compile(r"(?:KEY|TOKEN)$|PASSWORD|PASSWD|SECRET|CREDENTIAL", re.IGNORECASE)
 _INPUT = re.compile(r"^\s*\$\{input:[^}]*\}\s*$")
 _PATHLIKE = re.compile(r"folder|director|(?:\b|_)dirs?\b|path|(?:\b|_)files?\b|(?:\b|_)roots?\b|vault|workspace", re.IGNORECASE)
-_FILELIKE = re.compile(r"(?:\b|_)file\b|[._-]db\b|\bdb[._-]|sqlite|database|\.(?:db|sqlite3?|json|ya?ml|csv|graphqls?|txt|md)\b", re.IGNORECASE)
+_FILELIKE = re.compile(
+    r"(?:\b|_)file\b|[._-]db\b|\bdb[._-]|sqlite|database|\.(?:db|sqlite3?|json|ya?ml|csv|graphqls?|txt|md)\b", re.IGNORECASE
+)
 FOLDER = "\0folder"  # in an argv: the folder the person grants (`packages.grants`); NUL is in no real argument
 FILE = "\0file"  # ... a file the person grants, its folder mounted with it
 
