@@ -30,7 +30,7 @@ from ard_mcp.packages.inputs import FILE, FOLDER
 from ard_mcp.packages.install import Installed, Installer, InstallRefused, Registries
 from ard_mcp.packages.specs import EnvVar, PackageSpec, Unusable, package_of, parse_key
 from tests.conftest import NO_SHARED_DATA, SHARED_DATA
-from tests.package_support import serving_index, wheel
+from tests.package_support import self_signed, serving_index, wheel
 
 pytestmark = pytest.mark.slow
 
@@ -239,6 +239,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[
         wheel(files, "ard-probe-server", version, both)
     wheel(files, "ard-probe-pair", "1.0.0", {"pair-one": "ard_probe_pair:main", "pair-two": "ard_probe_pair:helper"})
     wheel(files, "ard-probe-solo", "1.0.0", {"solo-run": "ard_probe_solo:main"})
+    wheel(files, "ard-probe-future", "1.0.0", {"ard-probe-future": "ard_probe_future:main"}, python=">=3.99")
     _sdist(files, "ard-probe-sdist", "1.0.0")
     asked: list[str] = []
     with serving_index(files, asked) as url:
@@ -280,6 +281,7 @@ def test_loopback_index_refusals(index: tuple[str, list[str], Path], tmp_path: P
     cases = {
         _spec("pypi", "ard-probe-sdist", "1.0.0"): "no wheel, only a source distribution",
         _spec("pypi", "ard-probe-absent", "1.0.0"): f"no package ard-probe-absent on {url}",
+        _spec("pypi", "ard-probe-future", "1.0.0"): "it needs Python >=3.99, and ard-mcp runs package servers with its own Python 3.",
         _spec("pypi", "ard-probe-server", "9.9.9"): "has no version 9.9.9",
         _spec("pypi", "ard-probe-pair", "1.0.0"): "no console script is named ard-probe-pair, and it has pair-one, pair-two",
         _spec("pypi", "ard-probe-server", None): "version (none) does not pin one release",
@@ -299,6 +301,14 @@ def test_loopback_index_refusals(index: tuple[str, list[str], Path], tmp_path: P
     with pytest.raises(InstallRefused, match=r"pip install did not finish within 0\.05 s"):
         anyio.run(Installer(tmp_path / "cache", Registries(pypi=(url,)), timeout=0.05).install, _spec("pypi", "ard-probe-server", "1.0.0"))
     assert not (tmp_path / "cache" / "pypi" / "ard-probe-server" / "1.0.0").exists()
+
+
+def test_an_index_whose_certificate_cannot_be_verified_is_named(index: tuple[str, list[str], Path], tmp_path: Path) -> None:
+    """What pip 23 said behind a TLS-inspecting proxy, "no wheel fits this platform", was a certificate (issue #54)."""
+    _, _, files = index
+    with serving_index(files, tls=self_signed(tmp_path)) as url, pytest.raises(InstallRefused) as refused:
+        anyio.run(Installer(tmp_path / "cache", Registries(pypi=(url,))).install, _spec("pypi", "ard-probe-server", "1.0.0"))
+    assert f"the TLS certificate of {url} could not be verified" in str(refused.value) and "SSL_CERT_FILE" in str(refused.value)
 
 
 def test_unpinned_versions_resolve_to_the_newest_when_allowed(index: tuple[str, list[str], Path], tmp_path: Path) -> None:

@@ -15,10 +15,11 @@ from ard_mcp.errors import InvalidArgument
 from ard_mcp.formats import package_variables, registration
 from ard_mcp.formats.quoting import quoted
 from ard_mcp.packages import interpreter_flags, question
-from ard_mcp.packages.consent import Approvals
+from ard_mcp.packages.consent import Approvals, PackageConsent, form
 from ard_mcp.packages.grants import Grant, checked, filled, needed
 from ard_mcp.packages.inputs import FILE, FOLDER
 from ard_mcp.packages.plans import LaunchPlan, changes, plan_of
+from ard_mcp.packages.question import network_reasons
 from ard_mcp.packages.servers import directory_name
 from ard_mcp.packages.specs import EnvVar, PackageSpec
 from ard_mcp.redaction import REDACTED, Redactor
@@ -188,6 +189,7 @@ def test_the_question_is_ard_mcps_words_with_the_entrys_quoted() -> None:
         "ard-mcp asks: ",
         "Package: ",
         "It runs in ard-mcp's sandbox",
+        "It probably needs the network (it takes API_KEY)",
         "The entry adds ",
         "It reads ",
         "Trust status ",
@@ -287,6 +289,19 @@ def test_a_folder_given_to_a_server_is_never_the_system_a_home_or_ard_mcps_own(t
         hidden.rmdir()
     assert filled(("--root", FOLDER, "-v"), Grant(str(project), "folder", False)) == ("--root", str(project), "-v")
     assert needed(("--db", FILE)) == "file" and needed(("x",)) is None
+
+
+def test_the_network_box_is_ticked_only_where_the_launch_suggests_the_network() -> None:
+    keyed = replace(PLAN, variables=(("WEATHER_API_KEY", None), ("UNITS", "metric")))
+    linked = replace(PLAN, package_arguments=("--base", "https://api.example.com"))
+    assert network_reasons(PLAN) == [] and network_reasons(keyed) == ["WEATHER_API_KEY"]
+    assert network_reasons(linked) == ['"https://api.example.com"']
+    assert form(None, False) is PackageConsent and form(None, True)().network is True
+    assert form("folder", False)(path="/x").network is False and form("file", True)(path="/x").network is True
+    spec = PackageSpec("pypi", PLAN.name, PLAN.version, None, (), keyed.package_arguments, ())
+    assert "It probably needs the network (it takes WEATHER_API_KEY), so the box is ticked" in question.text(
+        keyed, spec, "urn:air:a.example:s", "verified", None, {}, False
+    )
 
 
 def test_the_question_asks_for_a_folder_where_the_launch_takes_one() -> None:

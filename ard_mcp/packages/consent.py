@@ -56,6 +56,25 @@ class FolderConsent(PackageConsent):
     writable: bool = Field(default=False, title="Let it change files there", description="Off: it may only read them.")
 
 
+_NETWORK_ON = Field(default=True, title="Let it reach the network", description="On because it looks like it needs to; off: no network.")
+
+
+class NetworkConsent(PackageConsent):
+    network: bool = _NETWORK_ON
+
+
+class NetworkFolderConsent(FolderConsent):
+    network: bool = _NETWORK_ON
+
+
+def form(asks_for: str | None, needs_network: bool) -> type[PackageConsent]:
+    """The form for a launch: a field for its folder or file where it takes one (`grants`), the network box
+    ticked where the package looks like it needs the network (`question.network_reasons`), unticked otherwise."""
+    if asks_for:
+        return NetworkFolderConsent if needs_network else FolderConsent
+    return NetworkConsent if needs_network else PackageConsent
+
+
 @dataclass(frozen=True)
 class Approval:
     plan: LaunchPlan

@@ -44,7 +44,7 @@ from ard_mcp.packages import egress, processes
 from ard_mcp.packages.cache import private_dirs
 from ard_mcp.packages.egress import Egress
 from ard_mcp.packages.names import pinned_version, requirement
-from ard_mcp.packages.refusal import InstallRefused, pointed_elsewhere
+from ard_mcp.packages.refusal import InstallRefused, certificate, pointed_elsewhere
 from ard_mcp.packages.specs import PackageSpec
 
 _MAX_JSON = 64 * 1024 * 1024  # a lockfile of a package with thousands of dependencies runs to megabytes
@@ -116,6 +116,9 @@ def _failure(spec: PackageSpec, registry: str, finished: processes.Finished, out
     elsewhere = pointed_elsewhere(spec.key(), _elsewhere(logs, finished.tail), kinds, f"the registry {registry}", "npm", said)
     if elsewhere is not None:
         return elsewhere
+    unverified = certificate(spec.key(), finished.tail, registry, "NODE_EXTRA_CA_CERTS")
+    if unverified is not None:
+        return unverified
     if "spawn git" in finished.tail:
         return InstallRefused(f"{spec.key()}: a dependency is a git repository, and git is not run here: only packages from {registry}")
     if "E404" in finished.tail:

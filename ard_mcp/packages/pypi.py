@@ -52,7 +52,7 @@ from ard_mcp.packages import egress, lookup, processes
 from ard_mcp.packages.cache import private_dirs
 from ard_mcp.packages.egress import Egress
 from ard_mcp.packages.names import canonical_pypi, pinned_version, requirement
-from ard_mcp.packages.refusal import InstallRefused, pointed_elsewhere
+from ard_mcp.packages.refusal import InstallRefused, certificate, pointed_elsewhere
 from ard_mcp.packages.specs import PackageSpec
 
 LIB = "lib"
@@ -76,6 +76,7 @@ sys.argv[0] = "pip"
 runpy.run_module("pip", run_name="__main__", alter_sys=True)
 """
 # a dependency pip was sent elsewhere for: `Collecting dep @ https://host/x.whl` (pip 23: `dep@ ...`), `Processing ./dir`
+_REQUIRES_PYTHON = re.compile(r"requires a different Python: \S+ not in '([^']+)'|Requires-Python ([^\s,;]+)")
 _DIRECT = re.compile(r"^\s*Collecting ([A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])? ?@ \S+)|^\s*Processing (\S+)", re.MULTILINE)
 _CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")  # Debian's and Ubuntu's system store
 
@@ -224,8 +225,19 @@ async def newest(spec: PackageSpec, index: str, allowed: Sequence[str], cache: P
 
 
 async def _failure(spec: PackageSpec, index: str, finished: processes.Finished, client: httpx.AsyncClient) -> InstallRefused:
-    """Why pip found nothing to install, told from the index's own list of files where it can be."""
+    """Why pip found nothing to install: a certificate, a Python it does not support, else told from the index's
+    own list of files where it can be."""
     said = finished.tail[-1500:]
+    unverified = certificate(spec.key(), finished.tail, index, "SSL_CERT_FILE")
+    if unverified is not None:
+        return unverified
+    python = _REQUIRES_PYTHON.search(finished.tail)
+    if python is not None:
+        running = f"{sys.version_info.major}.{sys.version_info.minor}"
+        return InstallRefused(
+            f"{spec.key()}: it needs Python {python[1] or python[2]}, and ard-mcp runs package servers with its own Python "
+            f"{running}: run ard-mcp with a Python that fits, or choose another server"
+        )
     try:
         files = await lookup.pypi_files(client, index, spec.name)
     except lookup.LookupFailed:

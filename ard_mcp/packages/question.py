@@ -10,6 +10,7 @@ say the entry claims it: a variable name or argument can no longer add a line th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from ard_mcp.formats.quoting import one_line, quoted
@@ -67,6 +68,24 @@ def _wants(kind: str | None) -> str | None:
     )
 
 
+_NETWORK_NAME = re.compile(r"(?:URL|URI|HOST|ENDPOINT|SERVER|DOMAIN|API_?KEY|TOKEN|ACCESS_KEY|CLIENT_ID|WEBHOOK)", re.IGNORECASE)
+
+
+def network_reasons(plan: LaunchPlan) -> list[str]:
+    """What in a launch suggests its server reaches the network: variables named for a URL, a host or an API
+    key, arguments holding a URL. The box is ticked by default only then; the person decides either way."""
+    found = [name for name, _ in plan.variables if _NETWORK_NAME.search(name)]
+    found += [quoted(a, 60) for a in (*plan.runtime_arguments, *plan.package_arguments) if "://" in a]
+    return found
+
+
+def _network(plan: LaunchPlan) -> str:
+    reasons = network_reasons(plan)
+    if not reasons:
+        return "Nothing in its launch says it needs the network, so the box is off: tick it if it should reach the internet."
+    return f"It probably needs the network (it takes {_some(reasons)}), so the box is ticked: untick it to keep it offline."
+
+
 def _since(plan: LaunchPlan, earlier: Approval | None) -> str | None:
     if earlier is None:
         return None
@@ -90,8 +109,9 @@ def text(
     lines = [
         "ard-mcp asks: install and start this package server on your machine?",
         f"Package: {plan.registry} {plan.name}, version {one_line(plan.version, 40) or '(the newest)'}, from {plan.source}.",
-        "It runs in ard-mcp's sandbox: no access to your files, and no network unless you tick the box below.",
+        "It runs in ard-mcp's sandbox: no access to your files, and the network only if the box below is ticked.",
         _wants(needed(plan.package_arguments)),
+        _network(plan),
         _arguments(plan),
         _variables(spec, values),
         _since(plan, earlier),

@@ -6,6 +6,7 @@ server), so the message says what was refused and why, with the installer's last
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 
@@ -13,6 +14,23 @@ class InstallRefused(Exception):
     """Not installed: an unpinned version, a registry not allowed, no wheel for this platform (source builds
     run the publisher's code), no such package or version, a name on both registries or neither, a failed or
     timed-out install."""
+
+
+_CERTIFICATE = re.compile(
+    r"CERTIFICATE_VERIFY_FAILED|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT|CERT_HAS_EXPIRED|"
+    r"certificate verify failed"
+)
+
+
+def certificate(key: str, tail: str, where: str, setting: str) -> InstallRefused | None:
+    """Why an install failed when the registry's TLS certificate could not be verified (pip and npm both said
+    only that nothing matched, measured behind a proxy that re-signs TLS: issue #54); None when it was not that."""
+    if not _CERTIFICATE.search(tail):
+        return None
+    return InstallRefused(
+        f"{key}: the TLS certificate of {where} could not be verified. Where a proxy re-signs TLS (as on many company "
+        f"networks), set {setting} in ard-mcp's environment to the CA bundle that verifies it"
+    )
 
 
 def pointed_elsewhere(key: str, pointed: Sequence[str], kinds: str, where: str, asked: str, refused: str) -> InstallRefused | None:

@@ -60,6 +60,7 @@ class Asked:
     text: str
     plan: str
     asks_for: str | None = None
+    needs_network: bool = False  # the network box ticked by default (`question.network_reasons`)
 
 
 class PackageRuntime:
@@ -118,7 +119,7 @@ class PackageRuntime:
         values = server_environment(resolved, self.policy.secrets, self._environ)
         earlier = approval or next(iter(self.approvals.of_package(plan.registry, plan.name)), None)
         text = question.text(plan, resolved, identifier, trust, earlier, values, spec.registry == "unknown")
-        return Asked(text, plan.digest, grants.needed(plan.package_arguments))
+        return Asked(text, plan.digest, grants.needed(plan.package_arguments), bool(question.network_reasons(plan)))
 
     async def prepare(self, spec: PackageSpec, consent: Consent | None) -> tuple[Start, Installed]:
         """The server to start for `spec`, installed; `consent` is the person's answer when they were just asked.

@@ -27,7 +27,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 
 from ard_mcp.errors import ArdError
-from ard_mcp.packages.consent import FolderConsent, PackageConsent
+from ard_mcp.packages.consent import FolderConsent, PackageConsent, form
 from ard_mcp.packages.runtime import Asked, Consent
 
 Question = Callable[[str, Context], Awaitable[Asked | None]]
@@ -61,7 +61,7 @@ async def ask_consent(asked: Annotated[Asked | None, Resolve(shown_launch)]) -> 
     """The question, with a field for the folder or file where the launch works on one."""
     if asked is None:
         return None
-    return Elicit(asked.text, FolderConsent if asked.asks_for else PackageConsent)
+    return Elicit(asked.text, form(asked.asks_for, asked.needs_network))
 
 
 async def consent_answer(
