@@ -72,15 +72,47 @@ def test_write_creates_a_missing_file(tmp_path: Path) -> None:
     assert list(written["servers"]) == ["registry"] and "added the server" in run.stderr
 
 
-def test_a_file_it_cannot_read_is_never_replaced(tmp_path: Path) -> None:
-    """VS Code's files may hold comments; a JSON reader would lose them and every server with them."""
+def test_comments_and_trailing_commas_are_read_and_kept(tmp_path: Path) -> None:
+    """VS Code's files may hold comments and trailing commas, which it accepts: the entry goes in, the rest of the
+    text stays as written."""
     path = _where(tmp_path, "vscode")
     path.parent.mkdir(parents=True)
-    text = '{\n  // my servers\n  "servers": {"memory": {"command": "npx"}}\n}\n'
+    text = '{\n  // my servers\n  "servers": {\n    "memory": {"command": "npx"}, /* the one I use */\n  },\n}\n'
     path.write_text(text, encoding="utf-8")
     run = _run(tmp_path, "vscode", "--write")
-    assert run.returncode == 2 and "nothing was written" in run.stderr
-    assert path.read_text(encoding="utf-8") == text and not path.with_name("mcp.json.bak").exists()
+    assert run.returncode == 0, run.stderr
+    written = path.read_text(encoding="utf-8")
+    assert "// my servers" in written and "/* the one I use */" in written and '"memory": {"command": "npx"},' in written
+    assert path.with_name("mcp.json.bak").read_text(encoding="utf-8") == text
+
+
+def test_a_second_write_changes_nothing_and_the_backup_stays_the_original(tmp_path: Path) -> None:
+    path = _where(tmp_path, "cursor")
+    path.parent.mkdir(parents=True)
+    original = json.dumps({"mcpServers": {"memory": OTHER}})
+    path.write_text(original, encoding="utf-8")
+    assert "added the server 'ard'" in _run(tmp_path, "cursor", "--write").stderr
+    first = path.read_text(encoding="utf-8")
+    again = _run(tmp_path, "cursor", "--write")
+    assert again.returncode == 0 and "unchanged" in again.stderr and path.read_text(encoding="utf-8") == first
+    changed = _run(tmp_path, "cursor", "--write", "--data-dir", str(tmp_path / "elsewhere"))
+    assert "replaced the server 'ard'" in changed.stderr
+    assert path.with_name("mcp.json.bak").read_text(encoding="utf-8") == original  # the person's, not a merged one
+
+
+def test_a_file_it_cannot_read_is_never_replaced(tmp_path: Path) -> None:
+    path = _where(tmp_path, "vscode")
+    path.parent.mkdir(parents=True)
+    for text in ('{"servers": {"memory": {"command": "npx"}', '["servers"]', '{"servers": ["memory"]}'):
+        path.write_text(text, encoding="utf-8")
+        run = _run(tmp_path, "vscode", "--write")
+        assert run.returncode == 2 and "nothing was written" in run.stderr, text
+        assert path.read_text(encoding="utf-8") == text and not path.with_name("mcp.json.bak").exists()
+
+
+def test_help_names_the_windows_folder_as_windows_writes_it(tmp_path: Path) -> None:
+    said = _run(tmp_path, "--help").stdout
+    assert "%APPDATA%" in " ".join(said.split()) and "%%" not in said
 
 
 @pytest.mark.slow
@@ -109,3 +141,24 @@ def test_started_as_its_console_script_it_names_that_script(tmp_path: Path) -> N
     run = _run(tmp_path, "cursor", argv0=[str(script)])
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["mcpServers"]["ard"]["command"] == str(script)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", {"servers": {"ard": {"command": "x"}}}),
+        ('{"theme": "dark",}', {"theme": "dark", "servers": {"ard": {"command": "x"}}}),
+        ('{"servers": {}}', {"servers": {"ard": {"command": "x"}}}),
+        ('{"servers": {"ard": {"command": "old", "args": ["//", "/*"]}}} // tail', {"servers": {"ard": {"command": "x"}}}),
+        (
+            '{"a": "// not a comment", "servers": {"b": 1, "ard": 2,},}',
+            {"a": "// not a comment", "servers": {"b": 1, "ard": {"command": "x"}}},
+        ),
+    ],
+)
+def test_one_member_is_set_in_jsonc_text(text: str, expected: dict[str, Any]) -> None:
+    from ard_mcp.surfaces import jsonc
+
+    written = jsonc.with_member(text, ("servers", "ard"), {"command": "x"})
+    assert jsonc.parsed(written) == expected
+    assert ("// tail" in written) == ("// tail" in text) and ("// not a comment" in written) == ("// not a comment" in text)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
@@ -88,3 +89,25 @@ def test_the_stdio_server_answers_tools_list_without_loading_the_index() -> None
     )
     result = subprocess.run([sys.executable, "-c", probe], env=quiet_env(), capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "[]", result.stderr
+
+
+def test_serve_with_nothing_on_stdin_says_so(data_dir: Path) -> None:
+    """Started by a script or a service manager with stdin closed, it said nothing and exited 0 (issue #55)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "ard_mcp", "serve", "--data-dir", str(data_dir)],
+        env=quiet_env(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0 and result.stdout == ""
+    assert "standard input is closed or empty, so no MCP host can talk to this server" in result.stderr
+
+
+def test_the_wrong_method_is_told_the_right_one(data_dir: Path) -> None:
+    """The terminal's hint pointed people at /search, which answered a bare 405 to their GET (issue #55)."""
+    with serving(data_dir, "--transport", "streamable-http") as base:
+        wrong = httpx.get(f"{base}/search", timeout=30)
+    assert wrong.status_code == 405 and wrong.headers["allow"] == "POST"
+    assert "GET is not allowed on /search; it answers POST with a JSON body (see /openapi.json)" in wrong.text

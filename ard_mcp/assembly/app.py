@@ -50,7 +50,13 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
     status = exc.status_code if isinstance(exc, HTTPException) else 500
     dialect = dialect_for(request.method, request.url.path)
     if status == 405:
-        return error_response(dialect, MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}"))
+        allowed = (exc.headers or {}).get("Allow", "") if isinstance(exc, HTTPException) else ""
+        answers = f"; it answers {allowed}" if allowed else ""
+        body = " with a JSON body (see /openapi.json)" if "POST" in allowed else ""
+        response = error_response(dialect, MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}{answers}{body}"))
+        if allowed:
+            response.headers["Allow"] = allowed
+        return response
     if status == 404:
         return error_response(dialect, NotFound(f"no route {request.method} {request.url.path}; see /openapi.json"))
     detail = exc.detail if isinstance(exc, HTTPException) else "internal error"

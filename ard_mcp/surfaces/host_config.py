@@ -4,7 +4,10 @@ Why a command: a host starts its servers from a JSON file with no shell and ofte
 hand-written `"command": "ard-mcp"` failed wherever the virtual environment was not on the host's PATH, and
 `uvx ard-mcp` works only once the package is published. This prints the entry for this very install: the
 absolute path of its own `ard-mcp` executable and its data directory; `--write` merges it into the host's
-file, keeping a backup and every other server the file holds.
+file, keeping every other server the file holds, its comments and trailing commas (which VS Code, Cursor
+and Claude Code accept: `jsonc`), and the person's original as `FILE.bak`. A second `--write` of the same
+entry changes nothing and says so: it once said "replaced" and overwrote the backup with the merged file, so
+the person's original was gone (issue #55).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ard_mcp.surfaces import jsonc
 from ard_mcp.surfaces.terminal_text import shown
 
 
@@ -78,34 +82,41 @@ def server_entry(host: Host, data_dir: Path, model_dir: Path | None = None) -> d
     return entry | {"command": command[0], "args": [*command[1:], "serve"], "env": env}
 
 
-def merged(path: Path, key: str, name: str, entry: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    """The host file with `entry` as server `name`, every other key and server as it was; whether a server
-    of that name was there already. A file that is not a JSON object (comments too) is refused, never replaced."""
-    document: Any = {}
+def merged(path: Path, key: str, name: str, entry: dict[str, Any]) -> tuple[str, str | None]:
+    """The host file's text with `entry` as server `name`, every other key, server and comment as it was, and
+    what was there before under that name: "replaced", "unchanged", or None (added). A file that is not a JSON
+    object (comments and trailing commas allowed) is refused, never replaced."""
+    text = ""
     if path.exists():
         try:
-            document = json.loads(path.read_text(encoding="utf-8") or "{}")
+            text = path.read_text(encoding="utf-8")
+            document = jsonc.parsed(text)
         except (UnicodeDecodeError, ValueError) as exc:
-            raise ValueError(f"{path} is not plain JSON ({exc}); nothing was written: add the entry above by hand") from None
-    if not isinstance(document, dict) or not isinstance(document.get(key, {}), dict):
-        raise ValueError(f"{path}: expected a JSON object with an object {key!r}; nothing was written: add the entry above by hand")
-    servers = dict(document.get(key) or {})
-    replaced = name in servers
-    servers[name] = entry
-    return {**document, key: servers}, replaced
+            raise ValueError(f"{path} is not JSON ({exc}); nothing was written: add the entry above by hand") from None
+        if not isinstance(document, dict) or not isinstance(document.get(key, {}), dict):
+            raise ValueError(f"{path}: expected a JSON object with an object {key!r}; nothing was written: add the entry above by hand")
+        before = (document.get(key) or {}).get(name)
+        if before == entry:
+            return text, "unchanged"
+    else:
+        document, before = {}, None
+    written = jsonc.with_member(text, (key, name), entry)
+    if jsonc.parsed(written) != {**document, key: {**(document.get(key) or {}), name: entry}}:
+        raise ValueError(f"{path}: the entry could not be set without changing something else; nothing was written: add it by hand")
+    return written + ("" if written.endswith("\n") else "\n"), None if before is None else "replaced"
 
 
-def write(path: Path, document: dict[str, Any]) -> Path | None:
-    """Replace the file at once (a host reading it never sees half of it), keeping the old one as `.bak`."""
+def write(path: Path, text: str) -> Path | None:
+    """Replace the file at once (a host reading it never sees half of it). The first time it replaces a file,
+    the file is kept as `.bak`: the person's original, never overwritten by a later write."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    backup = None
-    if path.exists():
-        backup = path.with_name(path.name + ".bak")
+    backup = path.with_name(path.name + ".bak")
+    if path.exists() and not backup.exists():
         shutil.copy2(path, backup)
     partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    partial.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    partial.write_text(text, encoding="utf-8")
     os.replace(partial, path)
-    return backup
+    return backup if backup.exists() else None
 
 
 def host_config_commands(
@@ -117,9 +128,10 @@ def host_config_commands(
         description="Prints the server entry for HOST's configuration file: this install's own ard-mcp executable by its "
         "absolute path, started over stdio with this data directory (ARD_MCP_DATA_DIR). With --write it is merged into the "
         "host's file: Claude Desktop's claude_desktop_config.json (~/.config/Claude on Linux, ~/Library/Application Support/"
-        "Claude on macOS, %%APPDATA%%\\Claude on Windows), Claude Code's ~/.claude.json (user scope, as `claude mcp add --scope "
-        "user` writes it), Cursor's ~/.cursor/mcp.json, VS Code's .vscode/mcp.json in the current folder. The old file is kept "
-        "as FILE.bak and every other server in it stays; restart the host (or reload its MCP servers) afterwards.",
+        "Claude on macOS, %APPDATA%\\Claude on Windows), Claude Code's ~/.claude.json (user scope, as `claude mcp add --scope "
+        "user` writes it), Cursor's ~/.cursor/mcp.json, VS Code's .vscode/mcp.json in the current folder. Every other server "
+        "in it stays, and its comments; the file as it was before the first write is kept as FILE.bak. Restart the host (or "
+        "reload its MCP servers) afterwards.",
     )
     common(parser)
     parser.add_argument("host", choices=sorted(HOSTS), metavar="HOST", help=f"one of {', '.join(sorted(HOSTS))}")
@@ -140,12 +152,15 @@ def host_config_command(args: argparse.Namespace) -> int:
         print(shown(f"# {host.title}: this goes in {path} (`ard-mcp host-config {args.host} --write` merges it there)"), file=sys.stderr)
         return 0
     try:
-        document, replaced = merged(path, host.key, args.name, entry)
-        backup = write(path, document)
+        text, before = merged(path, host.key, args.name, entry)
+        if before == "unchanged":
+            print(shown(f"unchanged: {path} already has this server {args.name!r}; nothing was written"), file=sys.stderr)
+            return 0
+        backup = write(path, text)
     except (OSError, ValueError) as exc:
         print(shown(f"ard-mcp: {exc}"), file=sys.stderr)
         return 2
-    kept = f"; the old file is {backup}" if backup else ""
-    action = "replaced the server" if replaced else "added the server"
+    kept = f"; your original file is {backup}" if backup else ""
+    action = "replaced the server" if before == "replaced" else "added the server"
     print(shown(f"{action} {args.name!r} in {path}{kept}; restart {host.title} to use it"), file=sys.stderr)
     return 0

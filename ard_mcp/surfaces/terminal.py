@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Callable
@@ -28,14 +29,36 @@ import anyio
 CLOSE_WAIT = 10.0  # seconds the registry may take to close after a Ctrl-C (a write in flight finishes first)
 WAITING = (
     "ard-mcp: waiting for an MCP client on stdin (an MCP host starts `ard-mcp serve` and talks JSON-RPC to it). "
-    "To try it by hand, run `ard-mcp serve --transport streamable-http` instead and connect to http://127.0.0.1:8000/mcp "
-    "(REST: http://127.0.0.1:8000/search). Ctrl-C stops."
+    "To try it by hand, run `ard-mcp serve --transport streamable-http` instead: MCP at http://127.0.0.1:8000/mcp, the web "
+    'page at http://127.0.0.1:8000/, REST as POST http://127.0.0.1:8000/search with a JSON body such as {"text": "..."}. '
+    "Ctrl-C stops."
 )
+
+
+NO_INPUT = (
+    "ard-mcp: standard input is closed or empty, so no MCP host can talk to this server: an MCP host starts "
+    "`ard-mcp serve` with a pipe on stdin and stdout (see `ard-mcp host-config`). Nothing was served."
+)
+
+
+def _no_input() -> bool:
+    """Whether stdin can bring nothing: closed, /dev/null, or an empty file (a service manager, a script)."""
+    try:
+        found = os.fstat(sys.stdin.fileno())
+    except (OSError, ValueError):
+        return True
+    if stat.S_ISREG(found.st_mode):
+        return found.st_size == 0
+    return stat.S_ISCHR(found.st_mode) and found.st_rdev == os.stat(os.devnull).st_rdev
 
 
 def run_stdio(build: Callable[[Callable[[], None]], Any]) -> int:
     """Serve MCP over stdio; `build(closed)` makes the server (`mcp_server.build_server` with `closed`).
-    Outside a terminal this is the SDK's own `run()`: a host stops the server by closing stdin."""
+    Outside a terminal this is the SDK's own `run()`: a host stops the server by closing stdin. With nothing
+    on stdin it says so and stops: it once exited 0 without a word (issue #55)."""
+    if _no_input():
+        print(NO_INPUT, file=sys.stderr, flush=True)
+        return 0
     closed = threading.Event()
     server = build(closed.set)
     if not sys.stdin.isatty():
