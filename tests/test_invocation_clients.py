@@ -87,6 +87,7 @@ async def test_mcp_tools_are_listed_with_their_descriptions_and_schemas(mcp: tup
         "ask_the_person",
         "ask_the_model",
         "the_roots",
+        "keep_asking",
     }
     assert tools["forecast"].description == "The forecast for a city.\nSecond line, left out of summaries."
     assert tools["forecast"].inputSchema is not None and "city" in tools["forecast"].inputSchema["properties"]

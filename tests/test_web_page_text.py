@@ -167,7 +167,7 @@ def test_a_package_that_cannot_be_started_gets_its_reason_instead_of_a_configura
                 "registryType": "npm",
                 "identifier": "files",
                 "version": "1.0.0",
-                "packageArguments": [{"type": "positional", "isRequired": True, "value": "<absolute_path>"}],
+                "packageArguments": [{"type": "positional", "isRequired": True, "value": "<your_team_id>"}],
             }
         ]
     }
@@ -178,6 +178,21 @@ def test_a_package_that_cannot_be_started_gets_its_reason_instead_of_a_configura
         found = _hosts(entry)
         assert found.configs == [] and found.package is None
         assert found.package_problem == spec.reason and found.missing is not None and spec.reason in found.missing
+
+
+def test_a_folder_the_person_gives_is_a_placeholder_in_the_command() -> None:
+    data = {
+        "packages": [
+            {
+                "registryType": "npm",
+                "identifier": "files",
+                "version": "1.0.0",
+                "packageArguments": [{"type": "positional", "isRequired": True, "value": "<absolute_path>"}],
+            }
+        ]
+    }
+    found = _hosts(_server("urn:air:example.com:files", data))
+    assert found.package is not None and found.package.command == ["npx", "-y", "files@1.0.0", "/path/to/your/folder"]
 
 
 def test_a_seed_package_of_no_named_registry_says_both_commands_and_configures_neither() -> None:

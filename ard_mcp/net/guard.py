@@ -31,7 +31,7 @@ import anyio
 import httpcore
 import httpx
 
-from ard_mcp.net.urls import Address, address_of, carried, refused_kind, unreadable
+from ard_mcp.net.urls import Address, RefusedUrl, address_of, carried, check_url, refused_kind, unreadable
 
 log = logging.getLogger(__name__)
 _SHOWN = 200  # the most of a URL a server named quoted in an error
@@ -200,6 +200,17 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+def _points_to_refused(url: str) -> bool:
+    """Whether the URL check refuses `url` for the address it points to (`0251.0376.0251.0376` is cloud
+    metadata, and httpx cannot read it either): the fetcher says "points to 169.254.169.254", which is the
+    reason a person needs."""
+    try:
+        check_url(url)
+    except RefusedUrl as exc:
+        return exc.points_to is not None
+    return False
+
+
 async def _readable_redirect(request: httpx.Request, response: httpx.Response) -> None:
     """Refuse a redirect whose Location httpx cannot read, as httpx refuses one it cannot parse
     (`RemoteProtocolError`): httpx's client reads the host of every Location to build the next request,
@@ -208,7 +219,7 @@ async def _readable_redirect(request: httpx.Request, response: httpx.Response) -
     before any client reads it, every client's caller gets the transport error it already handles."""
     moved = urljoin(str(request.url), response.headers["location"])
     reason = unreadable(moved)
-    if reason is not None:
+    if reason is not None and not _points_to_refused(moved):  # that one the caller's own redirect check names better
         await response.aclose()
         raise httpx.RemoteProtocolError(f"a redirect to {ascii(moved)[:_SHOWN]}, which {reason}", request=request)
 

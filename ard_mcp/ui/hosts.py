@@ -21,6 +21,7 @@ from ard_mcp.formats.catalog import CatalogEntry
 from ard_mcp.invocation.calls import Target
 from ard_mcp.invocation.targets import Offline
 from ard_mcp.packages import names
+from ard_mcp.packages.inputs import FILE, FOLDER
 from ard_mcp.packages.specs import EnvVar, PackageSpec, Unusable, package_of
 
 REGISTRY_NAMES = {"npm": "npm", "pypi": "PyPI", "unknown": "npm or PyPI (the description does not say which)"}
@@ -58,6 +59,9 @@ class Hosts:
     missing: str | None  # for an MCP server with no configuration to give: why
 
 
+_PLACEHOLDERS = {FOLDER: "/path/to/your/folder", FILE: "/path/to/your/file"}
+
+
 def _spelled(spec: PackageSpec) -> str:
     """The package with its version, as its launcher takes it: `name@1.2.3` (npx), `name==1.2.3` (uvx)."""
     if not spec.version:
@@ -71,14 +75,16 @@ def _spelled(spec: PackageSpec) -> str:
 
 
 def _command(spec: PackageSpec) -> list[str] | str:
-    """The command line that starts the package in a host, or why none can be given."""
+    """The command line that starts the package in a host, or why none can be given; a folder or file the person
+    gives it (`packages.grants`) is a placeholder they replace with its path."""
+    arguments = [_PLACEHOLDERS.get(a, a) for a in spec.package_arguments]
     if spec.registry == "npm":
         node = [f"--node-options={' '.join(spec.runtime_arguments)}"] if spec.runtime_arguments else []
-        return ["npx", "-y", *node, _spelled(spec), *spec.package_arguments]
+        return ["npx", "-y", *node, _spelled(spec), *arguments]
     if spec.registry == "pypi":
         if spec.runtime_arguments:
             return f"its arguments for the Python interpreter ({' '.join(spec.runtime_arguments)}) cannot be passed through uvx"
-        return ["uvx", _spelled(spec), *spec.package_arguments]
+        return ["uvx", _spelled(spec), *arguments]
     npm = shlex.join(["npx", "-y", f"{spec.name}@{spec.version}" if spec.version else spec.name])
     pypi = shlex.join(["uvx", f"{spec.name}=={spec.version}" if spec.version else spec.name])
     return (
