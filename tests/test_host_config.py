@@ -40,7 +40,7 @@ def test_it_prints_this_installs_own_executable_and_data_dir(tmp_path: Path) -> 
     entry = json.loads(run.stdout)["mcpServers"]["ard"]
     command = Path(entry["command"])
     assert command.is_absolute() and command.is_file() and os.access(command, os.X_OK)
-    assert command.name in ("ard-mcp", "ard-mcp.exe") and entry["args"] == ["serve"]
+    assert command.name in ("ard-mcp", "ard-mcp.exe") and entry["args"] == ["serve", "--shared"]
     assert entry["env"] == {"ARD_MCP_DATA_DIR": str(tmp_path / "registry")}  # relative to where it was asked, made absolute
     assert not _where(tmp_path, "cursor").exists()  # printing writes nothing
     assert str(_where(tmp_path, "cursor")) in run.stderr
@@ -123,7 +123,7 @@ def test_the_written_entry_starts_a_working_server(tmp_path: Path) -> None:
     entry = json.loads(_where(tmp_path, "claude-desktop").read_text(encoding="utf-8"))["mcpServers"]["ard"]
 
     async def listed() -> dict[str, Any]:
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "ARD_MCP_NO_SNAPSHOT": "1", **entry["env"]}
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "ARD_MCP_NO_SNAPSHOT": "1", "ARD_MCP_BACKEND_IDLE": "1", **entry["env"]}
         server = StdioServerParameters(command=entry["command"], args=entry["args"], env=env, cwd=str(tmp_path))
         async with Client(server) as client:
             result = await client.call_tool("list_agents", {"pageSize": 1})

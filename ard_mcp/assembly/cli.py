@@ -26,7 +26,7 @@ from ard_mcp.surfaces.console import ProgressBar, print_crawl, print_ingest
 from ard_mcp.surfaces.host_config import host_config_command
 from ard_mcp.surfaces.invocation_settings import invocation_policy, print_invocations
 from ard_mcp.surfaces.log_setup import configure_logging
-from ard_mcp.surfaces.option_values import csv_list
+from ard_mcp.surfaces.option_values import csv_list, env_number
 from ard_mcp.surfaces.package_settings import packages_command
 from ard_mcp.surfaces.rest.ratelimit import RateLimits
 from ard_mcp.surfaces.rest.settings import is_loopback
@@ -55,6 +55,12 @@ def _config(args: argparse.Namespace) -> Config:
 
 def _serve(args: argparse.Namespace) -> int:
     tracing.configure()  # when the OTEL_* variables ask for traces
+    if args.transport == "stdio" and args.shared and not args.backend:
+        from ard_mcp.surfaces import frontend
+
+        argv = sys.argv[1:]
+        start = [sys.executable, "-m", "ard_mcp", *(a for a in argv if a != "--shared"), "--backend"]
+        return frontend.run(args.data_dir.expanduser().absolute(), frontend.settings_of(argv), start)
     if args.transport == "stdio":
         from ard_mcp.index import datadir
         from ard_mcp.surfaces.mcp_server import build_server
@@ -71,6 +77,15 @@ def _serve(args: argparse.Namespace) -> int:
             args.trust_policy,
             invocation=invocation_policy(args, stdio=True),
         )
+        if args.backend:
+            from ard_mcp.surfaces import backend, frontend
+
+            server = build_server(config, crawl=_crawl_settings(args), services=services)
+            path = frontend.socket_path(config.data_dir.expanduser().absolute(), frontend.settings_of(sys.argv[1:]))
+            import anyio
+
+            anyio.run(backend.serve, server, path, env_number("BACKEND_IDLE", backend.IDLE_S, float))
+            return 0
         from ard_mcp.surfaces.terminal import run_stdio
 
         return run_stdio(lambda closed: build_server(config, crawl=_crawl_settings(args), services=services, closed=closed))

@@ -147,6 +147,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--transport", choices=TRANSPORTS, default=env("TRANSPORT", "stdio"), help="(ARD_MCP_TRANSPORT; default %(default)s)"
     )
+    serve.add_argument(
+        "--shared",
+        action="store_true",
+        help="over stdio, share one back-end with every other host on this data directory (started when none runs, stopped "
+        "ARD_MCP_BACKEND_IDLE seconds after its last host leaves; default 60); what `host-config` writes",
+    )
+    serve.add_argument("--backend", action="store_true", help=argparse.SUPPRESS)  # the back-end a --shared front-end starts
     serve.add_argument("--host", default=env("HOST", "127.0.0.1"), help="HTTP bind address (ARD_MCP_HOST; default %(default)s)")
     serve.add_argument("--port", type=int, default=int(env("PORT", "8000") or 8000), help="HTTP port (ARD_MCP_PORT; default %(default)s)")
     serve.add_argument(

@@ -79,7 +79,8 @@ def server_entry(host: Host, data_dir: Path, model_dir: Path | None = None) -> d
     if model_dir is not None:
         env["ARD_MCP_MODEL_DIR"] = str(model_dir.expanduser().absolute())
     entry: dict[str, Any] = {"type": "stdio"} if host.stdio_type else {}
-    return entry | {"command": command[0], "args": [*command[1:], "serve"], "env": env}
+    # --shared: every host (and window) a person attaches shares one back-end of the data directory (`frontend`)
+    return entry | {"command": command[0], "args": [*command[1:], "serve", "--shared"], "env": env}
 
 
 def merged(path: Path, key: str, name: str, entry: dict[str, Any]) -> tuple[str, str | None]:

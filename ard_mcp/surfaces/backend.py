@@ -1,0 +1,129 @@
+"""The per-user back-end that the stdio front-ends of several hosts share (`frontend`): one process holds the
+data directory, the model, the index and the package servers, and serves each host's MCP session over a Unix
+socket inside the data directory.
+
+Why: a host starts one stdio server per window or instance, and embedded Chroma admits one process per data
+directory, so a second host's `ard-mcp serve` exited "data directory ... is in use" (issue #55). Here every
+front-end's session is a connection to this one process, each its own MCP session (its own handshake, its own
+consent questions, its own host asked), over one registry and one set of running package servers; a write
+through one host is in the next search of every other.
+
+Each connection is served as stdio is (one JSON-RPC message a line, `serve_dual_era_loop` with the server's
+one lifespan), so a front-end can pass a host's bytes through unread. The socket is the owner's alone (0600,
+in a 0700 folder where its path allows). The back-end stops `idle_s` seconds after its last connection ends
+(`ARD_MCP_BACKEND_IDLE`, default 60 s: a host restarting its servers finds it warm; nothing lingers for
+long), and when it is signalled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types
+from anyio.abc import SocketStream
+from anyio.streams.buffered import BufferedByteReceiveStream
+from mcp.server.mcpserver import MCPServer
+from mcp.server.runner import serve_dual_era_loop
+from mcp.shared._context_streams import create_context_streams
+from mcp.shared.message import SessionMessage
+
+log = logging.getLogger(__name__)
+IDLE_S = 60.0
+GREETING = b"ard-mcp back-end\n"  # the first line of every connection, read by the front-end, never passed to a host
+MAX_LINE = 64 << 20  # one message from a host (a whole catalog registered at once stays well under)
+
+
+async def _session(server: MCPServer[Any], state: Any, connection: SocketStream) -> None:
+    """One host's MCP session over `connection`, until it closes."""
+    lowlevel = server._lowlevel_server  # noqa: SLF001 - the sessions share the one lifespan the back-end entered
+    reader, read_stream = create_context_streams[SessionMessage | Exception](0)
+    write_stream, writer = create_context_streams[SessionMessage](0)
+    received = BufferedByteReceiveStream(connection)
+
+    async def read() -> None:
+        async with reader:
+            with contextlib.suppress(anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                while True:
+                    line = await received.receive_until(b"\n", MAX_LINE)
+                    if line.strip():
+                        try:
+                            await reader.send(SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)))
+                        except ValueError as exc:
+                            await reader.send(exc)
+
+    async def write() -> None:
+        async with writer:
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                async for message in writer:
+                    await connection.send((message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode())
+
+    async with connection, anyio.create_task_group() as group:
+        await connection.send(GREETING)  # the front-end's proof that a live back-end took the connection
+        group.start_soon(read)
+        group.start_soon(write)
+        await serve_dual_era_loop(
+            lowlevel, read_stream, write_stream, lifespan_state=state, init_options=lowlevel.create_initialization_options()
+        )
+        group.cancel_scope.cancel()
+
+
+async def serve(server: MCPServer[Any], socket_path: Path, idle_s: float = IDLE_S) -> None:
+    """Serve `server` to every connection on `socket_path` until `idle_s` seconds pass with none, or a signal.
+    The server's lifespan (which claims the data directory) is entered first: a back-end that cannot have the
+    directory never listens."""
+    lowlevel = server._lowlevel_server  # noqa: SLF001 - entered once here, shared by every session
+    connected = 0
+    changed = anyio.Event()
+
+    def moved() -> None:
+        nonlocal changed
+        changed.set()
+        changed = anyio.Event()
+
+    async with lowlevel.lifespan(lowlevel) as state:
+
+        async def one(connection: SocketStream) -> None:
+            nonlocal connected
+            connected += 1
+            moved()
+            try:
+                await _session(server, state, connection)
+            except Exception:  # one host's session failing must not stop the others'
+                log.exception("ard-mcp back-end: a host's session failed")
+            finally:
+                connected -= 1
+                moved()
+
+        with contextlib.suppress(FileNotFoundError):
+            socket_path.unlink()  # one left by a back-end that was killed: this process holds the data directory now
+        previous = os.umask(0o077)
+        try:
+            listener = await anyio.create_unix_listener(socket_path)
+        finally:
+            os.umask(previous)
+        async with listener, anyio.create_task_group() as group:
+            group.start_soon(listener.serve, one)
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                group.start_soon(_stop_on, signals, group.cancel_scope)
+                while True:
+                    waiting = changed
+                    with anyio.move_on_after(idle_s if connected == 0 else float("inf")):
+                        await waiting.wait()
+                    if connected == 0 and not waiting.is_set():
+                        break
+                log.info("ard-mcp back-end: no host for %g s; stopping", idle_s)
+                group.cancel_scope.cancel()
+    with contextlib.suppress(FileNotFoundError):
+        socket_path.unlink()
+
+
+async def _stop_on(signals: Any, scope: anyio.CancelScope) -> None:
+    async for _ in signals:
+        scope.cancel()
+        return

@@ -1,0 +1,273 @@
+"""`ard-mcp serve --shared`: the stdio server a host starts, as a thin front-end to the one back-end of its data
+directory (`backend`), which it starts when none runs. Any number of hosts (two Claude Code windows, Claude
+Desktop beside Cursor) can then use one data directory at once; a second plain `serve` exited "in use".
+
+The front-end reads nothing of the host's messages but the handshake: it passes bytes between its stdin and
+stdout and the back-end's socket, so every message (a consent question, progress, a called server's
+question) reaches the host as the back-end wrote it. Standard library only, so it starts in tens of
+milliseconds. A back-end that dies (a crash, `kill -9`) is started again, and the host's `initialize` and
+`notifications/initialized` are sent to it anew (its answer dropped), so the host's next request is served
+as if nothing happened. A request in flight at that moment is answered with an error saying it may or may
+not have been carried out (sent again, a tool call could run twice); no write the back-end acknowledged is
+lost (it is saved before it is answered).
+
+The back-end is one per data directory and settings: the socket's name holds a digest of the command line
+and `ARD_MCP_*` variables it was started with, so a front-end never attaches to a back-end with other
+settings (that one then finds the directory in use, and says so). Two front-ends starting at once take turns
+(a lock beside the socket), so only one starts a back-end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+START_S = 60.0  # the back-end's start: imports, the data directory claimed, the socket made (about 1 s here)
+_POLL_S = 0.05
+GREETING = b"ard-mcp back-end\n"  # `backend.GREETING`: not imported, the front-end stays free of the back-end's imports
+GREETING_S = 10.0
+_ANSWER = re.compile(rb'^\{"jsonrpc":"2\.0","id":("(?:[^"\\]|\\.)*"|-?\d+),"(?:result|error)"')  # the back-end's answers, as it writes them
+LOST = -32001  # the error code of a request the back-end stopped during (JSON-RPC's server-defined range)
+_MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
+
+
+def socket_path(data_dir: Path, settings: Sequence[str]) -> Path:
+    """Where the back-end for `data_dir` started with `settings` listens."""
+    digest = hashlib.sha256("\0".join(settings).encode()).hexdigest()[:12]
+    path = data_dir / f"ard-mcp-{digest}.sock"
+    if len(str(path)) <= _MAX_SOCKET_PATH:
+        return path
+    runtime = Path(os.environ.get("XDG_RUNTIME_DIR") or f"/tmp/ard-mcp-{os.getuid()}")
+    runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return runtime / f"{hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:16]}-{digest}.sock"
+
+
+def settings_of(argv: Sequence[str]) -> list[str]:
+    """What a back-end's settings are: the command line after `--shared` is taken out, and the ARD_MCP_* variables."""
+    variables = sorted(f"{name}={value}" for name, value in os.environ.items() if name.startswith("ARD_MCP_"))
+    return [*(a for a in argv if a not in ("--shared", "--backend")), *variables]
+
+
+def _attach(path: Path) -> socket.socket | None:
+    """A connection a live back-end greeted; None where none answers. A back-end killed a moment ago can still
+    take a connection while its process exits, and reset it at once: its greeting never comes."""
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        client.settimeout(GREETING_S)
+        client.connect(str(path))
+        said = b""
+        while not said.endswith(b"\n") and len(said) < len(GREETING):
+            chunk = client.recv(len(GREETING) - len(said))
+            if not chunk:
+                break
+            said += chunk
+        client.settimeout(None)
+    except OSError:
+        client.close()
+        return None
+    if said != GREETING:
+        client.close()
+        return None
+    return client
+
+
+def connected(path: Path, start: Sequence[str], log: Path) -> socket.socket:
+    """A connection to the back-end at `path`, started with `start` (its stderr appended to `log`) where none
+    answers; OSError saying why when it cannot be had."""
+    found = _attach(path)
+    if found is not None:
+        return found
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one front-end starts it; the others find it started
+        found = _attach(path)
+        if found is not None:
+            return found
+        with open(log, "ab") as errors:
+            process = subprocess.Popen(
+                list(start), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True
+            )
+        deadline = time.monotonic() + START_S
+        while time.monotonic() < deadline:
+            found = _attach(path)
+            if found is not None:
+                return found
+            if process.poll() is not None:
+                raise OSError(f"the ard-mcp back-end stopped as it started: {_tail(log)}")
+            time.sleep(_POLL_S)
+    raise OSError(f"the ard-mcp back-end did not answer within {START_S:g} s: {_tail(log)}")
+
+
+def _tail(log: Path) -> str:
+    with contextlib.suppress(OSError):
+        lines = [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+        return " / ".join(lines[-3:])[-1500:] or "it said nothing"
+    return "its log cannot be read"
+
+
+class _Link:
+    """The host's session through the back-end: the socket, and the handshake to send a new back-end."""
+
+    def __init__(self, path: Path, start: Sequence[str], log: Path) -> None:
+        self._path, self._start, self._log = path, start, log
+        self._lock = threading.Lock()
+        self._socket = connected(path, start, log)
+        self._handshake: list[bytes] = []  # initialize and notifications/initialized, as the host sent them
+        self._initialize_id: object = None
+        self._pending: dict[str, object] = {}  # the host's requests not answered yet, by their id as JSON
+        self._out = threading.Lock()  # answers and lost-request errors never interleave on stdout
+        self.stdout = sys.stdout.fileno()
+
+    def send(self, line: bytes) -> None:
+        message = _message(line)
+        if "method" in message and "id" in message:
+            self._pending[json.dumps(message["id"])] = message["id"]
+        if message.get("method") == "initialize":
+            self._handshake, self._initialize_id = [line], message.get("id")
+        elif message.get("method") == "notifications/initialized":
+            self._handshake.append(line)
+        for attempt in range(2):
+            with self._lock:
+                current = self._socket
+            try:
+                current.sendall(line)
+                return
+            except OSError:
+                if attempt:
+                    raise
+                self.reconnect(current)
+
+    def reconnect(self, broken: socket.socket) -> socket.socket:
+        """A new connection in place of `broken` (another thread may have made it already), the handshake replayed."""
+        with self._lock:
+            if self._socket is not broken:
+                return self._socket
+            with contextlib.suppress(OSError):
+                broken.shutdown(socket.SHUT_RDWR)  # wakes the reader blocked on it (a close alone does not)
+            broken.close()
+            fresh = self._handshaken(time.monotonic() + START_S)
+            self._socket = fresh
+            self._answer_lost()
+            return fresh
+
+    def _handshaken(self, deadline: float) -> socket.socket:
+        """A new connection with the host's handshake replayed. A back-end killed a moment ago may still accept a
+        connection while its process exits, and then reset it: tried again until `deadline`."""
+        while True:
+            fresh = connected(self._path, self._start, self._log)
+            try:
+                for line in self._handshake:
+                    fresh.sendall(line)
+                if self._initialize_id is not None:
+                    _drop_answer(fresh, self._initialize_id)
+                return fresh
+            except OSError:
+                fresh.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(_POLL_S)
+
+    def _answer_lost(self) -> None:
+        """Tell the host which of its requests the back-end stopped during (the handshake's it has answered)."""
+        lost, self._pending = self._pending, {}
+        for key, request_id in lost.items():
+            if request_id == self._initialize_id and key == json.dumps(self._initialize_id):
+                continue
+            error = {
+                "code": LOST,
+                "message": "the ard-mcp back-end stopped while this request was in flight, and was started "
+                "again: it may or may not have been carried out; send it again if it is safe to",
+            }
+            self._write(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode() + b"\n")
+
+    def _write(self, data: bytes) -> None:
+        with self._out:
+            while data:
+                data = data[os.write(self.stdout, data) :]
+
+    def pump(self, stdin_open: threading.Event) -> None:
+        """The back-end's messages to stdout, a line at a time (its answers noted), until it ends after the host
+        closed stdin (else reconnect and go on)."""
+        current, pending = self._socket, b""
+        while True:
+            try:
+                chunk = current.recv(65536)
+            except OSError:
+                chunk = b""
+            if chunk:
+                *lines, pending = (pending + chunk).split(b"\n")
+                for line in lines:
+                    answered = _ANSWER.match(line)
+                    if answered is not None:
+                        self._pending.pop(answered[1].decode(), None)
+                    self._write(line + b"\n")
+                continue
+            if not stdin_open.is_set():
+                return
+            pending = b""
+            current = self.reconnect(current)
+
+    def close_writing(self) -> None:
+        with contextlib.suppress(OSError):
+            self._socket.shutdown(socket.SHUT_WR)
+
+
+def _message(line: bytes) -> dict[str, object]:
+    try:
+        found = json.loads(line)
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _drop_answer(connection: socket.socket, request_id: object) -> None:
+    """Read the new back-end's answer to the replayed `initialize`: the host has its answer already."""
+    pending = b""
+    while True:
+        chunk = connection.recv(65536)
+        if not chunk:
+            raise OSError("the ard-mcp back-end closed the connection during the handshake")
+        pending += chunk
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            if _message(line).get("id") == request_id:
+                if pending:
+                    raise OSError("the ard-mcp back-end said more than its handshake")  # nothing else was asked yet
+                return
+
+
+def run(data_dir: Path, settings: Sequence[str], start: Sequence[str]) -> int:
+    """Be the host's stdio server through the back-end; 1 with the reason on stderr where none can be had."""
+    log = data_dir / "backend.log"
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        link = _Link(socket_path(data_dir, settings), start, log)
+    except OSError as exc:
+        print(f"ard-mcp: {exc}", file=sys.stderr, flush=True)
+        return 1
+    stdin_open = threading.Event()
+    stdin_open.set()
+    reader = threading.Thread(target=link.pump, args=(stdin_open,), daemon=True)
+    reader.start()
+    try:
+        for line in sys.stdin.buffer:
+            link.send(line)
+    except OSError as exc:
+        print(f"ard-mcp: {exc}", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        stdin_open.clear()
+        link.close_writing()
+    reader.join(timeout=30)
+    return 0

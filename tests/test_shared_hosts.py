@@ -1,0 +1,120 @@
+"""Every host at once (issue #55): four hosts attached from the configurations `ard-mcp host-config` prints, all
+on the one default data directory of a fresh HOME, register and search at the same time through the back-end
+their `serve --shared` front-ends share; a write through one is seen by the others; the back-end killed with
+SIGKILL is started again by the next request, with every acknowledged write kept; it stops once the last host
+has left. Real `ard-mcp` processes, real MCP clients over stdio."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, MCPError, StdioServerParameters
+
+from tests.processes import quiet_env
+
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+
+HOSTS = ("claude-desktop", "claude-code", "cursor", "vscode")
+IDLE_S = 2
+
+
+def _entry(home: Path, host: str) -> dict[str, Any]:
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local" / "share")}
+    printed = subprocess.run(
+        [sys.executable, "-m", "ard_mcp", "host-config", host], env=env, cwd=home, capture_output=True, text=True, timeout=60
+    )
+    assert printed.returncode == 0, printed.stderr
+    servers = json.loads(printed.stdout)
+    entry: dict[str, Any] = next(iter(servers.values()))["ard"]
+    return entry
+
+
+def _backends(data: Path) -> list[int]:
+    """The back-ends serving `data` (the configurations name it in the environment, not the command line)."""
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            line, environ = Path(f"/proc/{pid}/cmdline").read_bytes(), Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if b"--backend" in line.split(b"\0") and f"ARD_MCP_DATA_DIR={data}".encode() in environ.split(b"\0"):
+            found.append(int(pid))
+    return found
+
+
+def _weather(i: int) -> dict[str, Any]:
+    return {
+        "identifier": f"urn:air:host{i}.example:agents:weather",
+        "displayName": f"Weather of host {i}",
+        "type": "application/a2a-agent-card+json",
+        "url": f"https://host{i}.example/card.json",
+        "description": "Forecasts the weather for a city, hour by hour.",
+    }
+
+
+async def test_four_hosts_share_one_data_directory_and_survive_a_killed_back_end(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    entries = {host: _entry(home, host) for host in HOSTS}
+    data = Path(entries["cursor"]["env"]["ARD_MCP_DATA_DIR"])
+    assert all(entry["args"][-2:] == ["serve", "--shared"] for entry in entries.values())
+    assert {entry["env"]["ARD_MCP_DATA_DIR"] for entry in entries.values()} == {str(data)}  # one default directory
+    base = {**quiet_env(data), "HOME": str(home), "ARD_MCP_NO_SNAPSHOT": "1", "ARD_MCP_BACKEND_IDLE": str(IDLE_S)}
+    registered, seen_by, after_kill, failures = anyio.Event(), {}, {}, []
+    counted: list[str] = []
+
+    async def host(i: int, name: str) -> None:
+        entry = entries[name]
+        params = StdioServerParameters(command=entry["command"], args=entry["args"], env={**base, **entry["env"]}, cwd=str(home))
+        async with Client(params) as client:
+
+            async def found() -> set[str]:
+                result = await client.call_tool("search_agents", {"text": "hourly weather forecast for a city"})
+                if result.is_error:
+                    failures.append(f"{name}: {result.content}")
+                return {r["identifier"] for r in (result.structured_content or {}).get("results", [])}
+
+            result = await client.call_tool("register_agent", {"entry": _weather(i)})
+            if result.is_error:
+                failures.append(f"{name}: {result.content}")
+            counted.append(name)
+            if len(counted) == len(HOSTS):
+                registered.set()
+            await registered.wait()
+            began = time.monotonic()
+            seen_by[name] = (await found(), time.monotonic() - began)
+            await killed.wait()
+            try:
+                after_kill[name] = await found()
+            except MCPError as exc:  # in flight as the back-end died: said so, and the next request is served
+                assert "back-end stopped while this request was in flight" in exc.message, exc.message
+                after_kill[name] = await found()
+
+    killed = anyio.Event()
+    with anyio.fail_after(240):
+        async with anyio.create_task_group() as group:
+            for i, name in enumerate(HOSTS):
+                group.start_soon(host, i, name)
+            while len(seen_by) < len(HOSTS) and not failures:
+                await anyio.sleep(0.1)
+            (backend,) = _backends(data)
+            os.kill(backend, signal.SIGKILL)
+            killed.set()
+        deadline = time.monotonic() + IDLE_S + 15
+        while _backends(data):
+            assert time.monotonic() < deadline, f"a back-end still runs after the last host left: {_backends(data)}"
+            await anyio.sleep(0.2)
+    everyone = {_weather(i)["identifier"] for i in range(len(HOSTS))}
+    assert failures == []
+    assert all(found >= everyone for found, _ in seen_by.values()), seen_by  # each host's write seen by every host
+    assert all(found >= everyone for found in after_kill.values()), after_kill  # nothing acknowledged was lost
+    print(f"\nsearch right after the others' writes: {max(took for _, took in seen_by.values()):.2f} s at most")
