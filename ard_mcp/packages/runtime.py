@@ -172,6 +172,7 @@ class PackageRuntime:
                 self.approvals.record_integrity(plan.digest, integrity, matches=True)
             return approval
         self.approvals.record_integrity(plan.digest, integrity, matches=False)
+        self.approvals.request(plan)  # so that `allow plan:DIGEST` approves it with the files it has now
         again = "call it again from a host that asks, or " if self.policy.ask else ""
         raise PermissionDenied(
             f"{plan.key}: the files installed ({integrity}) are not the ones approved ({approval.integrity}); nothing was started. "

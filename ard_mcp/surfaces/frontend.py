@@ -2,9 +2,9 @@
 directory (`backend`), which it starts when none runs. Any number of hosts (two Claude Code windows, Claude
 Desktop beside Cursor) can then use one data directory at once; a second plain `serve` exited "in use".
 
-The front-end reads nothing of the host's messages but the handshake: it passes bytes between its stdin and
-stdout and the back-end's socket, so every message (a consent question, progress, a called server's
-question) reaches the host as the back-end wrote it. Standard library only, so it starts in tens of
+The front-end passes the host's messages and the back-end's through unchanged, a line each, noting only the
+host's handshake and which of its requests await an answer, so every message (a consent question, progress,
+a called server's question) reaches the host as the back-end wrote it. Standard library only, so it starts in tens of
 milliseconds. A back-end that dies (a crash, `kill -9`) is started again, and the host's `initialize` and
 `notifications/initialized` are sent to it anew (its answer dropped), so the host's next request is served
 as if nothing happened. A request in flight at that moment is answered with an error saying it may or may
