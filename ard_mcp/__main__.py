@@ -1,3 +1,3 @@
-from ard_mcp.assembly.cli import main
+from ard_mcp.entry import main
 
 raise SystemExit(main())

@@ -33,6 +33,7 @@ LAYERS = {  # a module may import from its own layer and those below
     "ard_mcp.surfaces": 7,
     "ard_mcp.ui": 7,  # the web page: a surface like REST, whose app mounts it (and whose guard knows its form posts)
     "ard_mcp.assembly": 8,  # the HTTP app and the command line: surfaces and the web page put together, above both
+    "ard_mcp.entry": 9,  # the command: a host's `serve --shared` to the front-end at once, the rest to assembly
     "ard_mcp.__main__": 9,
 }
 # Rooms of one layer and the others each may import. The crawler checks trust manifests as entries arrive;

@@ -118,3 +118,22 @@ async def test_four_hosts_share_one_data_directory_and_survive_a_killed_back_end
     assert all(found >= everyone for found, _ in seen_by.values()), seen_by  # each host's write seen by every host
     assert all(found >= everyone for found in after_kill.values()), after_kill  # nothing acknowledged was lost
     print(f"\nsearch right after the others' writes: {max(took for _, took in seen_by.values()):.2f} s at most")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve"],
+        ["serve", "--shared", "--help"],
+        ["serve", "--shared", "--transport", "sse"],
+        ["serve", "--shared", "--no-invocation"],
+        ["serve", "--shared", "--data-dir"],
+        ["search", "--shared"],
+        ["serve", "--shared", "--backend"],
+    ],
+)
+def test_only_a_plain_shared_serve_skips_the_command_lines_parser(argv: list[str]) -> None:
+    """Anything else is the parser's to read (and to refuse or explain), as before."""
+    from ard_mcp.surfaces.frontend import quick
+
+    assert quick(argv) is None

@@ -58,9 +58,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.transport == "stdio" and args.shared and not args.backend:
         from ard_mcp.surfaces import frontend
 
-        argv = sys.argv[1:]
-        start = [sys.executable, "-m", "ard_mcp", *(a for a in argv if a != "--shared"), "--backend"]
-        return frontend.run(args.data_dir.expanduser().absolute(), frontend.settings_of(argv), start)
+        return frontend.shared(sys.argv[1:], args.data_dir)
     if args.transport == "stdio":
         from ard_mcp.index import datadir
         from ard_mcp.surfaces.mcp_server import build_server

@@ -247,6 +247,44 @@ def _drop_answer(connection: socket.socket, request_id: object) -> None:
                 return
 
 
+def quick(argv: Sequence[str]) -> int | None:
+    """`ard-mcp serve --shared` run before the command line's parser is imported (its imports took 0.7 s of a
+    host's first `tools/list`): where `argv` is such a plain command, the front-end's exit status, else None."""
+    if len(argv) < 2 or argv[0] != "serve" or "--shared" not in argv or any(a in argv for a in ("--backend", "-h", "--help")):
+        return None
+    words = [a for a in argv[1:] if a != "--shared"]
+    transport = os.environ.get("ARD_MCP_TRANSPORT") or "stdio"
+    data_dir: str | None = os.environ.get("ARD_MCP_DATA_DIR") or None
+    while words:
+        word = words.pop(0)
+        name, equals, value = word.partition("=")
+        if name in ("--data-dir", "--transport") and not equals:
+            if not words:
+                return None
+            value = words.pop(0)
+        if name == "--data-dir":
+            data_dir = value
+        elif name == "--transport":
+            transport = value
+        else:
+            return None  # any other option: the command line's parser reads it
+    if transport != "stdio":
+        return None
+    if data_dir is None:
+        from ard_mcp.config import default_data_dir
+
+        directory = default_data_dir()
+    else:
+        directory = Path(data_dir)
+    return shared(argv, directory)
+
+
+def shared(argv: Sequence[str], data_dir: Path) -> int:
+    """Be the front-end for `ard-mcp` started with `argv` (`serve --shared ...`) on `data_dir`."""
+    start = [sys.executable, "-m", "ard_mcp", *(a for a in argv if a != "--shared"), "--backend"]
+    return run(data_dir.expanduser().absolute(), settings_of(argv), start)
+
+
 def run(data_dir: Path, settings: Sequence[str], start: Sequence[str]) -> int:
     """Be the host's stdio server through the back-end; 1 with the reason on stderr where none can be had."""
     log = data_dir / "backend.log"
