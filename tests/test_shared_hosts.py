@@ -137,3 +137,14 @@ def test_only_a_plain_shared_serve_skips_the_command_lines_parser(argv: list[str
     from ard_mcp.surfaces.frontend import quick
 
     assert quick(argv) is None
+
+
+def test_a_data_directory_named_either_way_is_one_back_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ard_mcp.surfaces.frontend import settings_of, socket_path
+
+    monkeypatch.delenv("ARD_MCP_DATA_DIR", raising=False)
+    by_flag = socket_path(tmp_path, settings_of(["serve", "--shared", "--data-dir", str(tmp_path)]))
+    assert socket_path(tmp_path, settings_of(["serve", "--backend", f"--data-dir={tmp_path}"])) == by_flag
+    monkeypatch.setenv("ARD_MCP_DATA_DIR", str(tmp_path))
+    assert socket_path(tmp_path, settings_of(["serve", "--shared"])) == by_flag
+    assert socket_path(tmp_path, settings_of(["serve", "--shared", "--no-invocation"])) != by_flag  # other settings, another

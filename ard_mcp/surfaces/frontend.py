@@ -54,9 +54,20 @@ def socket_path(data_dir: Path, settings: Sequence[str]) -> Path:
 
 
 def settings_of(argv: Sequence[str]) -> list[str]:
-    """What a back-end's settings are: the command line after `--shared` is taken out, and the ARD_MCP_* variables."""
-    variables = sorted(f"{name}={value}" for name, value in os.environ.items() if name.startswith("ARD_MCP_"))
-    return [*(a for a in argv if a not in ("--shared", "--backend")), *variables]
+    """What a back-end's settings are: the command line and the ARD_MCP_* variables, less `--shared`, `--backend`
+    and the data directory (the socket is the data directory's already, however it was named: a host configured
+    with `--data-dir` and one with `ARD_MCP_DATA_DIR` share it)."""
+    words, kept = list(argv), []
+    while words:
+        word = words.pop(0)
+        if word == "--data-dir" and words:
+            words.pop(0)
+        elif word not in ("--shared", "--backend") and not word.startswith("--data-dir="):
+            kept.append(word)
+    variables = sorted(
+        f"{name}={value}" for name, value in os.environ.items() if name.startswith("ARD_MCP_") and name != "ARD_MCP_DATA_DIR"
+    )
+    return [*kept, *variables]
 
 
 def _attach(path: Path) -> socket.socket | None:
