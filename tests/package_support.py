@@ -4,11 +4,9 @@ backend, nothing from the network), a PEP 503 "simple" index and an npm registry
 from __future__ import annotations
 
 import base64
-import datetime
 import hashlib
 import html
 import io
-import ipaddress
 import json
 import os
 import socket
@@ -22,11 +20,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
-
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from ard_mcp.packages.lookup import release_of
 
@@ -128,45 +121,21 @@ class _Index(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def serving_index(files: Path, asked: list[str] | None = None, tls: ssl.SSLContext | None = None) -> Iterator[str]:
+def serving_index(files: Path, asked: list[str] | None = None, tls: tuple[Path, Path] | None = None) -> Iterator[str]:
     """The simple index of the wheels and sdists in `files`, on a loopback port; yields its URL (`.../simple`);
-    over https with `tls` (`self_signed`)."""
+    over https with `tls`, a certificate and its key (`certificates.self_signed`)."""
     handler = type("Index", (_Index,), {"files": files, "asked": asked if asked is not None else []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     if tls is not None:
-        server.socket = tls.wrap_socket(server.socket, server_side=True)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}/simple"
     finally:
         server.shutdown()
         server.server_close()
-
-
-def self_signed(directory: Path) -> ssl.SSLContext:
-    """A server TLS context for 127.0.0.1 whose certificate no CA signed: what an installer behind an unknown
-    TLS-inspecting proxy sees."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    (directory / "cert.pem").write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    (directory / "key.pem").write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(directory / "cert.pem", directory / "key.pem")
-    return context
 
 
 def running_with(token: str) -> list[int]:

@@ -11,8 +11,6 @@ proxy answering from the other one, a new MCP session included."""
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import os
 import re
 import shlex
@@ -32,14 +30,11 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests import postgres_server
+from tests.certificates import self_signed
 from tests.conftest import REPO, WEATHER
 from tests.deployment_support import until_status
 from tests.processes import free_port, wait_for
@@ -181,30 +176,6 @@ def test_units_verify_and_name_only_what_the_environment_file_sets(tmp_path: Pat
 
 
 # -- the parts -------------------------------------------------------------------------------------------------
-def _certificate(directory: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for the public name and 127.0.0.1 (the test connects to the address)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, PUBLIC_NAME)])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(PUBLIC_NAME), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert, private = directory / "fullchain.pem", directory / "privkey.pem"
-    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    private.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-    private.chmod(0o600)
-    return cert, private
-
-
 def nginx_config(directory: Path, ports: dict[str, int], listen: int, redirect: int, cert: Path, key: Path) -> Path:
     """deploy/nginx/ard-mcp.conf with the test's process ports, listen addresses and certificate, inside a
     main configuration that keeps nginx in the foreground with its pid, logs and buffers in `directory`."""
@@ -347,7 +318,7 @@ async def test_two_processes_behind_nginx(tmp_path: Path) -> None:
             command = Path(f"/proc/{process.pid}/cmdline").read_bytes().decode()
             assert PASSWORD not in command and f"127.0.0.1:{database.port}/postgres" in command
 
-        cert, key = _certificate(root)
+        cert, key = self_signed(root, PUBLIC_NAME)
         listen, redirect = free_port(), free_port()
         config = nginx_config(root, ports, listen, redirect, cert, key)
         nginx_log = root / "error.log"

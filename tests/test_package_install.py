@@ -29,8 +29,9 @@ from ard_mcp.errors import InvalidArgument
 from ard_mcp.packages.inputs import FILE, FOLDER
 from ard_mcp.packages.install import Installed, Installer, InstallRefused, Registries
 from ard_mcp.packages.specs import EnvVar, PackageSpec, Unusable, package_of, parse_key
+from tests.certificates import self_signed
 from tests.conftest import NO_SHARED_DATA, SHARED_DATA
-from tests.package_support import self_signed, serving_index, wheel
+from tests.package_support import serving_index, wheel
 
 pytestmark = pytest.mark.slow
 
@@ -306,7 +307,7 @@ def test_loopback_index_refusals(index: tuple[str, list[str], Path], tmp_path: P
 def test_an_index_whose_certificate_cannot_be_verified_is_named(index: tuple[str, list[str], Path], tmp_path: Path) -> None:
     """What pip 23 said behind a TLS-inspecting proxy, "no wheel fits this platform", was a certificate (issue #54)."""
     _, _, files = index
-    with serving_index(files, tls=self_signed(tmp_path)) as url, pytest.raises(InstallRefused) as refused:
+    with serving_index(files, tls=self_signed(tmp_path, "localhost")) as url, pytest.raises(InstallRefused) as refused:
         anyio.run(Installer(tmp_path / "cache", Registries(pypi=(url,))).install, _spec("pypi", "ard-probe-server", "1.0.0"))
     assert f"the TLS certificate of {url} could not be verified" in str(refused.value) and "SSL_CERT_FILE" in str(refused.value)
 
