@@ -31,16 +31,21 @@ POLICY = InvocationPolicy(enabled=True, allow_private_networks=True, limits=Limi
 ASKING = "urn:air:weather.example:mcp:asking"
 
 
+def _asking(base: str) -> dict[str, Any]:
+    """The entry of the MCP server at `base`."""
+    return {
+        "identifier": ASKING,
+        "displayName": "Asking weather",
+        "type": "application/mcp-server-card+json",
+        "description": "Forecasts, asking the person and the model along the way.",
+        "data": {"name": "asking", "remotes": [{"type": "streamable-http", "url": base + "/mcp"}]},
+    }
+
+
 @pytest.fixture(scope="module")
 def asking() -> Iterator[dict[str, Any]]:
     with serving(lambda base: mcp_agent().streamable_http_app(streamable_http_path="/mcp")) as base:
-        yield {
-            "identifier": ASKING,
-            "displayName": "Asking weather",
-            "type": "application/mcp-server-card+json",
-            "description": "Forecasts, asking the person and the model along the way.",
-            "data": {"name": "asking", "remotes": [{"type": "streamable-http", "url": base + "/mcp"}]},
-        }
+        yield _asking(base)
 
 
 async def _called(tmp_path: Path, entry: dict[str, Any], tools: list[str], **host: Any) -> list[Any]:
@@ -119,13 +124,7 @@ async def test_what_a_called_server_asks_is_marked_as_its_own_and_bounded(tmp_pa
         return mcp_types.CreateMessageResult(role="assistant", content=mcp_types.TextContent(type="text", text="ok"), model="host")
 
     with serving(lambda base: legacy_only(mcp_agent()).streamable_http_app(streamable_http_path="/mcp")) as base:
-        entry = {
-            "identifier": ASKING,
-            "displayName": "Hostile asker",
-            "type": "application/mcp-server-card+json",
-            "description": "Asks the person for everything.",
-            "data": {"name": "hostile", "remotes": [{"type": "streamable-http", "url": base + "/mcp"}]},
-        }
+        entry = _asking(base)
         server = build_server(Config(tmp_path / "data"), warm=False, services=Services("http://registry.test", invocation=POLICY))
         async with Client(server, mode="legacy", elicitation_callback=elicit, sampling_callback=sample) as client:
             assert not (await client.call_tool("register_agent", {"entry": entry})).is_error
