@@ -22,7 +22,7 @@ import json
 import logging
 import os
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -85,10 +85,10 @@ class Approval:
     grant: Grant | None = None  # the folder or file it works on, where its launch takes one
     integrity: str | None = None  # the installed files', recorded on the first install after the approval
     changed: str | None = None  # an install whose integrity differs from `integrity`: refused until asked again
-    digest: str = field(init=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "digest", self.plan.digest)
+    @property
+    def digest(self) -> str:
+        return self.plan.digest
 
     @property
     def key(self) -> str:
@@ -194,8 +194,9 @@ class Approvals:
     def revoke(self, target: str) -> int:
         """Remove the approval of `target` (a plan digest, or `registry:name@version`: every launch of it); how many went."""
         with self._lock:
-            kept = [a for a in self.all() if target not in (a.digest, a.key)]
-            gone = len(self.all()) - len(kept)
+            before = self.all()
+            kept = [a for a in before if target not in (a.digest, a.key)]
+            gone = len(before) - len(kept)
             if gone:
                 self._write(kept)
         return gone

@@ -87,19 +87,13 @@ def checked(text: str, kind: str, writable: bool, data_dir: Path) -> Grant:
     if not (path.is_dir() if kind == "folder" else path.is_file()):
         raise InvalidArgument(f"{kind}: {path} is not a {kind} on this machine")
     mounted = path if kind == "folder" else path.parent
-    data = data_dir.resolve()
+    data, homes = data_dir.resolve(), _homes()
     refusals = [
         (mounted == Path("/"), "the whole file system"),
         (any(_within(mounted, Path(system)) for system in SYSTEM), "a system directory"),
         (_within(mounted, data) or _within(data, mounted), "ard-mcp's own data directory, or a folder holding it"),
-        (any(_within(home, mounted) for home in _homes()), "a home directory, or a folder holding one"),
-        (
-            any(
-                _within(mounted, home) and mounted.relative_to(home).parts[:1] and mounted.relative_to(home).parts[0].startswith(".")
-                for home in _homes()
-            ),
-            "a hidden folder of a home directory (keys and settings live there)",
-        ),
+        (any(_within(home, mounted) for home in homes), "a home directory, or a folder holding one"),
+        (any(_hidden(mounted, home) for home in homes), "a hidden folder of a home directory (keys and settings live there)"),
     ]
     why = next((what for refused, what in refusals if refused), None)
     if why is not None:

@@ -193,7 +193,7 @@ class _Link:
         """Tell the host which of its requests the back-end stopped during (the handshake's it has answered)."""
         lost, self._pending = self._pending, {}
         for key, request_id in lost.items():
-            if request_id == self._initialize_id and key == json.dumps(self._initialize_id):
+            if key == json.dumps(self._initialize_id):
                 continue
             error = {
                 "code": LOST,

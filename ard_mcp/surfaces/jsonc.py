@@ -35,7 +35,7 @@ def _blanked(text: str) -> str:
 
 def parsed(text: str) -> Any:
     """The document `text` holds, comments and trailing commas allowed; ValueError where it is not JSON then."""
-    return json.loads(_blanked(text) or "{}") if text.strip() else {}
+    return json.loads(_blanked(text)) if text.strip() else {}
 
 
 def _object_span(blank: str, start: int) -> tuple[int, int]:
