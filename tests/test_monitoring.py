@@ -374,7 +374,9 @@ async def test_traces_nest_and_reach_agents_and_upstreams_and_logs_name_them(
                     calls.append((called, agent[1].seen("traceparent")[seen:]))
             async with Client(f"{base}/mcp") as client:
                 assert not (await client.call_tool("search_agents", {"text": GOOD})).is_error
-            spans = collector.trace(searched, lambda found: {"POST /search", "upstream", "store.lexical", "store.page"} <= {s.name for s in found})
+            spans = collector.trace(
+                searched, lambda found: {"POST /search", "upstream", "store.lexical", "store.page"} <= {s.name for s in found}
+            )
             request = one(spans, "POST /search")
             assert request.parent == caller and request.service == "ard-mcp-under-test"
             assert request.attributes["http.route"] == "/search" and request.attributes["http.response.status_code"] == 200

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ard_mcp.config import Config
-from ard_mcp.errors import ArdError, InvalidArgument
+from ard_mcp.errors import ArdError, DataDirInUse, InvalidArgument
 from ard_mcp.federation.settings import FederationSettings, load_upstreams
 from ard_mcp.formats.limits import EntryLimits
 from ard_mcp.monitoring import tracing
@@ -239,19 +239,27 @@ def _crawl(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
-    from ard_mcp.registry import Registry
+    """Through the back-end of this registry where one can serve it (`cli_search`), else in this process; the
+    input is checked here first either way, so a refusal reads as it always did."""
     from ard_mcp.search.query import SearchQuery
     from ard_mcp.search.visibility import EVERYONE
+    from ard_mcp.surfaces import cli_search
+
+    trimmed = None if args.detail == "compact" else args.detail
+    query = SearchQuery.of(args.text, args.filter, detail=trimmed, page_size=args.page_size, page_token=args.page_token)
+    asked = cli_search.arguments(args.text, args.filter, args.page_size, args.page_token, args.detail)
+    served = cli_search.served(args, _config, asked)
+    if served is not None:
+        return served
+    from ard_mcp.registry import Registry
 
     registry = Registry(_config(args))
     try:
-        trimmed = None if args.detail == "compact" else args.detail
-        query = SearchQuery.of(args.text, args.filter, detail=trimmed, page_size=args.page_size, page_token=args.page_token)
         page = registry.search(query, viewer=EVERYONE)  # the local operator sees every entry
         response = page.brief() if args.detail == "compact" else page.response()
     finally:
         registry.close()
-    print(shown_json(json.dumps(response.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False)))
+    cli_search.print_search(response.model_dump(mode="json", by_alias=True))
     return 0
 
 
@@ -378,8 +386,22 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["serve", *argv]
     args = parser.parse_args(argv)
     configure_logging(args.log_level, args.log_format)
-    try:
-        return int(COMMANDS[args.command](args))
-    except ArdError as exc:
-        print(shown(f"ard-mcp: {exc.message}"), file=sys.stderr)
+    for attempt in range(2):
+        try:
+            return int(COMMANDS[args.command](args))
+        except DataDirInUse as exc:
+            if attempt == 0 and _idle_backend_stopped(args):
+                continue
+            print(shown(f"ard-mcp: {exc.message}"), file=sys.stderr)
+        except ArdError as exc:
+            print(shown(f"ard-mcp: {exc.message}"), file=sys.stderr)
         return 2
+    return 2
+
+
+def _idle_backend_stopped(args: argparse.Namespace) -> bool:
+    """Whether a back-end with no host held the directory and has let it go (one a search started lingers a
+    while), so the command may run after all; `snapshot show` printed before it was refused, and is not."""
+    from ard_mcp.surfaces.frontend import stop_idle
+
+    return getattr(args, "action", None) != "show" and stop_idle(args.data_dir.expanduser().absolute())

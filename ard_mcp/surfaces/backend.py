@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +37,13 @@ from mcp.shared.message import SessionMessage
 log = logging.getLogger(__name__)
 IDLE_S = 60.0
 GREETING = b"ard-mcp back-end\n"  # the first line of every connection, read by the front-end, never passed to a host
+STOP = b"ard-mcp stop-if-idle"  # a connection's first line (`frontend.stop_idle`), never an MCP message: stop if no host is here
 MAX_LINE = 64 << 20  # one message from a host (a whole catalog registered at once stays well under)
 
 
-async def _session(server: MCPServer[Any], state: Any, connection: SocketStream) -> None:
-    """One host's MCP session over `connection`, until it closes."""
+async def _session(server: MCPServer[Any], state: Any, connection: SocketStream, stop: Callable[[], bool]) -> None:
+    """One host's MCP session over `connection`, until it closes; or, where its first line is `STOP`, the answer
+    `stopping PID` (`stop` agreed: no other connection) or `busy`."""
     lowlevel = server._lowlevel_server  # noqa: SLF001 - the sessions share the one lifespan the back-end entered
     reader, read_stream = create_context_streams[SessionMessage | Exception](0)
     write_stream, writer = create_context_streams[SessionMessage](0)
@@ -49,8 +52,13 @@ async def _session(server: MCPServer[Any], state: Any, connection: SocketStream)
     async def read() -> None:
         async with reader:
             with contextlib.suppress(anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                first = True
                 while True:
                     line = await received.receive_until(b"\n", MAX_LINE)
+                    if first and line == STOP:
+                        await connection.send(f"stopping {os.getpid()}\n".encode() if stop() else b"busy\n")
+                        return
+                    first = False
                     if line.strip():
                         try:
                             await reader.send(SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)))
@@ -80,6 +88,14 @@ async def serve(server: MCPServer[Any], socket_path: Path, idle_s: float = IDLE_
     lowlevel = server._lowlevel_server  # noqa: SLF001 - entered once here, shared by every session
     connected = 0
     changed = anyio.Event()
+    asked = False  # to stop, by a command that must claim the data directory
+
+    def stop() -> bool:
+        """Agree to stop when the asking connection is the only one; the loop below stops as it closes (after
+        the answer is sent)."""
+        nonlocal asked
+        asked = connected == 1
+        return asked
 
     def moved() -> None:
         nonlocal changed
@@ -93,7 +109,7 @@ async def serve(server: MCPServer[Any], socket_path: Path, idle_s: float = IDLE_
             connected += 1
             moved()
             try:
-                await _session(server, state, connection)
+                await _session(server, state, connection, stop)
             except Exception:  # one host's session failing must not stop the others'
                 log.exception("ard-mcp back-end: a host's session failed")
             finally:
@@ -115,9 +131,9 @@ async def serve(server: MCPServer[Any], socket_path: Path, idle_s: float = IDLE_
                     waiting = changed
                     with anyio.move_on_after(idle_s if connected == 0 else float("inf")):
                         await waiting.wait()
-                    if connected == 0 and not waiting.is_set():
+                    if asked or (connected == 0 and not waiting.is_set()):
                         break
-                log.info("ard-mcp back-end: no host for %g s; stopping", idle_s)
+                log.info("ard-mcp back-end: %s; stopping", "asked to, with no host" if asked else f"no host for {idle_s:g} s")
                 group.cancel_scope.cancel()
     with contextlib.suppress(FileNotFoundError):
         socket_path.unlink()

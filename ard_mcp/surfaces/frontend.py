@@ -37,6 +37,8 @@ START_S = 60.0  # the back-end's start: imports, the data directory claimed, the
 _POLL_S = 0.05
 GREETING = b"ard-mcp back-end\n"  # `backend.GREETING`: not imported, the front-end stays free of the back-end's imports
 GREETING_S = 10.0
+STOP = b"ard-mcp stop-if-idle\n"  # `backend.STOP`: a connection's first line asking an idle back-end to stop
+STOP_S = 30.0  # a stopping back-end closes its registry (Chroma flushed) before it exits
 _ANSWER = re.compile(rb'^\{"jsonrpc":"2\.0","id":("(?:[^"\\]|\\.)*"|-?\d+),"(?:result|error)"')  # the back-end's answers, as it writes them
 LOST = -32001  # the error code of a request the back-end stopped during (JSON-RPC's server-defined range)
 _MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
@@ -48,9 +50,17 @@ def socket_path(data_dir: Path, settings: Sequence[str]) -> Path:
     path = data_dir / f"ard-mcp-{digest}.sock"
     if len(str(path)) <= _MAX_SOCKET_PATH:
         return path
-    runtime = Path(os.environ.get("XDG_RUNTIME_DIR") or f"/tmp/ard-mcp-{os.getuid()}")
-    runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return runtime / f"{hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:16]}-{digest}.sock"
+    _runtime().mkdir(mode=0o700, parents=True, exist_ok=True)
+    return _runtime() / f"{_key(data_dir)}-{digest}.sock"
+
+
+def _runtime() -> Path:
+    """Where the socket of a data directory with a long path goes (sun_path is short)."""
+    return Path(os.environ.get("XDG_RUNTIME_DIR") or f"/tmp/ard-mcp-{os.getuid()}")
+
+
+def _key(data_dir: Path) -> str:
+    return hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:16]
 
 
 def settings_of(argv: Sequence[str]) -> list[str]:
@@ -70,7 +80,7 @@ def settings_of(argv: Sequence[str]) -> list[str]:
     return [*kept, *variables]
 
 
-def _attach(path: Path) -> socket.socket | None:
+def attach(path: Path) -> socket.socket | None:
     """A connection a live back-end greeted; None where none answers. A back-end killed a moment ago can still
     take a connection while its process exits, and reset it at once: its greeting never comes."""
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -96,13 +106,13 @@ def _attach(path: Path) -> socket.socket | None:
 def connected(path: Path, start: Sequence[str], log: Path) -> socket.socket:
     """A connection to the back-end at `path`, started with `start` (its stderr appended to `log`) where none
     answers; OSError saying why when it cannot be had."""
-    found = _attach(path)
+    found = attach(path)
     if found is not None:
         return found
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_suffix(".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one front-end starts it; the others find it started
-        found = _attach(path)
+        found = attach(path)
         if found is not None:
             return found
         with open(log, "ab") as errors:
@@ -111,7 +121,7 @@ def connected(path: Path, start: Sequence[str], log: Path) -> socket.socket:
             )
         deadline = time.monotonic() + START_S
         while time.monotonic() < deadline:
-            found = _attach(path)
+            found = attach(path)
             if found is not None:
                 return found
             if process.poll() is not None:
@@ -290,10 +300,50 @@ def quick(argv: Sequence[str]) -> int | None:
     return shared(argv, directory)
 
 
+def backend_command(argv: Sequence[str]) -> list[str]:
+    """The back-end's own command line for `ard-mcp ARGV` (`serve [--shared] ...`)."""
+    return [sys.executable, "-m", "ard_mcp", *(a for a in argv if a != "--shared"), "--backend"]
+
+
 def shared(argv: Sequence[str], data_dir: Path) -> int:
     """Be the front-end for `ard-mcp` started with `argv` (`serve --shared ...`) on `data_dir`."""
-    start = [sys.executable, "-m", "ard_mcp", *(a for a in argv if a != "--shared"), "--backend"]
-    return run(data_dir.expanduser().absolute(), settings_of(argv), start)
+    return run(data_dir.expanduser().absolute(), settings_of(argv), backend_command(argv))
+
+
+def stop_idle(data_dir: Path) -> bool:
+    """Ask every back-end of `data_dir` (any settings) to stop if no host is attached, and wait until each that
+    agreed has exited (so let the directory go): True when one did. Why: a back-end `ard-mcp search`
+    started holds the directory for its idle time, and a command that must claim it (`ingest`, `check`, a
+    plain `serve`) would otherwise be refused until then; one serving a host is left alone."""
+    runtime, stopping = _runtime(), []
+    for path in [*data_dir.glob("ard-mcp-*.sock"), *(runtime.glob(f"{_key(data_dir)}-*.sock") if runtime.is_dir() else [])]:
+        connection = attach(path)
+        if connection is None:
+            continue
+        with connection:
+            try:
+                connection.settimeout(GREETING_S)
+                connection.sendall(STOP)
+                said = connection.recv(64).split()
+            except OSError:
+                continue
+            if len(said) == 2 and said[0] == b"stopping" and said[1].isdigit():
+                stopping.append(int(said[1]))
+    deadline = time.monotonic() + STOP_S
+    while any(_alive(pid) for pid in stopping) and time.monotonic() < deadline:
+        time.sleep(_POLL_S)
+    return bool(stopping)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` still runs: a back-end has let its directory go only once it has exited."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's: not ours to wait for, but running
+    return True
 
 
 def run(data_dir: Path, settings: Sequence[str], start: Sequence[str]) -> int:
