@@ -18,10 +18,16 @@ Three public catalogs, each read at a pinned commit:
   archived, official-integration and community servers, each a name, a link and a sentence.
 
 `DOCKER_GIT_DIR` and `SERVERS_GIT_DIR` are git directories of those repositories (a clone's `.git`, or a
-bare mirror); the files are read with `git show COMMIT:PATH`, so the working tree does not matter. A server
-listed by more than one catalog (the same repository, and the same folder of a monorepo) is kept once, from
-the first catalog in the order above. Every entry says where it came from: `metadata.source` (the catalog)
-and `metadata.snapshot` (this snapshot's id); `metadata.sourceId` is its server name, as a crawl would make
+bare mirror); the files are read with `git show COMMIT:PATH`, so the working tree does not matter.
+
+One server, one entry (issue #54: the reference servers were in it only as Docker's images, their packages
+nowhere): listings of the same repository (and folder of a monorepo) or of the same npm or PyPI package are
+joined, the name and words from the first catalog in the order above, every catalog's packages, remotes and
+images kept; and a server gets the packages `find_packages.py` found for its repository (`--packages`, its
+JSON output, kept in the repository so a rebuild asks no registry). Every entry says where it came from:
+`metadata.source` (the catalog its words are from), `metadata.catalogs` (every catalog listing it, where
+more than one), `metadata.packagesFoundBy` (why each found package was taken) and `metadata.snapshot`
+(this snapshot's id); `metadata.sourceId` is its server name, as a crawl would make
 it (`com.docker/NAME` for Docker's), so a later crawl of the same server updates the entry. The snapshot's header
 keeps each catalog's URL, commit, licence and licence text.
 
@@ -40,6 +46,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -56,16 +63,19 @@ from ard_mcp.formats import entry_facts, mcp_server  # noqa: E402
 from ard_mcp.formats.leniency import read_entry  # noqa: E402
 from ard_mcp.index import snapshot  # noqa: E402
 from ard_mcp.index.embedding import ModelSpec, load_embedder  # noqa: E402
+from ard_mcp.packages.names import canonical_pypi  # noqa: E402
 
 DOCKER_COMMIT = "818bf169b365e7b7d5b117352e32757c54844718"  # docker/mcp-registry, 2026-07-08
 SERVERS_COMMIT = "d9c45477cd6ff4d3456c138498dca984c8697f43"  # modelcontextprotocol/servers, 2025-12-17 (MIT)
 SEED_COMMIT = "81e5174a593a7488715b0bf0ae77a4dc466b4d35"  # modelcontextprotocol/registry, as SOURCE.txt says
 SNAPSHOT_ID = "public-mcp-servers-2026-07-08"  # the newest source commit's date
+PACKAGES = REPO / "bench" / "snapshot_packages.json"
 
 _GITHUB = re.compile(r"^https?://(?:www\.)?github\.com/([^/]+)/([^/#?]+)(?:/(?:tree|blob)/[^/]+/([^#?]*))?", re.IGNORECASE)
 _ITEM = re.compile(r"^- (?:<img[^>]*>\s*)*\*\*\[(?P<name>[^\]]+)\]\((?P<url>[^)\s]+)\)\*\*\s*[-–—:]?\s*(?P<text>.*)$")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _MARKUP = re.compile(r"<[^>]+>|\*\*|__|`")
+_FILE = re.compile(r"\.(?:md|markdown|rst|txt|py|ts|js|json|ya?ml|toml)$", re.IGNORECASE)
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 
 
@@ -92,39 +102,159 @@ def plain(markdown: str) -> str:
     return " ".join(_MARKUP.sub("", _LINK.sub(r"\1", markdown)).split())
 
 
+def last_folder(path: str, blob: bool) -> str:
+    """The folder a repository path names: its last part, or the one above a file's (a `blob` link, or a name
+    like `README.md`: 12 README listings link a document, which is the repository's, not a folder's)."""
+    parts = [p for p in path.strip("/").split("/") if p]
+    if parts and (blob or _FILE.search(parts[-1])):
+        parts.pop()
+    return parts[-1] if parts else ""
+
+
 def repo_key(url: str | None, directory: str | None = None) -> str | None:
     """`owner/repo[/last folder]`, lower case: what says two catalogs list one server."""
     match = _GITHUB.match(url or "")
     if match is None:
         return None
-    owner, repo, path = match.group(1), match.group(2).removesuffix(".git"), match.group(3) or directory or ""
-    folder = path.strip("/").rsplit("/", 1)[-1] if path.strip("/") else ""
+    owner, repo = match.group(1), match.group(2).removesuffix(".git")
+    folder = last_folder(match.group(3) or directory or "", "/blob/" in (url or ""))
     repo = "servers" if f"{owner}/{repo}".lower() == "modelcontextprotocol/servers-archived" else repo  # where they were
     return "/".join(p for p in (owner, repo, folder) if p).lower()
 
 
-def tagged(document: dict[str, Any], source: str, source_id: str) -> dict[str, Any] | None:
-    """The entry `ard-mcp crawl` would make of a server.json-like document, saying where it came from; None
+@dataclass
+class Listing:
+    """One catalog's listing of a server: what says which server it is (`key`), and its server.json-like
+    document."""
+
+    key: str | None
+    source: str
+    source_id: str
+    document: dict[str, Any]
+
+
+def _package_id(package: dict[str, Any]) -> str | None:
+    registry = package.get("registryType") or package.get("registry_name")
+    name = package.get("identifier") or package.get("name")
+    if registry == "pypi" and isinstance(name, str):
+        name = canonical_pypi(name)
+    return f"{registry}:{name}" if registry in ("npm", "pypi") and isinstance(name, str) else None
+
+
+def package_names(document: dict[str, Any]) -> set[str]:
+    """The npm, PyPI and seed `unknown` package names a document gives (what find_packages.py asks for)."""
+    packages = [p for p in document.get("packages") or [] if isinstance(p, dict)]
+    return {
+        str(p.get("identifier") or p.get("name"))
+        for p in packages
+        if (p.get("registryType") or p.get("registry_name")) in ("npm", "pypi", "unknown") and (p.get("identifier") or p.get("name"))
+    }
+
+
+def _with_found(document: dict[str, Any], found: list[dict[str, Any]]) -> dict[str, Any]:
+    """The document with the packages find_packages.py found for its server: a seed `unknown` package of the
+    same name becomes the found one; the others are added in the document's own shape; runnable ones first."""
+    old = "version_detail" in document  # the seed's older record shape: its packages are spelled the old way
+    packages = [dict(p) for p in document.get("packages") or [] if isinstance(p, dict)]
+    for item in found:
+        shaped = (
+            {"registry_name": item["registryType"], "name": item["identifier"], "version": item["version"]}
+            if old
+            else {
+                "registryType": item["registryType"],
+                "identifier": item["identifier"],
+                "version": item["version"],
+                "transport": {"type": "stdio"},
+            }
+        )
+        same = [p for p in packages if p.get("registry_name") == "unknown" and p.get("name") == item["identifier"]]
+        if same:
+            same[0].update(shaped)
+        elif (
+            f"{item['registryType']}:{canonical_pypi(item['identifier']) if item['registryType'] == 'pypi' else item['identifier']}"
+            not in {_package_id(p) for p in packages}
+        ):
+            packages.append(shaped)
+    packages.sort(key=lambda p: _package_id(p) is None)
+    return {**document, "packages": packages} if packages else document
+
+
+def _joined(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """One server's documents from several catalogs as one: the first's name and words, every catalog's
+    packages, remotes and keywords, the first tool list and repository any of them has."""
+    merged = dict(documents[0])
+    for other in documents[1:]:
+        kept = {_package_id(p) or json.dumps(p, sort_keys=True) for p in merged.get("packages") or []}
+        extra = [p for p in other.get("packages") or [] if (_package_id(p) or json.dumps(p, sort_keys=True)) not in kept]
+        if extra:  # a seed-shaped document takes other packages in its own shape
+            merged["packages"] = [*(merged.get("packages") or []), *extra]
+        urls = {r.get("url") for r in merged.get("remotes") or []}
+        remotes = [r for r in other.get("remotes") or [] if r.get("url") not in urls]
+        if remotes:
+            merged["remotes"] = [*(merged.get("remotes") or []), *remotes]
+        keywords = [*(merged.get("keywords") or []), *(k for k in other.get("keywords") or [] if k not in (merged.get("keywords") or []))]
+        if keywords:
+            merged["keywords"] = keywords
+        for field in ("tools", "repository", "websiteUrl"):
+            if field in other and field not in merged:
+                merged[field] = other[field]
+    return merged
+
+
+def _groups(listings: list[Listing], found: dict[str, list[dict[str, Any]]]) -> list[list[Listing]]:
+    """Listings of one server together, in catalog order: the same repository (and folder) or the same npm
+    or PyPI package, directly or through another listing."""
+    parent = list(range(len(listings)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict[str, int] = {}
+    for i, listing in enumerate(listings):
+        ids = {_package_id(p) for p in listing.document.get("packages") or [] if isinstance(p, dict)}
+        ids |= {f"{p['registryType']}:{p['identifier']}" for p in found.get(listing.key or "", [])}
+        for label in {f"repo:{listing.key}" if listing.key else None, *ids} - {None}:
+            j = first.setdefault(str(label), i)
+            parent[max(root(i), root(j))] = min(root(i), root(j))
+    grouped: dict[int, list[Listing]] = {}
+    for i, listing in enumerate(listings):
+        grouped.setdefault(root(i), []).append(listing)
+    return [grouped[k] for k in sorted(grouped)]
+
+
+def tagged(group: list[Listing], found: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
+    """The entry `ard-mcp crawl` would make of a server's joined documents, saying where it came from; None
     (with the reason on stderr) for one this version cannot read."""
+    lead = group[0]
+    packages = [p for key in dict.fromkeys(g.key for g in group if g.key) for p in found.get(str(key), [])]
+    document = _with_found(_joined([g.document for g in group]), packages)
     try:
         entry = mcp_server.to_entry(document)
+        read_entry(entry, entry["identifier"])
     except ArdError as exc:
-        print(f"  skipped {source}: {source_id!r}: {exc.message}", file=sys.stderr)
+        print(f"  skipped {lead.source}: {lead.source_id!r}: {exc.message}", file=sys.stderr)
         return None
-    entry["metadata"] = {**entry["metadata"], snapshot.SOURCE_KEY: source, entry_facts.SNAPSHOT_KEY: SNAPSHOT_ID}
+    facts = {snapshot.SOURCE_KEY: lead.source, entry_facts.SNAPSHOT_KEY: SNAPSHOT_ID}
+    catalogs = list(dict.fromkeys(g.source for g in group))
+    if len(catalogs) > 1:
+        facts["catalogs"] = ", ".join(catalogs)
+    if packages:
+        facts["packagesFoundBy"] = "; ".join(f"{p['registryType']} {p['identifier']}: {p['evidence']}" for p in packages)
+    entry["metadata"] = {**entry["metadata"], **facts}
     return entry
 
 
 # -- the three catalogs -----------------------------------------------------------------------------------------
 
 
-def seed_entries(folder: Path) -> Iterator[tuple[str | None, dict[str, Any] | None]]:
+def seed_entries(folder: Path) -> Iterator[Listing]:
     for item in json.loads((folder / "catalog.json").read_text(encoding="utf-8"))["entries"]:
         record = item["data"]
-        yield (
-            repo_key((record.get("repository") or {}).get("url")),
-            tagged(record, "mcp-registry-seed", str(record.get("name") or item["identifier"])),
-        )
+        key = repo_key((record.get("repository") or {}).get("url"))
+        yield Listing(key, "mcp-registry-seed", str(record.get("name") or item["identifier"]), record)
 
 
 def _docker_document(server: dict[str, Any], tools: list[dict[str, Any]]) -> dict[str, Any]:
@@ -155,7 +285,7 @@ def _docker_document(server: dict[str, Any], tools: list[dict[str, Any]]) -> dic
     return document
 
 
-def docker_entries(git_dir: Path) -> Iterator[tuple[str | None, dict[str, Any] | None]]:
+def docker_entries(git_dir: Path) -> Iterator[Listing]:
     for path in git_ls(git_dir, DOCKER_COMMIT, "servers"):
         if not path.endswith("/server.yaml"):
             continue
@@ -167,7 +297,7 @@ def docker_entries(git_dir: Path) -> Iterator[tuple[str | None, dict[str, Any] |
             tools = [t for t in loaded if isinstance(t, dict)] if isinstance(loaded, list) else []
         source = server.get("source") or {}
         directory = source.get("directory") or str(Path(source.get("dockerfile") or "").parent).strip(".")
-        yield repo_key(source.get("project"), directory), tagged(_docker_document(server, tools), "docker-mcp-catalog", server["name"])
+        yield Listing(repo_key(source.get("project"), directory), "docker-mcp-catalog", server["name"], _docker_document(server, tools))
 
 
 def readme_items(readme: str) -> Iterator[tuple[str, str, str, str]]:
@@ -198,7 +328,7 @@ def _readme_name(url: str, name: str) -> str | None:
     return ".".join(reversed(host.split("."))) + "/" + slug(name)
 
 
-def readme_entries(git_dir: Path) -> Iterator[tuple[str | None, dict[str, Any] | None]]:
+def readme_entries(git_dir: Path) -> Iterator[Listing]:
     for section, name, link, text in readme_items(git_show(git_dir, SERVERS_COMMIT, "README.md")):
         # the reference servers link to their folders in the repository
         url = link if link.startswith("http") else f"https://github.com/modelcontextprotocol/servers/tree/main/{link.strip('/')}"
@@ -212,33 +342,30 @@ def readme_entries(git_dir: Path) -> Iterator[tuple[str | None, dict[str, Any] |
             document["websiteUrl"] = url
         if section:
             document["keywords"] = [slug(section)]
-        yield repo_key(url), tagged(document, "mcp-servers-readme", name)
+        yield Listing(repo_key(url), "mcp-servers-readme", name, document)
 
 
 # -- putting it together ----------------------------------------------------------------------------------------
 
 
-def collect(sources: list[tuple[str, Iterator[tuple[str | None, dict[str, Any] | None]]]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Entries of every source, each server once (the first source's), readable by this version's rules."""
-    keys: set[str] = set()
+def listings(seed: Path, docker: Path, servers: Path) -> list[Listing]:
+    """Every catalog's listings, in the order a server's joined entry takes its name and words from."""
+    return [*seed_entries(seed), *docker_entries(docker), *readme_entries(servers)]
+
+
+def collect(listed: list[Listing], found: dict[str, list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+    """One entry per server, joined across catalogs, readable by this version's rules; per catalog, the
+    entries it leads (`servers`) and its listings joined into another's entry (`joined`)."""
     kept: dict[str, dict[str, Any]] = {}
-    counts: dict[str, int] = {}
-    for name, entries in sources:
-        mine: set[str] = set()
-        counts[name] = 0
-        for key, entry in entries:
-            if entry is None or (key is not None and key in keys) or entry["identifier"] in kept:
-                continue
-            try:
-                read_entry(entry, entry["identifier"])
-            except ArdError as exc:
-                print(f"  skipped {entry['identifier']}: {exc.message}", file=sys.stderr)
-                continue
-            kept[entry["identifier"]] = entry
-            counts[name] += 1
-            if key is not None:
-                mine.add(key)
-        keys |= mine
+    counts = {name: {"servers": 0, "joined": 0} for name in dict.fromkeys(listing.source for listing in listed)}
+    for group in _groups(listed, found):
+        entry = tagged(group, found)
+        if entry is None or entry["identifier"] in kept:
+            continue
+        kept[entry["identifier"]] = entry
+        counts[group[0].source]["servers"] += 1
+        for other in group[1:]:
+            counts[other.source]["joined"] += 1
     return [kept[k] for k in sorted(kept)], counts
 
 
@@ -247,16 +374,12 @@ def main() -> None:
     parser.add_argument("--seed", type=Path, required=True, help="the mcp-registry-seed folder (catalog.json, LICENSE.txt)")
     parser.add_argument("--docker", type=Path, required=True, help="git directory of docker/mcp-registry")
     parser.add_argument("--servers", type=Path, required=True, help="git directory of modelcontextprotocol/servers")
+    parser.add_argument("--packages", type=Path, default=PACKAGES, help="find_packages.py's output")
     parser.add_argument("--out", type=Path, default=snapshot.BUNDLED)
     args = parser.parse_args()
 
-    entries, counts = collect(
-        [
-            ("mcp-registry-seed", seed_entries(args.seed)),
-            ("docker-mcp-catalog", docker_entries(args.docker)),
-            ("mcp-servers-readme", readme_entries(args.servers)),
-        ]
-    )
+    found = json.loads(args.packages.read_text(encoding="utf-8"))["servers"]
+    entries, counts = collect(listings(args.seed, args.docker, args.servers), found)
     sources = [
         {
             "name": "mcp-registry-seed",
@@ -287,7 +410,7 @@ def main() -> None:
         },
     ]
     for source in sources:
-        source["servers"] = counts[source["name"]]
+        source.update(counts[source["name"]])
     spec = ModelSpec.load(default_model_dir())
     texts = sorted({t for e in entries for t in snapshot.entry_texts(read_entry(e, e["identifier"])[0])})
     started = time.monotonic()
