@@ -18,7 +18,10 @@ from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
 
 from ard_mcp.formats import mcp_server
+from ard_mcp.index import snapshot
+from ard_mcp.packages.grants import needed
 from ard_mcp.packages.sandbox import SandboxUnavailable, check_available
+from ard_mcp.packages.specs import PackageSpec, package_of
 from tests.processes import quiet_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
@@ -112,3 +115,55 @@ async def test_a_folder_and_a_file_the_person_gives_are_what_the_servers_work_on
     assert len(asked) == 2 and all("of yours: type its full path below" in question for question in asked)
     approved = json.loads((data / "packages" / "approved.json").read_text())["approved"]
     assert sorted((a["grant"]["kind"], a["grant"]["path"]) for a in approved) == [("file", str(database)), ("folder", str(project))]
+
+
+def _bundled(package: str) -> dict[str, Any]:
+    """The bundled snapshot's entry whose packages include `package` (a catalog listed the server; its package
+    was found when the snapshot was built)."""
+    found = [
+        e for e in snapshot.read().entries if package in {p.get("identifier") or p.get("name") for p in e["data"].get("packages") or []}
+    ]
+    assert len(found) == 1, [e["identifier"] for e in found]
+    return found[0]
+
+
+async def test_the_snapshots_reference_servers_work_as_a_new_registry_lists_them(tmp_path: Path) -> None:
+    """A new registry's own entries, nothing registered: the file system server, listed with no argument, takes
+    the folder the person gives as its root (it asks for roots); the time server is given none."""
+    try:
+        check_available()
+    except SandboxUnavailable as exc:
+        pytest.skip(f"no sandbox here: {exc}")
+    data, project = tmp_path / "data", tmp_path / "project"
+    project.mkdir()
+    (project / "todo.txt").write_text("water the plants\n")
+    project.chmod(0o755)
+    (project / "todo.txt").chmod(0o644)
+    filesystem, time_server = _bundled("@modelcontextprotocol/server-filesystem"), _bundled("mcp-server-time")
+    spec = package_of(filesystem)
+    assert isinstance(spec, PackageSpec) and needed(spec.package_arguments) is None  # no argument: roots are its folders
+    asked: list[str] = []
+
+    async def person(context: ClientRequestContext, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        given = str(project) if "server-filesystem" in params.message else ""
+        return mcp_types.ElicitResult(action="accept", content={"network": False, "path": given, "writable": False})
+
+    fresh = {k: v for k, v in quiet_env().items() if k not in ("ARD_MCP_NO_SNAPSHOT", "ARD_MCP_STORE_URL")}  # a fresh install's defaults
+    server = StdioServerParameters(command=sys.executable, args=["-m", "ard_mcp", "serve", "--data-dir", str(data)], env=fresh)
+    with anyio.fail_after(400):
+        async with Client(server, elicitation_callback=person) as client:
+
+            async def call(entry: dict[str, Any], tool: str, arguments: dict[str, Any]) -> Any:
+                return await client.call_tool("call_agent", {"identifier": entry["identifier"], "tool": tool, "arguments": arguments})
+
+            listed = _result_text(await call(filesystem, "list_directory", {"path": str(project)}))
+            tokyo = _result_text(await call(time_server, "get_current_time", {"timezone": "Asia/Tokyo"}))
+    assert "[FILE] todo.txt" in listed
+    assert "Asia/Tokyo" in tokyo
+    assert len(asked) == 2 and all("you may give it one folder below (optional)" in question for question in asked)
+    approved = {a["launch"]["name"]: a.get("grant") for a in json.loads((data / "packages" / "approved.json").read_text())["approved"]}
+    assert approved == {
+        "@modelcontextprotocol/server-filesystem": {"path": str(project), "kind": "folder", "writable": False},
+        "mcp-server-time": None,
+    }

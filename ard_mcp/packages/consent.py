@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ard_mcp.formats.timestamps import utc_text
-from ard_mcp.packages.grants import Grant
+from ard_mcp.packages.grants import ROOT, Grant
 from ard_mcp.packages.plans import LaunchPlan
 
 log = logging.getLogger(__name__)
@@ -56,6 +56,14 @@ class FolderConsent(PackageConsent):
     writable: bool = Field(default=False, title="Let it change files there", description="Off: it may only read them.")
 
 
+class RootConsent(FolderConsent):
+    path: str = Field(
+        default="",
+        title="A folder it may work in (optional)",
+        description="Its full path, given to it as its root folder where it asks for one; empty: none of your files.",
+    )
+
+
 _NETWORK_ON = Field(default=True, title="Let it reach the network", description="On because it looks like it needs to; off: no network.")
 
 
@@ -67,9 +75,16 @@ class NetworkFolderConsent(FolderConsent):
     network: bool = _NETWORK_ON
 
 
+class NetworkRootConsent(RootConsent):
+    network: bool = _NETWORK_ON
+
+
 def form(asks_for: str | None, needs_network: bool) -> type[PackageConsent]:
-    """The form for a launch: a field for its folder or file where it takes one (`grants`), the network box
-    ticked where the package looks like it needs the network (`question.network_reasons`), unticked otherwise."""
+    """The form for a launch: a field for its folder or file where it takes one (`grants`), an optional folder
+    field where it takes none (`grants.ROOT`), the network box ticked where the package looks like it needs the
+    network (`question.network_reasons`), unticked otherwise."""
+    if asks_for == ROOT:
+        return NetworkRootConsent if needs_network else RootConsent
     if asks_for:
         return NetworkFolderConsent if needs_network else FolderConsent
     return NetworkConsent if needs_network else PackageConsent

@@ -6,7 +6,8 @@ directory (issue #54). Where a launch's arguments hold a slot (`inputs.FOLDER`, 
 server.json argument that takes a path), the person is asked for one when asked to approve it; the path is
 mounted at the same path inside the sandbox (a file's folder with it, where a database keeps its journal),
 read-only unless they allowed writing, the slot filled with it, and the server's roots requests answered
-with it. The grant is kept with the approval, so later calls use the same folder.
+with it. A launch with no slot may be given a folder all the same, optionally (`asked_for`): mounted alike
+and answered to its roots requests. The grant is kept with the approval, so later calls use the same folder.
 
 What no grant may be, whatever the person typed (a host may answer forms for them): the root, a system
 directory (`/etc`, `/usr`, `/proc`, ...), ard-mcp's data directory or a folder holding it (a writable grant
@@ -27,6 +28,7 @@ from typing import Any
 from ard_mcp.errors import InvalidArgument
 from ard_mcp.packages.inputs import FILE, FOLDER
 
+ROOT = "root"  # `asked_for`: an optional folder, answered to the server's roots requests
 SYSTEM = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/dev", "/proc", "/sys", "/run", "/var", "/opt")
 
 
@@ -55,6 +57,14 @@ def needed(arguments: Iterable[str]) -> str | None:
     """ "folder" or "file" where `arguments` hold a slot for one, else None."""
     found = set(arguments)
     return "folder" if FOLDER in found else "file" if FILE in found else None
+
+
+def asked_for(arguments: Iterable[str]) -> str:
+    """What the person is asked to give a launch: the folder or file its slot takes, else (`ROOT`) a folder
+    they may give or not, which the server gets as its root. Why: a server may take its folders from roots
+    requests alone (the reference file system server does, started with no argument, as a catalog that lists
+    only its package starts it), and the host's roots are paths its sandbox does not have."""
+    return needed(arguments) or ROOT
 
 
 def filled(command: Iterable[str], grant: Grant | None) -> tuple[str, ...]:

@@ -59,9 +59,12 @@ def _variables(spec: PackageSpec, values: Mapping[str, str]) -> str | None:
     return f"It reads these environment variables, never typed here: {_some(shown)}."
 
 
-def _wants(kind: str | None) -> str | None:
+def _wants(kind: str | None) -> str:
     if kind is None:
-        return None
+        return (
+            "If it works on your files, you may give it one folder below (optional): it will see that folder alone, "
+            'given to it as its root, read-only unless you tick "Let it change files there"; empty: none of your files.'
+        )
     return (
         f"It works on a {kind} of yours: type its full path below. It will see that {kind} alone"
         f'{" (and the folder it is in)" if kind == "file" else ""}, read-only unless you tick "Let it change files there".'

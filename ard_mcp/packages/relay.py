@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import anyio
 import mcp_types
 from mcp.client.session import ClientRequestContext
 from pydantic import FileUrl
@@ -105,6 +106,7 @@ class Relay:
         self.server = one_line(server, 200)
         self.allow_url = allow_url
         self.roots = roots
+        self.roots_asked = anyio.Event()  # set at its first roots request (`servers`: a root-only server's first call waits)
         self._calls: list[_Call] = []
 
     @property
@@ -160,6 +162,7 @@ class Relay:
         return await host.elicit(params.model_copy(update={"message": message}))
 
     async def _roots(self, context: ClientRequestContext) -> Any:
+        self.roots_asked.set()
         if self.roots is not None:
             return mcp_types.ListRootsResult(roots=[mcp_types.Root(uri=FileUrl(root.as_uri()), name=root.name) for root in self.roots])
         host = self._host("roots")

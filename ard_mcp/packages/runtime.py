@@ -55,11 +55,11 @@ class Consent:
 @dataclass(frozen=True)
 class Asked:
     """A question to put to the person, the digest of the launch it shows, and what it asks for besides
-    ("folder" or "file", where the launch takes one: `grants`)."""
+    ("folder" or "file", where the launch takes one, else an optional root folder: `grants.asked_for`)."""
 
     text: str
     plan: str
-    asks_for: str | None = None
+    asks_for: str = grants.ROOT
     needs_network: bool = False  # the network box ticked by default (`question.network_reasons`)
 
 
@@ -119,7 +119,7 @@ class PackageRuntime:
         values = server_environment(resolved, self.policy.secrets, self._environ)
         earlier = approval or next(iter(self.approvals.of_package(plan.registry, plan.name)), None)
         text = question.text(plan, resolved, identifier, trust, earlier, values, spec.registry == "unknown")
-        return Asked(text, plan.digest, grants.needed(plan.package_arguments), bool(question.network_reasons(plan)))
+        return Asked(text, plan.digest, grants.asked_for(plan.package_arguments), bool(question.network_reasons(plan)))
 
     async def prepare(self, spec: PackageSpec, consent: Consent | None) -> tuple[Start, Installed]:
         """The server to start for `spec`, installed; `consent` is the person's answer when they were just asked.
@@ -145,10 +145,13 @@ class PackageRuntime:
         return start, installed
 
     def _grant(self, plan: LaunchPlan, approval: Approval | None, consent: Consent | None) -> grants.Grant | None:
-        """The folder or file the launch is given: what the person just typed (checked), else the approval's."""
+        """The folder or file the launch is given: what the person just typed (checked), else the approval's; for
+        a launch with no slot, the folder they chose to give it, if any."""
         kind = grants.needed(plan.package_arguments)
         if kind is None:
-            return None
+            if consent is not None:
+                return grants.checked(consent.path, "folder", consent.writable, self._data_dir) if consent.path else None
+            return approval.grant if approval is not None else None
         if consent is not None:
             return grants.checked(consent.path or "", kind, consent.writable, self._data_dir)
         if approval is None or approval.grant is None:

@@ -49,6 +49,8 @@ from ard_mcp.redaction import Redactor
 log = logging.getLogger(__name__)
 MAX_RUNNING = 8
 IDLE_S = 300.0
+ROOTS_WAIT_S = 3.0  # the most a server given a folder as its root alone is waited for to ask for its roots
+ROOTS_SETTLE_S = 0.5  # then, for it to take the answer in
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,14 @@ class PackageServers:
                 # the initialize handshake, which every MCP server speaks: a server on an older SDK (mcp 1.x, as a release
                 # installed with its dependencies of its date has) crashed on the `server/discover` probe
                 async with Client(transport, client_info=info, mode="legacy", **running.relay.client_options()) as client:
+                    if start.grant is not None and grants.needed(start.plan.package_arguments) is None:
+                        # a folder given as its root alone: a server that takes its folders from roots asks for them just
+                        # after the handshake and takes the answer in a moment later (the file system server checks each
+                        # folder on disk), and a call sent before then found none: its first call was refused so. One
+                        # that never asks costs ROOTS_WAIT_S on its start.
+                        with anyio.move_on_after(ROOTS_WAIT_S):
+                            await running.relay.roots_asked.wait()
+                            await anyio.sleep(ROOTS_SETTLE_S)
                     scope.deadline = math.inf
                     running.client, running.exited, running.transport = client, transport.ended, transport
                     running.ready.set()

@@ -83,14 +83,17 @@ def _plan(args: argparse.Namespace, approvals: Approvals) -> LaunchPlan:
 
 
 def _grant(args: argparse.Namespace, plan: LaunchPlan) -> Grant | None:
-    """The folder or file `--folder`/`--file` gives a launch that takes one (checked as the host's answer would be)."""
+    """The folder or file `--folder`/`--file` gives a launch that takes one (checked as the host's answer would be);
+    for one that takes none, the folder `--folder` gives it as its root, if any."""
     kind = needed(plan.package_arguments)
-    given = args.folder if kind == "folder" else args.file if kind == "file" else None
-    if kind is None and (args.folder or args.file):
-        raise InvalidArgument(f"{plan.key}: its launch takes no folder or file; leave out --folder and --file")
-    if kind is not None and not given:
+    if kind is None and args.file:
+        raise InvalidArgument(f"{plan.key}: its launch takes no file; give it a folder as its root with --folder, or nothing")
+    if kind is None:
+        return checked(args.folder, "folder", args.writable, args.data_dir) if args.folder else None
+    given = args.folder if kind == "folder" else args.file
+    if not given:
         raise InvalidArgument(f"{plan.key} works on a {kind} of yours: name it with --{kind} PATH (add --writable to let it change files)")
-    return checked(given, kind, args.writable, args.data_dir) if kind is not None and given else None
+    return checked(given, kind, args.writable, args.data_dir)
 
 
 def _described(approval: Approval) -> str:
