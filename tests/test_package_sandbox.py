@@ -175,7 +175,8 @@ def test_it_gets_the_declared_environment_and_nothing_of_ard_mcps(world: World) 
     state = str(world.state)
     path = f"{BASE}/bin:/usr/local/bin:/usr/bin:/bin"
     found = probe(world, "environ", environment=declared)
-    assert found == {**declared, "HOME": state, "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PATH": path, "PWD": state}
+    node = {"NODE_OPTIONS": "--disable-wasm-trap-handler"} if shutil.which("node", path=path) else {}  # the sandbox's own
+    assert found == {**declared, "HOME": state, "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PATH": path, "PWD": state, **node}
     command = sandboxed(launch(world, "environ", environment=declared), Confinement())
     command.close()
     assert [arg for arg in command.argv if declared["DECLARED_TOKEN"] in arg] == []  # values stay off command lines, which ps shows
@@ -183,6 +184,25 @@ def test_it_gets_the_declared_environment_and_nothing_of_ard_mcps(world: World) 
     seen = probe(world, "peek", environment=declared)
     assert [where for where, text in seen.items() if SECRET in text] == []
     assert seen["/proc/1/environ"] == "PermissionError"  # the namespace's init is root's
+
+
+@confined
+def test_node_parses_http_and_the_machines_tls_roots_are_named_given_the_network(world: World, listener: int) -> None:
+    """node's `fetch` parses HTTP with WebAssembly, whose address-space reservation is over the sandbox's RLIMIT_AS:
+    every `fetch()` of a server crashed (mcp-server-fetch's markdown mode with it). And a server given the network
+    is told where the machine's TLS roots are, which node and Python's certifi do not read unasked."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node on this machine")
+    script = f"fetch('http://127.0.0.1:{listener}/').then(() => console.log('answered'), (e) => console.log('refused', e.message))"
+    started = Launch(command=(node, "-e", script), package_dir=world.package, state_dir=world.state, network=True)
+    done = run(sandboxed(started, Confinement()))
+    assert done.returncode == 0 and "Out of memory" not in done.stderr, done.stderr
+    assert done.stdout.startswith(("answered", "refused"))  # the listener's hello is no HTTP: refused, but parsed
+    if Path("/etc/ssl/certs/ca-certificates.crt").is_file():
+        given = probe(world, "environ", network=True)
+        assert given["NODE_EXTRA_CA_CERTS"] == given["SSL_CERT_FILE"] == given["REQUESTS_CA_BUNDLE"] == "/etc/ssl/certs/ca-certificates.crt"
+        assert "SSL_CERT_FILE" not in probe(world, "environ")  # no network, nothing to trust
 
 
 @confined
@@ -333,7 +353,12 @@ def test_unsandboxed_keeps_the_environment_and_limits_but_not_the_files(world: W
     """For an operator who allowed it: no isolation (the planted secret is read), the rest as in the sandbox."""
     declared = {"DECLARED_TOKEN": "value"}
     for args, check in (
-        (("environ",), lambda found: set(found) == {"DECLARED_TOKEN", "HOME", "TMPDIR", "LANG", "PATH"}),
+        (
+            ("environ",),
+            lambda found: (
+                set(found) == {"DECLARED_TOKEN", "HOME", "TMPDIR", "LANG", "PATH", *(["NODE_OPTIONS"] if shutil.which("node") else [])}
+            ),
+        ),
         (("read", str(world.planted[0])), lambda found: found[str(world.planted[0])] == "ok"),
         (("allocate", "private", str(2 * GIB)), lambda found: found != "ok"),
     ):

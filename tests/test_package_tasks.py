@@ -8,6 +8,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -127,43 +132,99 @@ def _bundled(package: str) -> dict[str, Any]:
     return found[0]
 
 
-async def test_the_snapshots_reference_servers_work_as_a_new_registry_lists_them(tmp_path: Path) -> None:
-    """A new registry's own entries, nothing registered: the file system server, listed with no argument, takes
-    the folder the person gives as its root (it asks for roots); the time server is given none."""
+@contextmanager
+def _web_page(folder: Path) -> Iterator[str]:
+    """A page served on loopback, as a person's "fetch this page" names one."""
+    (folder / "article.html").write_text(
+        "<html><head><title>Sourdough</title></head><body><article><h1>Feeding a starter</h1>"
+        "<p>Feed it <b>equal weights</b> of flour and water every day.</p></article></body></html>"
+    )
+    handler = partial(SimpleHTTPRequestHandler, directory=str(folder))
+    with ThreadingHTTPServer(("127.0.0.1", 0), handler) as web:
+        thread = threading.Thread(target=web.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{web.server_address[1]}/article.html"
+        finally:
+            web.shutdown()
+
+
+async def test_five_everyday_tasks_from_a_fresh_install(tmp_path: Path) -> None:
+    """Issue #54's five tasks, from a host attached only to ard-mcp over stdio on a fresh install (the bundled
+    snapshot, nothing else), a person who answers each question: the time in a city, the files of a folder they
+    give, something remembered and recalled after ard-mcp restarts, a page fetched as markdown (network ticked),
+    and a query on their SQLite file. Each server is the snapshot's entry found by a search, except SQLite's:
+    the snapshot lists `mcp-server-sqlite` with no argument (no catalog gives one), so the person's file goes
+    through the entry its server.json makes, registered first."""
     try:
         check_available()
     except SandboxUnavailable as exc:
         pytest.skip(f"no sandbox here: {exc}")
-    data, project = tmp_path / "data", tmp_path / "project"
-    project.mkdir()
+    data, project, web, databases = tmp_path / "data", tmp_path / "project", tmp_path / "web", tmp_path / "databases"
+    for folder in (project, web, databases):
+        folder.mkdir()
+        folder.chmod(0o755)  # readable by the sandbox's uid, as a person's own folders are to themselves
     (project / "todo.txt").write_text("water the plants\n")
-    project.chmod(0o755)
     (project / "todo.txt").chmod(0o644)
-    filesystem, time_server = _bundled("@modelcontextprotocol/server-filesystem"), _bundled("mcp-server-time")
-    spec = package_of(filesystem)
+    database = databases / "shop.sqlite"
+    with sqlite3.connect(database) as db:
+        db.execute("CREATE TABLE fruit (name TEXT, price REAL)")
+        db.executemany("INSERT INTO fruit VALUES (?, ?)", [("apple", 0.5), ("pear", 0.75)])
+    database.chmod(0o644)
+    servers = {
+        "time": _bundled("mcp-server-time"),
+        "files": _bundled("@modelcontextprotocol/server-filesystem"),
+        "memory": _bundled("@modelcontextprotocol/server-memory"),
+        "fetch": _bundled("mcp-server-fetch"),
+    }
+    spec = package_of(servers["files"])
     assert isinstance(spec, PackageSpec) and needed(spec.package_arguments) is None  # no argument: roots are its folders
     asked: list[str] = []
 
     async def person(context: ClientRequestContext, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
         asked.append(params.message)
-        given = str(project) if "server-filesystem" in params.message else ""
-        return mcp_types.ElicitResult(action="accept", content={"network": False, "path": given, "writable": False})
+        message = params.message
+        given = str(project) if "server-filesystem" in message else str(database) if "mcp-server-sqlite" in message else ""
+        return mcp_types.ElicitResult(action="accept", content={"network": "mcp-server-fetch" in message, "path": given, "writable": False})
 
     fresh = {k: v for k, v in quiet_env().items() if k not in ("ARD_MCP_NO_SNAPSHOT", "ARD_MCP_STORE_URL")}  # a fresh install's defaults
     server = StdioServerParameters(command=sys.executable, args=["-m", "ard_mcp", "serve", "--data-dir", str(data)], env=fresh)
-    with anyio.fail_after(400):
+    sister = {"entities": [{"name": "Ana", "entityType": "person", "observations": ["my sister; her birthday is May 3"]}]}
+    found: dict[str, list[str]] = {}
+    with _web_page(web) as page, anyio.fail_after(600):
         async with Client(server, elicitation_callback=person) as client:
 
             async def call(entry: dict[str, Any], tool: str, arguments: dict[str, Any]) -> Any:
                 return await client.call_tool("call_agent", {"identifier": entry["identifier"], "tool": tool, "arguments": arguments})
 
-            listed = _result_text(await call(filesystem, "list_directory", {"path": str(project)}))
-            tokyo = _result_text(await call(time_server, "get_current_time", {"timezone": "Asia/Tokyo"}))
-    assert "[FILE] todo.txt" in listed
+            for task, words in (
+                ("time", "current time in a timezone"),
+                ("files", "read and list files in a folder"),
+                ("memory", "knowledge graph memory"),
+                ("fetch", "fetch a web page"),
+            ):
+                answer = (await client.call_tool("search_agents", {"text": words, "pageSize": 10})).structured_content
+                found[task] = [r["identifier"] for r in (answer or {}).get("results", [])]
+            tokyo = _result_text(await call(servers["time"], "get_current_time", {"timezone": "Asia/Tokyo"}))
+            listed = _result_text(await call(servers["files"], "list_directory", {"path": str(project)}))
+            remembered = _result_text(await call(servers["memory"], "create_entities", sister))
+            fetched = _result_text(await call(servers["fetch"], "fetch", {"url": page}))
+            assert not (await client.call_tool("register_agent", {"entry": SQLITE})).is_error
+            rows = _result_text(await call(SQLITE, "read_query", {"query": "SELECT name FROM fruit ORDER BY price"}))
+        async with Client(server, elicitation_callback=person) as client:  # ard-mcp started again
+            recalled = _result_text(
+                await client.call_tool("call_agent", {"identifier": servers["memory"]["identifier"], "tool": "read_graph"})
+            )
+    assert {task: servers[task]["identifier"] in found[task] for task in found} == dict.fromkeys(found, True), found
     assert "Asia/Tokyo" in tokyo
-    assert len(asked) == 2 and all("you may give it one folder below (optional)" in question for question in asked)
-    approved = {a["launch"]["name"]: a.get("grant") for a in json.loads((data / "packages" / "approved.json").read_text())["approved"]}
-    assert approved == {
-        "@modelcontextprotocol/server-filesystem": {"path": str(project), "kind": "folder", "writable": False},
-        "mcp-server-time": None,
+    assert "[FILE] todo.txt" in listed
+    assert "Ana" in remembered and "her birthday is May 3" in recalled
+    assert "# Feeding a starter" in fetched and "**equal weights**" in fetched, fetched  # markdown, not the page's HTML
+    assert rows.index("apple") < rows.index("pear")
+    assert len(asked) == 5  # each server asked about once, before its first start; the restart asks nothing
+    approved = {
+        a["launch"]["name"]: (a["network"], a.get("grant"))
+        for a in json.loads((data / "packages" / "approved.json").read_text())["approved"]
     }
+    assert approved["@modelcontextprotocol/server-filesystem"] == (False, {"path": str(project), "kind": "folder", "writable": False})
+    assert approved["mcp-server-fetch"][0] is True and approved["mcp-server-time"] == (False, None)

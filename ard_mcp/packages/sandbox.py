@@ -106,6 +106,9 @@ ETC = (  # name resolution, TLS roots, the linker cache, the time zone, /usr/bin
     "alternatives",
     "mime.types",
 )
+TRUST_BUNDLES = ("/etc/ssl/certs/ca-certificates.crt",)  # the system store's bundle, inside ETC's ssl/certs
+TRUST_FILE_VARIABLES = ("NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "npm_config_cafile")
+NO_WASM_GUARDS = "--disable-wasm-trap-handler"  # `_takes_no_wasm_guards`
 TRIAL_TIMEOUT_S = 30.0
 
 
@@ -291,7 +294,36 @@ def _hand_over(state_dir: Path, uid: int) -> None:
 def _set(launch: Launch) -> list[tuple[str, str]]:
     """What the sandbox sets, over any declared variable of the same name."""
     bins = [str(d / "bin") for d in (*launch.runtime_dirs, launch.package_dir) if (d / "bin").is_dir()]
-    return [("HOME", str(launch.state_dir)), ("TMPDIR", "/tmp"), ("LANG", "C.UTF-8"), ("PATH", ":".join([*bins, SYSTEM_PATH]))]
+    path = ":".join([*bins, SYSTEM_PATH])
+    base = [("HOME", str(launch.state_dir)), ("TMPDIR", "/tmp"), ("LANG", "C.UTF-8"), ("PATH", path)]
+    node = shutil.which("node", path=path)
+    wasm = [("NODE_OPTIONS", NO_WASM_GUARDS)] if node is not None and _takes_no_wasm_guards(node) else []
+    return base + wasm + (_trust() if launch.network else [])
+
+
+@functools.cache
+def _takes_no_wasm_guards(node: str) -> bool:
+    """Whether `node` (the first on the sandbox's PATH) takes `NO_WASM_GUARDS` (node 20.15 and 22.2 on). Why the
+    option: V8 reserves about 10 GiB of address space for each WebAssembly memory, over the sandbox's RLIMIT_AS,
+    and node's own `fetch` parses HTTP with WebAssembly: every `fetch()` of a server crashed ("Out of memory:
+    Cannot allocate Wasm memory"), and so did mcp-server-fetch's markdown mode (readabilipy runs node). An older
+    node refuses the option at start, so it is asked once first (about 40 ms)."""
+    try:
+        probe = [node, NO_WASM_GUARDS, "-e", ""]
+        return subprocess.run(probe, capture_output=True, timeout=TRIAL_TIMEOUT_S, env={"PATH": SYSTEM_PATH}).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _trust() -> list[tuple[str, str]]:
+    """The machine's own TLS roots (bound read-only: `ETC`) named to the runtimes that do not read them unasked, for
+    a server allowed the network. Why: node and Python's certifi carry their own lists, so behind a TLS-inspecting
+    proxy (its CA in the system store, as on this machine) every HTTPS request of a server failed, and a package
+    that installs its own helpers on first use (mcp-server-fetch's readabilipy runs `npm install`) broke."""
+    bundle = next((p for p in TRUST_BUNDLES if os.path.isfile(p)), None)
+    if bundle is None:
+        return []
+    return [*((name, bundle) for name in TRUST_FILE_VARIABLES), ("SSL_CERT_DIR", "/etc/ssl/certs")]
 
 
 def _argv(bwrap: str, launch: Launch, confinement: Confinement, as_root: bool, variables_fd: int | None) -> list[str]:
