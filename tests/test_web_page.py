@@ -235,9 +235,13 @@ def test_a_bad_page_number_is_a_clear_400_page(site: str) -> None:
     assert response.status_code == 400 and "page: must be a whole number" in response.text
 
 
-def test_json_clients_asking_the_root_keep_the_answer_they_had(site: str) -> None:
-    response = httpx.get(f"{site}/", headers={"Accept": "application/json"})
-    assert response.status_code == 404 and response.json()["error"]["code"] == "NOT_FOUND"
+def test_a_client_asking_the_root_for_no_page_is_told_where_everything_is(site: str) -> None:
+    """It got a bare 404 (issue #55): a person trying the server with curl learnt nothing from it."""
+    for accept in ("application/json", "*/*"):
+        response = httpx.get(f"{site}/", headers={"Accept": accept})
+        said = response.json()
+        assert response.status_code == 200 and said["mcp"] == {"url": f"{site}/mcp", "transport": "streamable-http"}, said
+        assert said["rest"]["openapi"] == "/openapi.json" and "/attach" in said["attach"]
 
 
 def test_a_result_reads_at_a_glance_type_publisher_and_evidence_in_words(tab: Tab) -> None:
@@ -320,9 +324,10 @@ def test_an_entry_page_shows_what_it_offers_why_it_matched_and_how_to_add_it(tab
     assert not [t for t in signals.all_inner_texts() if re.search(r"[a-z][A-Z]", t)]  # no camelCase left
     assert "second-best example" in (evidence.locator("dt", has_text="second-best").get_attribute("title") or "")
     configs = page.locator("article.host")
-    assert configs.locator("h3").all_inner_texts() == ["Claude Desktop", "VS Code", "Cursor"]
-    assert all("https://maps.example.net/mcp" in text for text in configs.locator("pre").all_inner_texts())
-    assert '"type": "http"' in configs.nth(1).locator("pre").inner_text()
+    assert configs.locator("h3").all_inner_texts() == ["Claude Desktop", "Claude Code", "Cursor", "VS Code"]
+    assert all("https://maps.example.net/mcp" in text for text in configs.all_inner_texts())
+    assert "Connectors" in configs.nth(0).inner_text()  # Claude Desktop adds a remote server in its settings
+    assert '"type": "http"' in page.locator("article.host[data-host=vscode] pre").inner_text()
     page.locator("details", has=page.locator("summary", has_text="Raw JSON")).locator("summary").click()
     assert GEO["identifier"] in page.locator("#raw-h ~ details pre").inner_text()
     page.evaluate("window.scrollTo(0, 0)")
@@ -341,10 +346,14 @@ def test_a_package_servers_page_shows_its_command_variables_and_host_configs(tab
     assert "FILES_API_KEY" in variables[0] and "secret" in variables[0] and "required" in variables[0]
     assert "FILES_REGION" in variables[1] and "optional" in variables[1]
     configs = page.locator("article.host")
-    assert configs.locator("h3").all_inner_texts() == ["Claude Desktop", "VS Code", "Cursor"]
-    for text in configs.locator("pre").all_inner_texts():
+    assert configs.locator("h3").all_inner_texts() == ["Claude Desktop", "Claude Code", "Cursor", "VS Code"]
+    for host in ("claude-desktop", "claude-code", "cursor"):
+        text = page.locator(f"article.host[data-host={host}] pre").first.inner_text()
         assert '"FILES_API_KEY": "<your FILES_API_KEY>"' in text and '"@acme-tools/files-mcp@1.2.0"' in text and '"--read-only"' in text
-    assert '"type": "stdio"' in configs.nth(1).locator("pre").inner_text()
+    vscode = page.locator("article.host[data-host=vscode] pre").inner_text()
+    assert '"FILES_API_KEY": "${input:files-mcp-FILES_API_KEY}"' in vscode and '"password": true' in vscode  # VS Code asks for it
+    command = page.locator("article.host[data-host=claude-code] pre.command").inner_text()
+    assert command.startswith("claude mcp add --scope user --env 'FILES_API_KEY=<your FILES_API_KEY>' files-mcp -- npx -y ")
     page.screenshot(path=str(shots / "entry-package-1440.png"), full_page=True)
 
 
@@ -541,7 +550,15 @@ def test_forms_refuse_cross_site_posts(site: str) -> None:
 
 
 # -- accessibility and layout ---------------------------------------------------------------------------------
-PAGES = ("/?q=convert+a+pdf", "/?tag=filler&page=2", f"/entry?id={GEO['identifier']}&q=geocode", "/operator/login", "/entry?id=none")
+PAGES = (
+    "/?q=convert+a+pdf",
+    "/?tag=filler&page=2",
+    f"/entry?id={GEO['identifier']}&q=geocode",
+    f"/entry?id={PACKAGED['identifier']}",
+    "/attach",
+    "/operator/login",
+    "/entry?id=none",
+)
 
 
 @pytest.mark.parametrize("width", [375, 1440])

@@ -141,22 +141,23 @@ def test_an_npm_servers_configuration_is_built_from_its_package_for_every_host()
     found = _hosts(entry)
     assert found.package is not None and found.missing is None and found.package_problem is None
     assert found.package.command_line == "npx -y '--node-options=--max-old-space-size 512' @acme/files@1.2.0 --root /srv/files serve"
-    assert [h.host for h in found.configs] == ["Claude Desktop", "VS Code", "Cursor"]
-    env = {"API_KEY": "<your API_KEY>", "REGION": "eu"}  # the optional DEBUG is left to the person
+    assert [b.host.title for b in found.configs] == ["Claude Desktop", "Claude Code", "Cursor", "VS Code"]
     for config in found.configs:
-        servers = json.loads(config.text)["servers" if config.host == "VS Code" else "mcpServers"]
+        assert config.text is not None
+        servers = json.loads(config.text)[config.host.key]
         assert list(servers) == ["files"]
         server = servers["files"]
-        assert server["command"] == "npx" and server["env"] == env
+        secret = "${input:files-API_KEY}" if config.host.id == "vscode" else "<your API_KEY>"  # VS Code asks for it
+        assert server["command"] == "npx" and server["env"] == {"API_KEY": secret, "REGION": "eu"}  # the optional DEBUG is left out
         assert server["args"][-len(spec.package_arguments) :] == list(spec.package_arguments)  # what `call_agent` starts it with
-        assert server.get("type") == ("stdio" if config.host == "VS Code" else None)
+        assert server.get("type") == ("stdio" if config.host.id in ("vscode", "claude-code") else None)
 
 
 def test_a_pypi_servers_command_is_uvx_with_the_pinned_release() -> None:
     data = {"packages": [{"registryType": "pypi", "identifier": "Mcp_Server.Time", "version": "0.6.2", "packageArguments": []}]}
     found = _hosts(_server("urn:air:example.com:time", data))
     assert found.package is not None and found.package.command_line == "uvx mcp-server-time==0.6.2"
-    assert json.loads(found.configs[0].text) == {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time==0.6.2"]}}}
+    assert json.loads(found.configs[0].text or "") == {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time==0.6.2"]}}}
 
 
 def test_a_package_that_cannot_be_started_gets_its_reason_instead_of_a_configuration() -> None:
@@ -192,7 +193,7 @@ def test_a_folder_the_person_gives_is_a_placeholder_in_the_command() -> None:
         ]
     }
     found = _hosts(_server("urn:air:example.com:files", data))
-    assert found.package is not None and found.package.command == ["npx", "-y", "files@1.0.0", "/path/to/your/folder"]
+    assert found.package is not None and found.package.command == ("npx", "-y", "files@1.0.0", "/path/to/your/folder")
 
 
 def test_a_seed_package_of_no_named_registry_says_both_commands_and_configures_neither() -> None:
@@ -203,14 +204,15 @@ def test_a_seed_package_of_no_named_registry_says_both_commands_and_configures_n
     }
     found = _hosts(_server("urn:air:github.com:tinyfish-io:agentql-mcp", data))
     assert found.configs == [] and found.package is not None and found.package.command is None
-    assert found.package.registry.startswith("npm or PyPI") and [v.name for v in found.package.environment] == ["AGENTQL_API_KEY"]
+    assert (found.registry or "").startswith("npm or PyPI") and [v.name for v in found.package.environment] == ["AGENTQL_API_KEY"]
     assert found.missing is not None and "npx -y agentql-mcp@1.0.0" in found.missing and "uvx agentql-mcp==1.0.0" in found.missing
 
 
 def test_a_remote_server_is_configured_by_its_url_and_its_package_still_shown() -> None:
     data = {**NPM_SERVER, "remotes": [{"type": "sse", "url": "https://files.example.com/sse"}]}
     found = _hosts(_server("urn:air:example.com:files", data))
-    assert json.loads(found.configs[1].text) == {"servers": {"files": {"type": "sse", "url": "https://files.example.com/sse"}}}
+    vscode = next(b for b in found.configs if b.host.id == "vscode")
+    assert json.loads(vscode.text or "") == {"servers": {"files": {"type": "sse", "url": "https://files.example.com/sse"}}}
     assert found.package is not None and found.package.command_line is not None
     agent = CatalogEntry.model_validate(
         {"identifier": "urn:air:example.com:a", "displayName": "A", "type": media_types.A2A_AGENT_CARD, "data": {}}

@@ -89,6 +89,19 @@ def with_member(text: str, path: tuple[str, str], value: Any) -> str:
     return _inserted(source, blank, outer, f"{json.dumps(key)}: {rendered}", _indent(source, outer[0]) + "  ")
 
 
+def with_top_member(text: str, key: str, value: Any) -> str:
+    """`text` with `document[key] = value` (VS Code's `inputs` beside its `servers`), the rest kept as written."""
+    blank = _blanked(text) if text.strip() else "{}"
+    source = text if text.strip() else "{}"
+    outer = _object_span(blank, 0)
+    step = _indent(source, outer[0]) + "  "
+    rendered = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + step)
+    found = _member(blank, outer[0], outer[1], key)
+    if found is not None:
+        return source[: found[0]] + rendered + source[found[1] :]
+    return _inserted(source, blank, outer, f"{json.dumps(key)}: {rendered}", step)
+
+
 def _inserted(source: str, blank: str, span: tuple[int, int], member: str, step: str) -> str:
     """`source` with `member` first in the object at `span`, on a line of its own at indentation `step`."""
     at = span[0] + 1

@@ -1,5 +1,7 @@
-"""The reading routes: search at `/`, an entry at `/entry?id=...`, and the shipped assets. Each parses the
-URL, calls its view builder in a worker thread (ranking and SQLite block) and renders."""
+"""The reading routes: search at `/`, an entry at `/entry?id=...`, how to attach this registry to an MCP host at
+`/attach`, and the shipped assets. Each parses the URL, calls its view builder in a worker thread (ranking and
+SQLite block) and renders. A client that asks `/` for no page (curl, a script) gets a short JSON index of what
+this server answers where: it got a bare 404 before, which told a person trying the server nothing (issue #55)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,10 @@ from importlib.resources import files
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
+from ard_mcp import __version__
+from ard_mcp.surfaces.host_blocks import Launch, blocks
 from ard_mcp.surfaces.rest.routes import run, state_of
 from ard_mcp.ui.entry_view import entry_view
 from ard_mcp.ui.render import page, wants_html
@@ -33,10 +37,32 @@ async def asset(request: Request) -> Response:
     return secured(request, response)
 
 
+def mcp_endpoint(request: Request) -> Launch:
+    """This server's MCP endpoint, as a host reaches it: at its public URL, else where this browser reached it."""
+    state = state_of(request)
+    sse = state.settings.transport == "sse"
+    base = state.config.source_url or str(request.base_url)
+    return Launch.remote(f"{base.rstrip('/')}/{'sse' if sse else 'mcp'}", "sse" if sse else "http")
+
+
+def index(request: Request) -> Response:
+    """What `/` answers a client that asks for no page: where each of this server's surfaces is."""
+    endpoint = mcp_endpoint(request)
+    said = {
+        "service": "ard-mcp",
+        "version": __version__,
+        "mcp": {"url": endpoint.url, "transport": "sse" if endpoint.transport == "sse" else "streamable-http"},
+        "rest": {"openapi": "/openapi.json", "search": 'POST /search with {"text": "what the agent should do"}', "list": "GET /agents"},
+        "webPage": "GET / with Accept: text/html (a browser)",
+        "attach": "GET /attach: the block that adds this registry to Claude Desktop, Claude Code, Cursor or VS Code",
+    }
+    return secured(request, JSONResponse(said, headers={"Cache-Control": "no-store"}))
+
+
 def page_routes(site: Site) -> list[tuple[str, str, Handler]]:
     async def search(request: Request) -> Response:
         if not wants_html(request):
-            raise HTTPException(404)  # what `/` answered JSON clients before the page existed
+            return index(request)
         state = PageState.of(request.query_params)
         view = await run(search_view, state_of(request).open_registry(), state, site.viewer(request))
         return page(request, "search.html", view=view, **site.nav(request))
@@ -48,4 +74,8 @@ def page_routes(site: Site) -> list[tuple[str, str, Handler]]:
         operator = site.operator(request) is not None
         return page(request, "entry.html", view=view, task=task or "", operator=operator, **site.nav(request))
 
-    return [("/", "GET", search), ("/entry", "GET", entry)]
+    async def attach(request: Request) -> Response:
+        found = blocks("ard", mcp_endpoint(request))
+        return page(request, "attach.html", blocks=found, endpoint=mcp_endpoint(request), **site.nav(request))
+
+    return [("/", "GET", search), ("/entry", "GET", entry), ("/attach", "GET", attach)]

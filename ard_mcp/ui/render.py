@@ -59,6 +59,6 @@ def page(request: Request, template: str, status: int = 200, **context: Any) -> 
 
 
 def wants_html(request: Request) -> bool:
-    """Whether the client asked for a page (a browser's Accept names text/html); JSON clients asking `/`
-    keep the answer they had before the page existed."""
+    """Whether the client asked for a page (a browser's Accept names text/html); any other client asking `/`
+    gets the JSON index of where this server answers what (`pages.index`)."""
     return "text/html" in request.headers.get("accept", "")
