@@ -149,6 +149,33 @@ def test_an_entry_stored_before_the_check_is_offline_naming_the_host() -> None:
         assert isinstance(found, Offline) and f"'{bad}/" in found.reason and UNREADABLE in found.reason, found
 
 
+@pytest.mark.parametrize(
+    "remote", ["http://localhost:3001/sse", "http://127.0.0.1:8080/mcp", "http://192.168.1.20/mcp", "http://[::1]/mcp"]
+)
+def test_a_remote_on_the_publishers_own_machine_gives_way_to_the_package(remote: str) -> None:
+    """A server description listing a package and a loopback or private remote (how its publisher runs it at home)
+    is started from its package; one listing a public remote is called there; with no package, the remote is
+    what there is (an operator may allow private networks)."""
+    from ard_mcp.formats import mcp_server
+
+    def described(url: str, packages: bool) -> dict[str, Any]:
+        package = {"registryType": "npm", "identifier": "@acme/weather", "version": "1.0.0", "transport": {"type": "stdio"}}
+        document = {
+            "name": "io.github.acme/weather",
+            "description": "Weather.",
+            "version": "1.0.0",
+            "remotes": [{"type": "sse", "url": url}],
+        }
+        return mcp_server.to_entry(document | ({"packages": [package]} if packages else {}))
+
+    local = target_of(described(remote, packages=True), Limits())
+    assert not isinstance(local, Offline) and local.package is not None and local.transport_kind == "stdio", local
+    public = target_of(described("https://weather.example.com/sse", packages=True), Limits())
+    assert not isinstance(public, Offline) and public.package is None and public.transport_kind == "sse", public
+    alone = target_of(described(remote, packages=False), Limits())
+    assert not isinstance(alone, Offline) and alone.package is None, alone
+
+
 # -- hosts httpx reads that no resolver answers for ----------------------------------------------------------
 class NoSuchName:
     """A resolver that knows no name, as the system's knows none of these (and without asking any DNS server)."""

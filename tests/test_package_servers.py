@@ -150,6 +150,14 @@ async def test_over_http_only_what_the_operator_approved_runs(tmp_path: Path) ->
             plan = re.search(r"ard-mcp packages allow (plan:[0-9a-f]{32})", message)
             assert plan is not None, message
             assert not (data / "packages" / "cache" / "npm").exists()  # nothing installed for an unapproved package
+            keyed = json.loads(json.dumps(MEMORY)) | {"identifier": "urn:air:modelcontextprotocol.io:mcp:keyed-memory"}
+            keyed["data"]["packages"][0]["environmentVariables"] = [{"name": "MEMORY_TOKEN", "isRequired": True, "isSecret": True}]
+            assert (await rest.post("/agents", json=keyed)).status_code == 201
+            lacking = await rest.post(f"/agents/{keyed['identifier']}/invoke", params={"operation": "read_graph"}, json={})
+            said = lacking.json()["error"]["message"]  # what is missing, before anyone is told to approve what cannot run
+            assert lacking.status_code == 400 and "needs MEMORY_TOKEN (a secret)" in said and "approve" not in said, said
+            requested = json.loads((data / "packages" / "requested.json").read_text())["requested"]
+            assert [[v["name"] for v in item["launch"]["variables"]] for item in requested] == [["MEMORY_FILE_PATH"]]  # not the keyed one
 
             def approve(*what: str) -> str:
                 done = subprocess.run(

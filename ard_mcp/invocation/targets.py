@@ -16,15 +16,17 @@ client cannot read) before it counts, and an entry offline for want of one names
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from ard_mcp.formats import entry_facts, media_types
 from ard_mcp.invocation.calls import Protocol_, Target
 from ard_mcp.invocation.policy import Limits
 from ard_mcp.net.urls import RefusedUrl, check_url
-from ard_mcp.packages.specs import Unusable, package_of
+from ard_mcp.packages.specs import PackageSpec, Unusable, package_of
 
 _SSE = ("sse", "http+sse")
 _WEB = ("http://", "https://")
@@ -63,6 +65,21 @@ def _refused(urls: Iterable[Any]) -> str:
     return ""
 
 
+def _on_the_publishers_machine(url: str) -> bool:
+    """Whether `url` names a loopback, private or unspecified address (`http://localhost:3001/sse`): in a server
+    description that also lists a package, how its publisher runs it on their own machine, not a service to
+    call. The package is started instead: the remote was tried and refused by the network policy, and the
+    package never was (bench/package_sample.py, template-mcp-server)."""
+    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local or address.is_unspecified
+
+
 def _mcp(entry: Mapping[str, Any]) -> tuple[str, str] | None:
     for url, how in entry_facts.mcp_remotes(entry):
         if (found := _http(url)) is not None:
@@ -87,7 +104,7 @@ def target_of(entry: Mapping[str, Any], limits: Limits) -> Target | Offline:
         operations = tuple(_mapping(o) for o in data.get("operations") or [] if isinstance(o, Mapping))
     elif media_type == media_types.MCP_SERVER_CARD:
         remote = _mcp(entry)
-        if remote is None:
+        if remote is None or (_on_the_publishers_machine(remote[0]) and isinstance(package_of(entry), PackageSpec)):
             package = package_of(entry)
             if isinstance(package, Unusable):
                 refused = _refused(url for url, _ in entry_facts.mcp_remotes(entry))

@@ -127,6 +127,7 @@ class PackageRuntime:
         if not self.policy.enabled:
             raise PermissionDenied(f"package servers are off on this registry; {self.policy.turned_on_by}")
         resolved, plan = await self.plan(spec)
+        environment = server_environment(resolved, self.policy.secrets, self._environ)  # a missing value: said before approving
         approval = self.approvals.get(plan.digest)
         answered = consent is not None and consent.plan == plan.digest
         if consent is not None and not answered and (approval is None or approval.changed is not None):
@@ -137,7 +138,6 @@ class PackageRuntime:
         if approval is None and not answered:
             self.approvals.request(plan)
             raise PermissionDenied(self._not_approved(plan))
-        environment = server_environment(resolved, self.policy.secrets, self._environ)
         grant = self._grant(plan, approval, consent if answered else None)
         installed = await self._install(resolved, plan)
         approval = self._approved(plan, approval, consent if answered else None, installed.integrity, grant)

@@ -120,7 +120,7 @@ class Confinement:
     address_space_bytes: int = 3 << 30  # RLIMIT_AS: node's reservations (~1 GiB) + memory_bytes + room; bounds shared mappings
     processes: int = 64  # RLIMIT_NPROC: processes and threads of this server
     cpu_seconds: int = 600  # RLIMIT_CPU, per process over its life: killed (SIGKILL) when spent
-    open_files: int = 256  # RLIMIT_NOFILE
+    open_files: int = 1024  # RLIMIT_NOFILE: node loading a large package opened more than 256 at once (EMFILE; @wong2/mcp-cli)
     file_bytes: int = 256 << 20  # RLIMIT_FSIZE: any one file it writes, memfds included
     tmp_bytes: int = 64 << 20  # the size of its private /tmp (a tmpfs, in memory)
     uid: int = 64000  # as root, the uid (and gid) it runs as: one no account on the host uses
