@@ -57,7 +57,8 @@ def _in_use(data_dir: Path, shared: bool, noted: list[str]) -> str:
     return (
         f"{message}; stop it, or give this one its own --data-dir. If it is a running `ard-mcp serve`, add entries through "
         f"it instead: POST {server}/agents with one entry (the register_agent tool over MCP), or POST {server}/crawl with "
-        '{"targets": [URL]} for a whole catalog served at a URL (the crawl_catalogs tool)'
+        '{"targets": [URL]} for a whole catalog served at a URL (the crawl_catalogs tool). Several MCP hosts share one '
+        "registry when each starts `ard-mcp serve --shared` (what `ard-mcp host-config` writes)"
     )
 
 

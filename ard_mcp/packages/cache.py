@@ -9,6 +9,7 @@ Layout, under the cache directory the operator gives:
     <cache>/.npm/, <cache>/.pip/             the installers' download caches (theirs alone, never ~/.npm or ~/.cache/pip)
     <cache>/.home/                           HOME of the installers: empty, so no dotfile of the user's is read
     <cache>/.bin/                            the installers' PATH: a link to node, nothing else (no git, hg or svn)
+    <cache>/.objects/                        one copy of each file content installs share, hard-linked (`shared_files`)
 
 `installed.json` is written last, to a temporary file renamed into place: a directory without it is a
 half-done install (a crash, a kill, a timeout) and is removed and done again, never used. The lock is

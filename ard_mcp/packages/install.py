@@ -19,6 +19,7 @@ other (a lock file).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import shutil
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,13 +28,14 @@ from pathlib import Path
 import httpx
 
 from ard_mcp.formats.timestamps import utc_text
-from ard_mcp.packages import lookup, names, npm, processes, pypi
+from ard_mcp.packages import lookup, names, npm, processes, pypi, shared_files
 from ard_mcp.packages.cache import completed, fresh, locked, mark_complete, version_dir
 from ard_mcp.packages.refusal import InstallRefused
 from ard_mcp.packages.specs import PackageSpec
 
 __all__ = ["InstallRefused", "Installed", "Installer", "Registries"]
 
+log = logging.getLogger(__name__)
 LOOKUP_TIMEOUT_S = 30.0  # one registry question (the installers themselves get the installer's timeout)
 _UNPINNED_HINT = "pin one release in the server description, or the operator allows unpinned versions"
 
@@ -171,6 +173,8 @@ class Installer:
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise
+        kept = shared_files.share(directory, self.cache)  # identical files of other installs take disk once
+        log.info("%s installed; %d files (%.1f MiB) shared with other installs", spec.key(), kept.files, kept.bytes / 2**20)
         marker = {"key": spec.key(), "from": url, "integrity": integrity, "at": utc_text(datetime.now(UTC), "seconds")}
         mark_complete(directory, marker)
         return marker
