@@ -75,7 +75,7 @@ def test_readiness_follows_postgres_and_chroma_outages(tmp_path: Path) -> None:
             down, took = _probe(f"{base}/readyz")
             assert down.status_code == 503 and took < quick, (down.status_code, took, down.text)
             message = down.json()["message"]
-            assert f"the vector index (Chroma server at {chroma.url})" in message and "store" not in message, message
+            assert "the vector index (Chroma server)" in message and chroma.url not in message and "store" not in message, message
             assert httpx.get(f"{base}/healthz", timeout=30).status_code == 200
             search = httpx.post(f"{base}/search", json={"query": {"text": "rain tomorrow"}}, timeout=30)  # was a 500 internal error
             assert search.status_code == 503 and search.json()["errorCode"] == "UNAVAILABLE", search.text

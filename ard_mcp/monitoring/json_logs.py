@@ -1,10 +1,12 @@
 """Log records as JSON lines (`--log-format json`), for log collectors that index fields rather than parse text.
 
 One object a line: `time` (UTC, milliseconds), `level`, `logger`, `message`, and where known the `request_id` of
-the HTTP request being answered (`requests`) and the `trace_id` and `span_id` of the current span (`tracing`), so
-a line can be found from a trace and a trace from a line; `exception` holds a traceback. Every character
-outside printable ASCII is escaped (`ensure_ascii`), so a quoted value cannot break a line in two or send a
-terminal escape to whoever tails the log, as the text format's escaping also ensures."""
+the HTTP request being answered (`requests`), the fields a record carries of its own (an access line's
+`method`, `route`, `path`, `status`, `duration_ms` and `client`: `requests.FIELDS`) and the `trace_id` and
+`span_id` of the current span (`tracing`), so a line can be found from a trace and a trace from a line;
+`exception` holds a traceback. Every character outside printable ASCII is escaped (`ensure_ascii`), so a quoted
+value cannot break a line in two or send a terminal escape to whoever tails the log, as the text format's
+escaping also ensures."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from ard_mcp.monitoring.requests import request_id
+from ard_mcp.monitoring.requests import FIELDS, request_id
 from ard_mcp.monitoring.tracing import current_ids
 
 
@@ -25,6 +27,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
+        own = getattr(record, FIELDS, None)
+        if isinstance(own, dict):
+            line.update((k, v) for k, v in own.items() if k not in line)
         request = request_id()
         if request is not None:
             line["request_id"] = request

@@ -4,8 +4,9 @@
 Nothing is recorded until `enable()`, which `serve` over HTTP calls: until then every function below returns at
 its first line and prometheus_client is not imported (57 ms, which stdio's first `tools/list` must not wait for).
 Labels are bounded by construction: a route's template, never its path; a tool's name only where the server has
-that tool; an upstream's origin; methods, statuses and outcomes from fixed sets. A label a client could choose
-would grow the registry's memory and every scrape without bound.
+that tool; an upstream's origin among the most asked few, the rest `other` (`upstreams`); methods, statuses and
+outcomes from fixed sets. A label a client could choose would grow the registry's memory and every scrape
+without bound.
 
 With `PROMETHEUS_MULTIPROC_DIR` set when the process starts, prometheus_client keeps each value in a file of that
 directory, one per process, and a scrape adds up every process's (`exposition`): several worker processes behind
@@ -14,14 +15,20 @@ one address answer one `/metrics` between them."""
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from ard_mcp.monitoring.upstreams import DEFAULT_LIMIT, OTHER, UpstreamLabels
+
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
+log = logging.getLogger(__name__)
 MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
+UPSTREAM_LIMIT = "ARD_MCP_METRICS_UPSTREAMS"  # how many upstream origins are labelled by name (`upstreams`)
+OUTCOMES = ("ok", "failed", "late")
 SECONDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 RESULTS = (0, 1, 2, 3, 5, 10, 20, 50, 100)
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"})
@@ -112,7 +119,10 @@ class _Metrics:
             ["limit"],
             registry=r,
         )
-        if os.environ.get(MULTIPROCESS_DIR):
+        shared = bool(os.environ.get(MULTIPROCESS_DIR))
+        self.upstream_labels = UpstreamLabels(upstream_limit(), dropped=None if shared else self._unlabelled)
+        self.open_others: set[str] = set()  # origins counted as `other` whose breaker is open
+        if shared:
             from prometheus_client.multiprocess import mark_process_dead
 
             atexit.register(mark_process_dead, os.getpid())  # this process's live gauges leave the sums when it ends
@@ -121,6 +131,23 @@ class _Metrics:
 
             for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
                 r.register(collector)
+
+    def _unlabelled(self, origin: str) -> None:
+        """`origin` lost its label to a more asked upstream: its series leave the scrape."""
+        for outcome in OUTCOMES:
+            self.upstreams.remove(origin, outcome)
+        self.skipped.remove(origin)
+        self.breakers.remove(origin)
+
+
+def upstream_limit() -> int:
+    """`ARD_MCP_METRICS_UPSTREAMS`, or the default where it is unset or not a count (said once, at start)."""
+    text = os.environ.get(UPSTREAM_LIMIT, "").strip()
+    if text.isdigit():
+        return int(text)
+    if text:
+        log.warning("%s=%r is not a count: %d upstreams are labelled by name", UPSTREAM_LIMIT, text, DEFAULT_LIMIT)
+    return DEFAULT_LIMIT
 
 
 _on: _Metrics | None = None
@@ -180,17 +207,29 @@ def crawled(status: str, via: str) -> None:
 
 def upstream(url: str, outcome: str, seconds: float) -> None:
     if _on is not None:
-        _on.upstreams.labels(origin(url), outcome).observe(seconds)
+        _on.upstreams.labels(_on.upstream_labels.asked(origin(url)), outcome).observe(seconds)
 
 
 def upstream_skipped(url: str) -> None:
     if _on is not None:
-        _on.skipped.labels(origin(url)).inc()
+        _on.skipped.labels(_on.upstream_labels.asked(origin(url))).inc()
 
 
 def breaker(url: str, is_open: bool) -> None:
-    if _on is not None:
-        _on.breakers.labels(origin(url)).set(1 if is_open else 0)
+    """An upstream's breaker as of a search that would ask it; `other`'s is 1 while any of the others' is open."""
+    if _on is None:
+        return
+    named = origin(url)
+    label = _on.upstream_labels.label(named)
+    if label != OTHER:
+        _on.open_others.discard(named)
+        _on.breakers.labels(label).set(1 if is_open else 0)
+        return
+    if is_open:
+        _on.open_others.add(named)
+    else:
+        _on.open_others.discard(named)
+    _on.breakers.labels(OTHER).set(1 if _on.open_others else 0)
 
 
 def invocation(action: str, protocol: str | None, outcome: str, seconds: float, size: int) -> None:

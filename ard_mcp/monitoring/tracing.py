@@ -3,10 +3,10 @@ shows the spans a request makes.
 
 Off unless `OTEL_TRACES_EXPORTER` names an exporter or an OTLP endpoint is given: the specification's default
 exporter (otlp to localhost:4318) would have every unconfigured registry post its spans to whatever listens there.
-Off, OpenTelemetry's SDK is not imported and a span is a shared `nullcontext`. On, spans are batched
-(`OTEL_BSP_SCHEDULE_DELAY` and the other `OTEL_BSP_*`) and posted as OTLP/protobuf over HTTP
-(`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_HEADERS`, ...), named by `OTEL_SERVICE_NAME` (default
-`ard-mcp`); what is left is sent as the process exits.
+Off, this module does not import OpenTelemetry's SDK (chromadb does, for itself) and a span is a shared
+`nullcontext`. On, spans are batched (`OTEL_BSP_SCHEDULE_DELAY` and the other `OTEL_BSP_*`) and posted as
+OTLP/protobuf over HTTP (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_HEADERS`, ...), named by
+`OTEL_SERVICE_NAME` (default `ard-mcp`); what is left is sent as the process exits.
 
 What crosses to another service is the W3C `traceparent` alone (`outgoing`, and the MCP SDK's own propagation,
 which `configure` holds to it whether tracing is on or off: `propagation`): it names a trace and a span and

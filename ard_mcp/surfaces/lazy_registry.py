@@ -25,8 +25,16 @@ log = logging.getLogger(__name__)
 def warm_up_soon(warm_up: Callable[[], None], delay: float = 1.0) -> None:
     """Warm up in the background once the client's handshake is likely over: importing Chroma and
     onnxruntime holds the GIL for about a second, which would otherwise delay the first `tools/list`
-    (measured 0.85 s -> 1.09 s). A request that comes first loads what it needs itself."""
-    timer = threading.Timer(delay, warm_up)
+    (measured 0.85 s -> 1.09 s). A request that comes first loads what it needs itself. A warm-up that fails
+    (the store down at start) is logged in a line, not a thread's traceback."""
+
+    def warmed() -> None:  # a store or index down at start: said once; the first request that needs them loads them
+        try:
+            warm_up()
+        except ArdError as exc:
+            log.warning("warming up was put off (the first request that needs the index loads it): %s", exc.message)
+
+    timer = threading.Timer(delay, warmed)
     timer.daemon = True
     timer.start()
 

@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from ard_mcp.errors import ArdError, InvalidArgument, PermissionDenied
 from ard_mcp.monitoring import metrics
-from ard_mcp.monitoring.exposition import collector, render
+from ard_mcp.monitoring.exposition import IndexSize, collector, render
 from ard_mcp.registry import Registry
 from ard_mcp.surfaces.rest.errors import Dialect, error_response
 from ard_mcp.surfaces.rest.routes import state_of
@@ -28,9 +28,17 @@ NEEDED_FOR = "reading the metrics (an operator's token)"
 
 
 def metrics_routes(settings: HttpSettings) -> list[Route]:
-    """Turn this process's metrics on, and the route that serves them, unless a separate address does."""
+    """Turn this process's metrics on, and the route that serves them, unless a separate address does. The
+    route keeps the app's last index size (`IndexSize`): a scrape during a store outage answers with it."""
     metrics.enable()
-    return [] if settings.metrics_address is not None else [Route("/metrics", _metrics, methods=["GET"])]
+    if settings.metrics_address is not None:
+        return []
+    index = IndexSize()
+
+    async def serve(request: Request) -> Response:
+        return await _metrics(request, index)
+
+    return [Route("/metrics", serve, methods=["GET"])]
 
 
 def index_size(registry: Registry | None) -> tuple[int, int] | None:
@@ -38,14 +46,19 @@ def index_size(registry: Registry | None) -> tuple[int, int] | None:
     return (registry.store.count(), registry.store.example_count()) if registry is not None else None
 
 
-async def _metrics(request: Request) -> Response:
+async def _metrics(request: Request, index: IndexSize) -> Response:
     state = state_of(request)
     try:
         if not state.settings.tokens.writer(request.headers, NEEDED_FOR).may_write("*"):
             raise PermissionDenied("the metrics are for operators: they need a token that may write every publisher (*)")
     except ArdError as exc:
         return error_response(Dialect.ARD, exc)
-    body, content_type = await anyio.to_thread.run_sync(render, lambda: index_size(state.registry), request.headers.get("accept"))
+
+    def scraped() -> tuple[bytes, str]:
+        index.refresh(lambda: index_size(state.registry))
+        return render(index, request.headers.get("accept"))
+
+    body, content_type = await anyio.to_thread.run_sync(scraped)
     return Response(body, headers={"Content-Type": content_type})
 
 
@@ -56,7 +69,7 @@ def serve_metrics_at(address: tuple[str, int], registry: Registry) -> None:
     metrics.enable()
     host, port = address
     try:
-        start_http_server(port, host, registry=collector(lambda: index_size(registry)))
+        start_http_server(port, host, registry=collector(IndexSize(lambda: index_size(registry))))
     except OSError as exc:  # in use, not this machine's address: said as a start-up error, not a traceback
         raise InvalidArgument(f"--metrics-address {host}:{port}: cannot listen there ({exc.strerror or exc})") from None
     log.info("serving the metrics at http://%s:%d/metrics, to whoever can reach that address", f"[{host}]" if ":" in host else host, port)
