@@ -22,7 +22,7 @@ def quiet_env(data_dir: Path | None = None) -> dict[str, str]:
     """The environment of a server or CLI process: quiet logs, the test session's DNS server
     (`conftest.offline_dns`), and under `--store postgres` the database of the data directory it is given,
     through `ARD_MCP_STORE_URL` as an operator would set it (the same one for every process on that directory)."""
-    env = {**os.environ, "ARD_MCP_LOG_LEVEL": "WARNING"}
+    env = {**os.environ, "ARD_MCP_LOG_LEVEL": "WARNING", "ARD_MCP_DRAIN_SECONDS": "0"}  # stopped at once (test_rolling_restart drains)
     if data_dir is not None and database_of is not None:
         env["ARD_MCP_STORE_URL"] = database_of(data_dir)
     return env

@@ -150,8 +150,15 @@ def build_app(
                 CORSMiddleware,
                 allow_origins=list(settings.cors_origins),
                 allow_methods=["GET", "POST", "PUT", "DELETE", "OPTIONS"],
-                allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-Id"],
-                expose_headers=["Mcp-Session-Id", "X-Correlation-Id"],
+                allow_headers=[
+                    "Authorization",
+                    "Content-Type",
+                    "Idempotency-Key",
+                    "Mcp-Session-Id",
+                    "Mcp-Protocol-Version",
+                    "Last-Event-Id",
+                ],
+                expose_headers=["Mcp-Session-Id", "X-Correlation-Id", "Idempotent-Replayed"],
             )
         )
     app = Starlette(
@@ -168,19 +175,28 @@ def build_app(
 
 def serve(config: Config, settings: HttpSettings, registry: Registry, log_level: str = "info") -> None:
     """Run the app with uvicorn; its logs go through ours (stderr), never to stdout. Every surface is on
-    this one server, so the header limit (`header_deadline`) holds for all of them."""
+    this one server, so the header limit (`header_deadline`) holds for all of them, and so does the drain
+    on SIGTERM (`draining`: not ready, `Connection: close`, the listener closed, then uvicorn's shutdown)."""
     import uvicorn
 
+    from ard_mcp.surfaces.rest.draining import GRACE_SECONDS, Drain, DrainingServer, close_when_draining, drain_seconds
     from ard_mcp.surfaces.rest.header_deadline import with_header_timeout
 
+    try:
+        seconds = drain_seconds()
+    except ValueError as exc:
+        raise SystemExit(f"ard-mcp: {exc}") from None
     app = build_app(config, settings, registry=registry)
-    uvicorn.run(
-        app,
+    drain = Drain()
+    options = uvicorn.Config(
+        close_when_draining(app, drain),
         host=settings.host,
         port=settings.port,
         log_config=None,
         log_level=log_level.lower(),
         lifespan="on",
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        timeout_graceful_shutdown=int(GRACE_SECONDS),
         http=with_header_timeout(settings.header_timeout),
     )
+    DrainingServer(options, drain, seconds=seconds, on_drain=app.state.ard.readiness.stop).run()

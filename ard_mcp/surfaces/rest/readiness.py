@@ -13,6 +13,9 @@ hangs rather than refusing the connection, and a probe must still be answered at
 outlives its deadline holds the check's own limiter until its call returns, so probes meanwhile are told so
 at once instead of stacking up threads (or taking the request handlers' ones). Whatever a check raises is a
 reason for 503, never a 500.
+
+From a SIGTERM on, the process answers 503 at once without asking anything (`stop`): it is about to close its
+listener (`draining`), and a proxy that asks `/readyz` must stop sending it requests before that.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import anyio
 
 from ard_mcp.errors import ArdError, NotReady
 from ard_mcp.registry import Registry
+from ard_mcp.surfaces.rest.errors import NotReadyHere
 
 CHECK_SECONDS = 2.0  # each check's deadline; they run at once, so a probe is answered within about this
 
@@ -34,6 +38,7 @@ class Readiness:
     """One process's checks, each with a limiter of one thread (made on first use, inside the event loop)."""
 
     timeout: float = CHECK_SECONDS
+    stopping: bool = False  # set by `stop`, from the SIGTERM handler
     _limiters: dict[str, anyio.CapacityLimiter] = field(default_factory=dict)
 
     def _limiter(self, name: str) -> anyio.CapacityLimiter:
@@ -58,20 +63,30 @@ class Readiness:
             raise NotReady(f"{what}: {type(exc).__name__}: {str(exc).strip()[:300]}") from None
         return round((time.perf_counter() - started) * 1000, 2)
 
+    def stop(self) -> None:
+        """Not ready from now on: the process is shutting down (one assignment: safe in a signal handler)."""
+        self.stopping = True
+
     async def check(self, registry: Registry) -> dict[str, float]:
         """Each part's answer time; NotReady naming every part that did not answer (both are asked at once)."""
+        if self.stopping:
+            raise NotReady("not ready: shutting down")
         store = "the store" + (" (PostgreSQL)" if registry.config.store_url else " (SQLite)")
         opening = "vectors" not in vars(registry)  # the model and the index load in the background at start
         where = f"Chroma server at {registry.config.chroma_url}" if registry.config.chroma_url else "embedded Chroma"
         vectors = f"the vector index ({where}{', still opening' if opening else ''})"
+        kind = "Chroma server" if registry.config.chroma_url else "embedded Chroma"  # for anyone: no address (`errors`)
+        named = {"store": store, "vectorIndex": f"the vector index ({kind}{', still opening' if opening else ''})"}
         asked: dict[str, float] = {}
         failed: list[str] = []
+        general: list[str] = []
 
         async def one(name: str, what: str, call: Callable[[], object]) -> None:
             try:
                 asked[name] = await self.ask(name, what, call)
             except NotReady as exc:
                 failed.append(exc.message)
+                general.append(f"{named[name]} did not answer")
 
         async with anyio.create_task_group() as tasks:
             # a row of the store's own (the model it was built with): a round trip each time, where `count` is
@@ -80,7 +95,7 @@ class Readiness:
             # `registry.vectors` opens the index (and loads the model) on first use: in the worker thread, not here
             tasks.start_soon(one, "vectorIndex", vectors, lambda: registry.vectors.count())  # noqa: PLW0108
         if failed:
-            raise NotReady("not ready: " + "; ".join(sorted(failed)))
+            raise NotReadyHere("not ready: " + "; ".join(sorted(failed)), "not ready: " + "; ".join(sorted(general)))
         return {name: asked[name] for name in ("store", "vectorIndex")}
 
     async def agents(self, registry: Registry) -> int | None:
