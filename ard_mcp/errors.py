@@ -44,6 +44,22 @@ class Conflict(ArdError):
     http_status = 409
 
 
+class IdempotencyKeyInUse(ArdError):
+    """A request with an `Idempotency-Key` while the first request with that key is still being answered
+    (IETF httpapi draft "The Idempotency-Key HTTP Header Field": 409); retrying later replays its answer."""
+
+    code = "ABORTED"
+    http_status = 409
+
+
+class IdempotencyKeyReused(ArdError):
+    """An `Idempotency-Key` already used with another request (another body, route or query): 422 by the
+    draft, since replaying the first answer would answer a request that was not made."""
+
+    code = "INVALID_ARGUMENT"
+    http_status = 422
+
+
 class DataDirInUse(ArdError):
     """Another process owns the data directory (two writers corrupt Chroma and race on SQLite)."""
 

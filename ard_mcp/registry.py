@@ -26,10 +26,12 @@ from ard_mcp.formats.entry_facts import SOURCE_ID_KEY, TRUST_FIELDS
 from ard_mcp.formats.identifiers import normalize_identifier, publisher_of
 from ard_mcp.formats.messages import DeregisterResult, ExploreResponse, FacetBucket, FacetRequest, FacetResult, ListResponse, TrustFinding
 from ard_mcp.index import datadir
+from ard_mcp.index.catch_up import send_queued
 from ard_mcp.index.embedding import Embedder, ModelSpec, load_embedder
 from ard_mcp.index.expiry import ExpiryClock
 from ard_mcp.index.filter_values import METADATA_PREFIX
-from ard_mcp.index.indexer import Indexer, MayWrite, Progress, restore_pending
+from ard_mcp.index.idempotency import IdempotencyKeys
+from ard_mcp.index.indexer import Indexer, MayWrite, Progress
 from ard_mcp.index.resident import ResidentExamples
 from ard_mcp.index.store import open_store
 from ard_mcp.index.vectors import VectorIndex
@@ -132,7 +134,9 @@ class Registry:
     @cached_property
     def vectors(self) -> VectorIndex:
         index = self._vector_index(fresh=False)
-        restore_pending(self.store, index)
+        sent = send_queued(self.store, index)  # what a crash or an outage kept from it, this process's or another's
+        if sent:
+            log.warning("sent the vector index the vectors of %d agent(s) whose write it had not received", sent)
         return index
 
     @cached_property
@@ -152,7 +156,15 @@ class Registry:
     def _vector_index(self, *, fresh: bool) -> VectorIndex:
         return VectorIndex(self.config.data_dir / "chroma", self.embedder, url=self.config.chroma_url, fresh=fresh)
 
+    @cached_property
+    def idempotency(self) -> IdempotencyKeys:
+        """The REST writes' `Idempotency-Key`s and the answers kept for them, in the store."""
+        return IdempotencyKeys(self.store)
+
     def _drop_vectors(self) -> None:
+        indexer = self.__dict__.get("indexer")
+        if indexer is not None:
+            indexer.sync.stop()
         for part in ("ranker", "indexer"):
             self.__dict__.pop(part, None)
         index = self.__dict__.pop("vectors", None)
@@ -184,6 +196,13 @@ class Registry:
         if not self._expiry.may_be_due(now, self.store.version()):
             return []
         return self.indexer.expire(now)
+
+    def _caught_up(self) -> None:
+        """A search after an outage of the vector index sees every write saved during it: what this process
+        queued is sent first (`catch_up`). While the index still does not answer, the search says so (503)."""
+        indexer = self.__dict__.get("indexer")
+        if indexer is not None and indexer.sync.behind:
+            indexer.sync.catch_up()
 
     # -- reads ------------------------------------------------------------------------------------
     def resolve(self, reference: str, viewer: Viewer = ANONYMOUS) -> str:
@@ -240,6 +259,7 @@ class Registry:
         started = time.perf_counter()
         with tracing.span("search") as span:
             self.expire_due()
+            self._caught_up()
             now = now or datetime.now(UTC)
             offset = decode_token(query.page_token, query.key())
             with tracing.span("store.select"):
@@ -276,6 +296,7 @@ class Registry:
             check_field(facet.field, "facet field")
         flt = parse_filter(filter)
         self.expire_due()
+        self._caught_up()
         matched = visible(self.store, self.store.filter_agents(flt), hidden_agents(self.store, viewer))
         if text is not None and not (isinstance(text, str) and not text.strip()):
             ranking = self.ranker.rank(query_text(text), matched)

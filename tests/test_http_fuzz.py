@@ -141,13 +141,16 @@ def draw_request(op: Operation, openapi: dict[str, Any], data: st.DataObject) ->
             params[param.name] = data.draw(from_schema(param.schema, {}) | texts, label=param.name)
     if data.draw(st.integers(0, 9), label="junk parameter") == 0:
         params[data.draw(words, label="junk name") or "junk"] = "1"
-    kwargs: dict[str, Any] = {"params": {k: str(v) for k, v in params.items() if v is not None}}
+    kwargs: dict[str, Any] = {"params": {k: str(v) for k, v in params.items() if v is not None}, "headers": {}}
     if op.method in ("POST", "PUT"):
         if data.draw(st.integers(0, 9), label="raw bytes") == 0:
             kwargs["content"] = data.draw(st.binary(max_size=64), label="content")
-            kwargs["headers"] = {"content-type": "application/json"}
+            kwargs["headers"]["content-type"] = "application/json"
         else:
             kwargs["json"] = data.draw(_request_body(op, openapi), label="body")
+    if op.keyed and data.draw(st.booleans(), label="with an Idempotency-Key"):  # any header value a client can send
+        key = data.draw(st.text(st.characters(min_codepoint=0x20, max_codepoint=0xFF), max_size=40), label="key")
+        kwargs["headers"]["Idempotency-Key"] = key.encode("latin-1")
     return path, kwargs
 
 

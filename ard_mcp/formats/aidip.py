@@ -219,6 +219,7 @@ AIDIP_CODES = {
     413: "PayloadTooLarge",
     415: "UnsupportedMediaType",
     421: "MisdirectedRequest",
+    422: "UnprocessableContent",
     429: "RateLimited",
     502: "AgentUnreachable",
     503: "Unavailable",

@@ -3,7 +3,9 @@ index (re-embedding when the model changed). The one place that keeps the store 
 
 A write lands in the store first, in one transaction that also marks the agent's vectors pending; the
 vectors then go to Chroma and the mark is cleared. An agent still marked when the index opens lost its
-vectors to a crash in between, and `restore_pending` gives them back without running the model.
+vectors to a crash in between, and `catch_up.send_queued` gives them back without running the model. A
+write the store has committed is saved, and answered so, even when Chroma does not take its vectors: they
+stay queued and are sent when it answers again (`catch_up`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ard_mcp.formats.leniency import Notice, read_entry
 from ard_mcp.formats.limits import EntryLimits
 from ard_mcp.formats.messages import DeregisterResult, RegisterResult
 from ard_mcp.formats.reserved_metadata import EXPIRES_KEY
+from ard_mcp.index.catch_up import VectorSync
 from ard_mcp.index.embedding import Embedder, ModelSpec
 from ard_mcp.index.example_texts import Example, extract_examples
 from ard_mcp.index.expiry import ExpiryClock
@@ -93,17 +96,6 @@ class _VectorBatch:
             rows.clear()
 
 
-def restore_pending(store: Store, index: VectorIndex) -> None:
-    """Give the vector index the vectors of agents whose write was interrupted before it finished."""
-    pending = store.pending_agents()
-    if pending:
-        log.warning("restoring vectors of %d agent(s) whose last write did not finish", len(pending))
-        rows = store.examples_of(pending)
-        if rows:
-            index.add([(r.id, r.agent_id) for r in rows], np.stack([r.vector for r in rows]))
-        store.mark_vectors_done(pending)
-
-
 def _finding(owned: Owned) -> Owned:
     """A trust finding without the time it was made: the same finding made again is no change to write."""
     return {(field, value) for field, value in owned if field != TRUST_CHECKED}
@@ -148,6 +140,7 @@ class Indexer:
         self._expiry = expiry
         self._limits = limits
         self._model_recorded = False  # whether the store is known to name the model (a read saved on every write)
+        self.sync = VectorSync(store, vectors, lock)  # the vector index's side of each write, queued through an outage
 
     # -- registration -------------------------------------------------------------------------------
     def register(self, raw: Any, may_write: MayWrite | None = None, owned: Owned | None = None) -> RegisterResult:
@@ -268,6 +261,7 @@ class Indexer:
     def _apply(self, plans: list[_Plan], progress: Progress | None = None, given: Mapping[str, np.ndarray] | None = None) -> None:
         if not plans:
             return
+        self.sync.catch_up()  # what an outage queued goes first, so the vector index takes changes in order
         examples = {p.entry.identifier: extract_examples(p.entry) for p in plans}
         known: dict[str, np.ndarray] = {e.text: given[e.text] for ex in examples.values() for e in ex if given and e.text in given}
         for p in plans:
@@ -306,11 +300,10 @@ class Indexer:
         self._store.set_meta("dimension", str(self._model.dimension))
 
     def _flush(self, batch: _VectorBatch) -> None:
-        """The vector index takes the written agents' changes; then the store stops calling them pending."""
-        if batch.removed or batch.ids:
-            self._vectors.replace(batch.removed, batch.ids, np.stack(batch.vectors) if batch.vectors else np.zeros((0, 0), np.float32))
-        if batch.agents:
-            self._store.mark_vectors_done(batch.agents)
+        """The vector index takes the written agents' changes; then the store stops calling them pending
+        (or, while it does not answer, they stay queued: `VectorSync.replace`)."""
+        vectors = np.stack(batch.vectors) if batch.vectors else np.zeros((0, 0), np.float32)
+        self.sync.replace(batch.removed, batch.ids, vectors, batch.agents)
         batch.clear()
 
     def _embed(self, texts: list[str], progress: Progress | None) -> dict[str, np.ndarray]:
@@ -348,12 +341,13 @@ class Indexer:
         identifier = normalize_identifier(identifier)
         _check_scope(identifier, may_write)
         with self._lock:
+            self.sync.catch_up()
             deleted = self._store.delete(identifier)
             if deleted is None:
                 raise NotFound(f"no agent {identifier} is registered")
             agent_id, removed = deleted
             if removed:
-                self._vectors.delete([(e, agent_id) for e in removed])
+                self.sync.delete([(e, agent_id) for e in removed])
         return DeregisterResult(identifier=identifier)
 
     def expire(self, now: datetime) -> Sequence[str]:

@@ -70,6 +70,15 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TABLE changes(seq bigint PRIMARY KEY, agent_id bigint NOT NULL);
     CREATE TABLE crawl_sources(url text COLLATE "C" PRIMARY KEY, state text NOT NULL);
     """,
+    # 2: what a write during a vector index outage could not remove from it, and the REST writes' idempotency keys
+    """
+    CREATE TABLE vector_deletions(example_id bigint NOT NULL, agent_id bigint NOT NULL, PRIMARY KEY(example_id, agent_id));
+    CREATE TABLE idempotency_keys(
+        scope text COLLATE "C" NOT NULL, key text COLLATE "C" NOT NULL, fingerprint text NOT NULL, owner text NOT NULL,
+        started double precision NOT NULL, status integer, headers text, body bytea, PRIMARY KEY(scope, key)
+    );
+    CREATE INDEX idempotency_keys_started ON idempotency_keys(started);
+    """,
 )
 """Migration i (from 1) brings the database from version i - 1 to i; append, never edit."""
 

@@ -6,8 +6,10 @@ columns are kept packed in `agents.fts`, which FTS5 needs to delete a document a
 the agent's terms. Document frequencies live in `term_agents`, kept in step with every write: FTS5's own
 vocabulary table counts them by reading each term's whole posting list, which cost 6-8 ms a query at
 100,000 agents. `changes` is the feed in-memory copies of the store follow (`ard_mcp.index.resident`). `crawl_sources` is
-what the crawler remembers of each document it fetched (`ard_mcp.web.sources`), as JSON: a store of any
-layout gets the table when it opens, empty.
+what the crawler remembers of each document it fetched (`ard_mcp.web.sources`), as JSON;
+`vector_deletions` the vector records a write could not remove while the vector index was unreachable, and
+`idempotency_keys` the answers kept for the REST writes' `Idempotency-Key` header (`side_tables`): a store of
+any layout gets these tables when it opens, empty.
 
 Older stores are migrated in one transaction each, so an interrupted migration leaves the old layout:
 - layout 1 (JSON text entries, float16 vectors, an FTS index with its own content, terms in plain
@@ -82,6 +84,14 @@ CREATE INDEX IF NOT EXISTS examples_by_agent ON examples(agent_id);
 CREATE TABLE IF NOT EXISTS term_agents(term TEXT PRIMARY KEY, agents INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, agent_id INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS crawl_sources(url TEXT PRIMARY KEY, state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS vector_deletions(
+    example_id INTEGER NOT NULL, agent_id INTEGER NOT NULL, PRIMARY KEY(example_id, agent_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS idempotency_keys(
+    scope TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL, owner TEXT NOT NULL, started REAL NOT NULL,
+    status INTEGER, headers TEXT, body BLOB, PRIMARY KEY(scope, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS idempotency_keys_started ON idempotency_keys(started);
 """
 _PLAIN_TERM_COLUMNS = frozenset({"terms", "keyword_terms"})  # layouts 1 and 2; only layout 1 filled them
 

@@ -19,7 +19,9 @@ from pydantic.json_schema import models_json_schema
 from ard_mcp import __version__
 from ard_mcp.formats import aidip, xu
 from ard_mcp.formats.catalog import CatalogEntry
+from ard_mcp.index.idempotency import KEEP_SECONDS
 from ard_mcp.surfaces.rest.errors import ERROR_MODELS
+from ard_mcp.surfaces.rest.idempotency import HEADER, MAX_KEY, REPLAYED
 from ard_mcp.surfaces.rest.operations import OPERATIONS, Operation
 
 REF = "#/components/schemas/{model}"
@@ -32,15 +34,37 @@ STATUS_TEXT = {
     403: "The token is not scoped to the entry's publisher, or the request came from a web page of an origin not allowed",
     404: "No such agent (or an id no route can carry, e.g. one with a line break)",
     408: "Request body not received in time",
-    409: "Registration older than the stored entry (stale), or an id another agent's identifier already derives from",
+    409: (
+        "Registration older than the stored entry (stale), or an id another agent's identifier already derives from, "
+        "or the first request with this Idempotency-Key is still being answered"
+    ),
     413: "Request body over the size limit",
     415: "Body is not JSON (a write needs Content-Type: application/json)",
     421: "Host header not allowed",
+    422: "The Idempotency-Key was already used with a different request (body, route or query)",
     429: "Over a rate limit (Retry-After says when to retry)",
     500: "Internal error",
     502: "The agent could not be reached, or answered with an error of its own making or something that is not JSON",
     503: "The store or the vector index cannot be reached (a PostgreSQL or Chroma server down or restarting); retry later",
     504: "The agent did not answer within the time limit",
+}
+
+
+_KEY_PARAMETER: dict[str, Any] = {
+    "name": HEADER,
+    "in": "header",
+    "required": False,
+    "description": (
+        "IETF httpapi draft 'The Idempotency-Key HTTP Header Field': a unique value per request, such as a UUID, as a "
+        f'Structured Field String ("..."). A retry with the same key and the same request is answered with the first '
+        f"answer, without writing again; with another request, 422; while the first is still being answered, 409. Keys "
+        f"are kept {KEEP_SECONDS // 3600} hours, per credential."
+    ),
+    "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY + 2},
+}
+_REPLAYED_HEADER = {
+    "description": "true: the kept answer of an earlier request with the same Idempotency-Key",
+    "schema": {"type": "string"},
 }
 
 
@@ -81,6 +105,8 @@ def build_openapi(transport: str = "streamable-http", credentials: bool = True) 
             }
             for p in op.params
         ]
+        if op.keyed:
+            parameters.append(_KEY_PARAMETER)
         if parameters:
             operation["parameters"] = parameters
         if op.request is not None:
@@ -95,6 +121,8 @@ def build_openapi(transport: str = "streamable-http", credentials: bool = True) 
         responses: dict[str, Any] = {}
         for status in op.success:
             responses[str(status)] = {"description": STATUS_TEXT[status], "content": json_content(ref[op.response])}
+            if op.keyed:
+                responses[str(status)]["headers"] = {REPLAYED: _REPLAYED_HEADER}
         for status in _statuses(op):
             responses[str(status)] = {"description": STATUS_TEXT[status], "content": json_content(ref[ERROR_MODELS[op.dialect]])}
         operation["responses"] = responses

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, compile_path
 
-from ard_mcp.errors import ArdError
+from ard_mcp.errors import ArdError, InvalidArgument
 from ard_mcp.formats import aidip, registration, xu
 from ard_mcp.formats.messages import (
     AiCatalog,
@@ -31,6 +31,7 @@ from ard_mcp.formats.messages import (
 from ard_mcp.invocation.audit import InvocationLog
 from ard_mcp.invocation.calls import AgentInput, AgentOutput
 from ard_mcp.monitoring.requests import request_id
+from ard_mcp.surfaces.rest import idempotency
 from ard_mcp.surfaces.rest.errors import Dialect, error_response
 from ard_mcp.surfaces.rest.routes import (
     AppState,
@@ -82,6 +83,7 @@ class Operation:
     write: bool = False  # needs a credential when the server has tokens (and is rate-limited and origin-checked as a write)
     invocation: bool = False  # calls an agent: counted against the invocations rate limit
     needs_token_for: str = "writes"  # what a request without a valid token is told it needed one for
+    keyed: bool = False  # takes an Idempotency-Key (`idempotency`): a POST that writes to the store
     tag: str = "ARD"
 
     @property
@@ -96,17 +98,28 @@ def _endpoint(op: Operation) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         state = state_of(request)
         correlation_id = request_id() or uuid.uuid4().hex  # the request's id in the logs (`monitoring.requests`)
-        try:
-            if op.write:  # before the body is read: an unauthenticated write costs nothing
-                request.state.writer = state.settings.tokens.writer(request.headers, op.needs_token_for)
-            return await op.handler(request, state)
-        except ArdError as exc:
+
+        def refused(exc: ArdError) -> Response:
             if exc.http_status >= 500:
                 log.error("%s %s failed: %s", op.method, op.path, exc.message)
             return error_response(op.dialect, exc, correlation_id)
-        except Exception:
-            log.exception("%s %s failed unexpectedly (correlation id %s)", op.method, op.path, correlation_id)
-            return error_response(op.dialect, ArdError(f"internal error; correlation id {correlation_id}"), correlation_id)
+
+        async def handled() -> Response:
+            try:
+                if op.write:  # before the body is read: an unauthenticated write costs nothing
+                    request.state.writer = state.settings.tokens.writer(request.headers, op.needs_token_for)
+                if op.write and op.method == "POST" and not op.keyed and idempotency.HEADER in request.headers:
+                    raise InvalidArgument(f"{idempotency.HEADER} is not taken by {op.method} {op.path}: its calls are not kept to replay")
+                return await op.handler(request, state)
+            except ArdError as exc:
+                return refused(exc)
+            except Exception:
+                log.exception("%s %s failed unexpectedly (correlation id %s)", op.method, op.path, correlation_id)
+                return error_response(op.dialect, ArdError(f"internal error; correlation id {correlation_id}"), correlation_id)
+
+        if op.keyed and idempotency.HEADER in request.headers:
+            return await idempotency.keyed(request, state, op.needs_token_for, handled, refused)
+        return await handled()
 
     endpoint.__name__ = op.operation_id
     return endpoint
@@ -174,9 +187,10 @@ OPERATIONS: tuple[Operation, ...] = (
         Dialect.AIDIP,
         aidip.RegisteredDocument,
         success=(201, 200),
-        errors=(400, 401, 409),
+        errors=(400, 401, 409, 422),
         params=(_FORMAT,),
         write=True,
+        keyed=True,
         tag="AIDIP",
     ),
     Operation(
@@ -188,8 +202,9 @@ OPERATIONS: tuple[Operation, ...] = (
         Dialect.ARD,
         CrawlReport,
         request=CrawlRequest,
-        errors=(400, 401, 403),
+        errors=(400, 401, 403, 409, 422),
         write=True,
+        keyed=True,
         tag="Crawler",
     ),
     Operation(

@@ -1,0 +1,139 @@
+"""Keeping the vector index in step with the store through an outage of the vector index (a Chroma server
+down or restarting), so that a write is acknowledged if and only if it is saved.
+
+A write is saved when the store commits it; the store is the source of truth and Chroma a derived copy
+that can always be rebuilt from it. So once the store has committed, the vector index failing cannot undo
+the write, and answering 503 would tell a client that a saved write failed (issue #57 found 6 of 6 such
+writes saved anyway). Instead the write is answered as saved, and what the vector index lacks stays queued
+in the store until it answers again: the written agents keep the `vectors_pending` mark the store's write
+set in the same transaction, and the records a write removed are kept in `vector_deletions`. Both are sent
+before this process's next write or search, and every `RETRY_SECONDS` by a background thread meanwhile,
+so other processes sharing the store and the Chroma server see the writes within seconds of its return.
+A process that starts sends whatever another one left queued (`catch_up` when the index opens).
+
+Removals go first, and a removal whose (example id, agent id) the store holds again is dropped unsent:
+SQLite may give a new example the id of one removed (the highest id is reused), and the removal queued for
+the old record must not delete the new one's.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from ard_mcp.errors import VectorIndexUnavailable
+from ard_mcp.index.store.base import Store
+from ard_mcp.index.vectors import VectorIndex
+
+log = logging.getLogger(__name__)
+
+RETRY_SECONDS = 2.0  # between attempts to send queued vector changes while the vector index does not answer
+_AGENTS_A_BATCH = 1000  # pending agents whose vectors one step reads from the store and sends
+_DELETIONS_A_BATCH = 4000
+
+Pairs = Sequence[tuple[int, int]]  # (example id, agent id)
+
+
+def send_queued(store: Store, index: VectorIndex) -> int:
+    """Send the vector index every queued removal and the vectors of every agent still marked pending (an
+    interrupted write, or one made while the index was unreachable); returns the agents restored."""
+    while queued := store.queued_vector_deletions(_DELETIONS_A_BATCH):
+        index.delete([(e, a) for e, a, live in queued if not live])
+        store.forget_vector_deletions([(e, a) for e, a, _ in queued])
+    pending = store.pending_agents()
+    for start in range(0, len(pending), _AGENTS_A_BATCH):
+        agents = pending[start : start + _AGENTS_A_BATCH]
+        rows = store.examples_of(agents)
+        if rows:
+            index.add([(r.id, r.agent_id) for r in rows], np.stack([r.vector for r in rows]))
+        store.mark_vectors_done(agents)
+    return len(pending)
+
+
+class VectorSync:
+    """The vector index's side of every write, after the store has committed it. `lock` is the registry's
+    write lock: queued changes are sent between writes, never during one."""
+
+    def __init__(self, store: Store, index: VectorIndex, lock: threading.RLock) -> None:
+        self._store = store
+        self._index = index
+        self._lock = lock
+        self._behind = False  # this process queued changes the vector index has not received
+        self._stopped = threading.Event()
+        self._retrier: threading.Thread | None = None
+        self._retrier_lock = threading.Lock()  # a retrier finishing never misses a change queued as it finishes
+
+    @property
+    def behind(self) -> bool:
+        return self._behind
+
+    def replace(self, removed: Pairs, added: Pairs, vectors: np.ndarray, agents: Sequence[int]) -> None:
+        """Send a committed write's changes; on success the store stops calling its agents pending. On a
+        failure they stay pending and the removals are queued: the write stands, and is sent later."""
+        try:
+            if removed or added:
+                self._index.replace(removed, added, vectors)
+        except Exception as exc:  # the store committed: whatever failed, the write is saved and gets sent later
+            self._queue(removed, exc)
+            return
+        try:
+            if agents:
+                self._store.mark_vectors_done(agents)
+        except Exception as exc:  # the marks stay: the vectors are sent again (the same ones) once the store answers
+            self._queue([], exc)
+
+    def delete(self, removed: Pairs) -> None:
+        """Remove a committed deletion's records, or queue them."""
+        try:
+            self._index.delete(removed)
+        except Exception as exc:
+            self._queue(removed, exc)
+
+    def _queue(self, removed: Pairs, exc: Exception) -> None:
+        if not self._behind:
+            said = log.warning if isinstance(exc, VectorIndexUnavailable) else log.error  # an unreachable server is expected
+            said("a saved write did not reach the vector index (%s); it is queued and sent when both answer again", exc)
+        self._behind = True
+        if removed:
+            try:
+                self._store.queue_vector_deletions(removed)
+            except Exception as failed:  # the store went too: the records stay, and searches skip agents the store lacks
+                log.warning("could not queue %d vector record(s) for removal: %s", len(removed), failed)
+        self._start_retrying()
+
+    def catch_up(self) -> bool:
+        """Send what is queued, if this process queued anything; whether the vector index has it all now."""
+        if not self._behind:
+            return True
+        with self._lock:
+            if not self._behind or self._stopped.is_set():
+                return not self._behind
+            try:
+                restored = send_queued(self._store, self._index)
+            except Exception as exc:
+                log.debug("the vector index is still behind: %s", exc)
+                return False
+            self._behind = False
+        log.warning("the vector index answers again and has every saved write (%d agent(s) sent)", restored)
+        return True
+
+    def stop(self) -> None:
+        """No more retries (the registry closes, or a reindex replaces the vector index)."""
+        self._stopped.set()
+
+    def _start_retrying(self) -> None:
+        with self._retrier_lock:
+            if self._retrier is None:
+                self._retrier = threading.Thread(target=self._retry, name="ard-mcp-vector-catch-up", daemon=True)
+                self._retrier.start()
+
+    def _retry(self) -> None:
+        while not self._stopped.wait(RETRY_SECONDS):
+            if self.catch_up():
+                with self._retrier_lock:
+                    if not self._behind:
+                        self._retrier = None
+                        return
