@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -29,6 +30,9 @@ _BATCH = 64
 _BULK = 64  # texts in one call from which the spinning session is used (ingest; not queries or one registration)
 _SPREAD = 1.3  # a batch's longest text is at most this many times its shortest (+ _SLACK tokens)
 _SLACK = 4
+#: Query vectors kept (`Embedder.embed_query`): a few KB each (the text's vector and one per step of it), so at most
+#: a few MB. Hosts and people repeat the same tasks; a kept one answers in microseconds instead of the model's ms.
+QUERY_VECTORS = 2048
 TRAINED_ON = "trainedOn"  # the model.json key naming the sources an encoder was trained on (`ModelSpec.trained_on`)
 
 
@@ -135,6 +139,9 @@ class Embedder:
         self._tokenizer.no_padding()  # batches are padded in `_run`, each to its own longest text
         self._pad_id = self._tokenizer.token_to_id("[PAD]") or 0
         self._lock = threading.Lock()
+        self._queries: OrderedDict[tuple[str, str, tuple[str, ...]], np.ndarray] = OrderedDict()
+        self._queries_lock = threading.Lock()
+        self.query_hits = self.query_misses = 0
         log.debug("loaded embedding model %s from %s", spec.id, spec.directory)  # every command loads it: not news
 
     def _new_session(self, *, spinning: bool) -> Any:
@@ -169,6 +176,27 @@ class Embedder:
 
     def embed_one(self, text: str) -> np.ndarray:
         return np.asarray(self.embed([text])[0])
+
+    def embed_query(self, text: str, parts: list[str]) -> np.ndarray:
+        """`embed_with_parts`, answered from the last `QUERY_VECTORS` queries' vectors when the same text (with
+        the same parts) was embedded before: a bounded LRU keyed by this model's id and the text as searched
+        (`query_text` strips it; any other normalisation could change the vectors, and with them the ranking).
+        The array is shared, so it is read-only."""
+        key = (self.spec.id, text, tuple(parts))
+        with self._queries_lock:
+            found = self._queries.get(key)
+            if found is not None:
+                self._queries.move_to_end(key)
+                self.query_hits += 1
+                return found
+            self.query_misses += 1
+        vectors = self.embed_with_parts(text, parts)
+        vectors.setflags(write=False)
+        with self._queries_lock:
+            self._queries[key] = vectors
+            while len(self._queries) > QUERY_VECTORS:
+                self._queries.popitem(last=False)
+        return vectors
 
     def embed_with_parts(self, text: str, parts: list[str]) -> np.ndarray:
         """The text's vector, then one per part (a substring of it), from a single pass of the model.

