@@ -307,7 +307,15 @@ async def test_a_hostile_package_reaches_nothing_outside_its_sandbox(world: Worl
     # environment: the variable it declares, with the operator's value, and nothing of ard-mcp's
     assert found["environ_sha256"]["HOSTILE_DECLARED"] == _sha256(DECLARED) and found["environ"]["HOME"] == str(state)
     assert found["environ"]["HOSTILE_DECLARED"] == REDACTED  # it has its secret; what it says of it reaches no host
-    assert set(found["environ"]) <= {"HOSTILE_DECLARED", "HOME", "TMPDIR", "LANG", "PATH", "PWD"}
+    assert set(found["environ"]) <= {
+        "HOSTILE_DECLARED",
+        "HOME",
+        "TMPDIR",
+        "LANG",
+        "PATH",
+        "PWD",
+        "NODE_OPTIONS",
+    }  # NODE_OPTIONS: the sandbox's own
     assert found["environ_holds_secret"] is False
     # another process's environment: its own is readable (no secret), the namespace's init (bwrap: root's where ard-mcp
     # runs as root) holds none, ard-mcp is not there

@@ -9,7 +9,8 @@ registry of its own choosing); a PyPI package with no wheel for this platform (a
 publisher's code); a seed record's `unknown` registry unless exactly one allowed registry has the name; a
 dependency from anywhere but an allowed registry (a URL, a repository, a path: every request the installers
 make goes through `egress`, which lets through only the allowed registries), and an installed version other
-than the approved one (`npm`, `pypi`).
+than the approved one (`npm`, `pypi`). A pinned version the registry does not have is `VersionGone`, which
+names the nearest newer release (a consent flow may offer it as a new question).
 
 An install is done once: a complete one in the cache is reused without running anything (its marker is
 written last), a half-done one is removed and done again, and two installs of one version wait for each
@@ -30,10 +31,10 @@ import httpx
 from ard_mcp.formats.timestamps import utc_text
 from ard_mcp.packages import lookup, names, npm, processes, pypi, shared_files
 from ard_mcp.packages.cache import completed, fresh, locked, mark_complete, version_dir
-from ard_mcp.packages.refusal import InstallRefused
+from ard_mcp.packages.refusal import InstallRefused, VersionGone
 from ard_mcp.packages.specs import PackageSpec
 
-__all__ = ["InstallRefused", "Installed", "Installer", "Registries"]
+__all__ = ["InstallRefused", "Installed", "Installer", "Registries", "VersionGone"]
 
 log = logging.getLogger(__name__)
 LOOKUP_TIMEOUT_S = 30.0  # one registry question (the installers themselves get the installer's timeout)
@@ -78,6 +79,7 @@ class Installed:
     runtime_dirs: tuple[Path, ...]  # host directories the command reads (node's or Python's installation)
     integrity: str  # npm: the lockfile's `sha512-...`; PyPI: `sha256=...` of the wheel
     resolved_from: str | None  # how a seed record's `unknown` registry was resolved
+    note: str | None = None  # what the install did otherwise than asked: PyPI dependencies resolved as of today (`pypi`)
 
 
 class Installer:
@@ -156,25 +158,28 @@ class Installer:
             raise InstallRefused(f"{spec.key()}: another install of it was still running after {self.timeout:g} s") from None
         except ValueError as exc:
             raise InstallRefused(f"{spec.key()}: {exc}") from None
-        return Installed(spec, directory, command, runtime_dirs, str(marker["integrity"]), how)
+        note = marker.get("note")
+        return Installed(spec, directory, command, runtime_dirs, str(marker["integrity"]), how, note if isinstance(note, str) else None)
 
     async def _install(self, spec: PackageSpec, url: str, directory: Path) -> dict[str, str]:
         """Install into a fresh `directory`, checking it can be started; the directory is removed if anything fails."""
         fresh(directory)
         allowed = self.registries.urls(spec.registry)  # what the installer may reach (`egress`)
+        note = None
         try:
-            if spec.registry == "npm":
-                integrity = await npm.install(spec, directory, url, allowed, self.cache, self.timeout)
-                npm.command(spec, directory)
-            else:
-                async with self._client() as client:
-                    integrity = await pypi.install(spec, directory, url, allowed, self.cache, self.timeout, client)
-                pypi.command(spec, directory)
+            async with self._client() as client:  # the registry is asked why, where an install fails
+                if spec.registry == "npm":
+                    integrity = await npm.install(spec, directory, url, allowed, self.cache, self.timeout, client)
+                else:
+                    integrity, note = await pypi.install(spec, directory, url, allowed, self.cache, self.timeout, client)
+            (npm.command if spec.registry == "npm" else pypi.command)(spec, directory)
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise
         kept = shared_files.share(directory, self.cache)  # identical files of other installs take disk once
         log.info("%s installed; %d files (%.1f MiB) shared with other installs", spec.key(), kept.files, kept.bytes / 2**20)
         marker = {"key": spec.key(), "from": url, "integrity": integrity, "at": utc_text(datetime.now(UTC), "seconds")}
+        if note is not None:  # PyPI dependencies resolved as of today, not of the release (`pypi.install`)
+            marker["note"] = note
         mark_complete(directory, marker)
         return marker

@@ -19,8 +19,17 @@ is refused) with no git on its PATH (`processes`):
    parent; a `file:` dependency is a link to a directory), and the package be the approved version;
 2. `npm ci` installs exactly that lockfile, which is checked again, with the version the package's own
    package.json says. The integrity npm verified the package against (`sha512-...`) is what the install records.
+   Where `npm ci` refuses the lockfile npm itself just wrote (`EUSAGE ... Missing: x@ from lock file`), the
+   same lockfile is installed with `npm install` (scripts off too), and it must come out unchanged. That is a
+   package whose optional dependencies for other platforms were never published (`slack-mcp-server` 1.2.3
+   names six `slack-mcp-server-<os>-<cpu>` packages, of which npm has one): the lock-only resolve skips an
+   optional dependency it cannot fetch, and `npm ci` then finds the lockfile out of step with the package.json.
+   `--os`/`--cpu`/`--include=optional` do not help, as the packages are not there to be locked.
 
-A refusal names the dependency where npm's debug log or last words do (`name@spec`, as its parent asks for it).
+A refusal names its cause: the dependency npm's debug log or last words name (`name@spec`, as its parent asks
+for it), a pinned version the registry does not have (`refusal.VersionGone`, with the nearest newer release),
+a dependency whose range matches no version, else npm's own leading `npm error` lines (its usage text, which
+follows them for some errors, is left out: its last 2000 characters were once nothing else).
 
 A package that needs its install script (a native addon compiled by node-gyp) installs here but fails when
 started; its stderr says so. The server is started as `node <bin script> ARGS`, the script named by the package's `bin` (the entry of the
@@ -30,6 +39,7 @@ would look the package up again and could install another version.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import tempfile
@@ -38,19 +48,29 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 
 from ard_mcp.formats.bounded_json import UnreadableJson, read_json
-from ard_mcp.packages import egress, processes
+from ard_mcp.packages import egress, lookup, processes
 from ard_mcp.packages.cache import private_dirs
 from ard_mcp.packages.egress import Egress
 from ard_mcp.packages.names import pinned_version, requirement
-from ard_mcp.packages.refusal import InstallRefused, certificate, pointed_elsewhere
+from ard_mcp.packages.refusal import InstallRefused, VersionGone, certificate, pointed_elsewhere
 from ard_mcp.packages.specs import PackageSpec
 
 _MAX_JSON = 64 * 1024 * 1024  # a lockfile of a package with thousands of dependencies runs to megabytes
 _MAX_LOG = 4 * 1024 * 1024  # how much of the end of npm's debug log is read for the dependency it failed on
 _FETCHED = re.compile(r"\bfetch manifest (\S+@\S+)")  # npm's debug log, for each dependency it resolves: name@spec
 _UNSUPPORTED = re.compile(r'Unsupported URL Type "[^"]*": (\S+)')  # npm's last words on a spec it cannot fetch (`link:`)
+_NO_VERSION = re.compile(r"No matching version found for (@?[^@\s]+)@(\S*?)\.?$", re.MULTILINE)  # ETARGET
+_NOT_FOUND = re.compile(r"'(@?[^@\s']+)@[^'\s]*' (?:could not be found|is not in this registry)")  # E404, npm 11 and older
+_LOG_ERROR = re.compile(r"^\d+ error ?(.*)$", re.MULTILINE)  # npm's debug log: `37 error Missing: ...`
+_TAIL_ERROR = re.compile(r"^npm (?:error|ERR!) ?(.*)$", re.MULTILINE)  # its output (npm 10 on: `npm error`)
+_SAID_CHARS = 1500
+
+
+class _LockRefused(InstallRefused):
+    """`npm ci` found the lockfile npm had just written out of step with the package.json (`EUSAGE`)."""
 
 
 def _npm() -> str:
@@ -110,7 +130,52 @@ def _elsewhere(logs: Path, tail: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _failure(spec: PackageSpec, registry: str, finished: processes.Finished, out: Egress, logs: Path) -> InstallRefused:
+def _said(logs: Path, tail: str) -> str:
+    """npm's own account of a failure: its `npm error` lines from the start (the debug log has them all; the
+    output's tail may have lost the first), without the usage text some errors end with or the log's path."""
+    lines: list[str] = []
+    for log in sorted(logs.glob("*debug*.log"))[-1:]:
+        lines = _LOG_ERROR.findall(log.read_text(encoding="utf-8", errors="replace")[-_MAX_LOG:])
+    lines = lines or _TAIL_ERROR.findall(tail)
+    if "Usage:" in lines:  # `<what the command does>`, a blank line, `Usage:`, its options
+        lines = lines[: lines.index("Usage:")]
+        while lines and not lines[-1].strip():
+            lines.pop()
+        lines = lines[:-1]
+    words = " ".join(line.strip() for line in lines if line.strip() and not line.startswith("A complete log of this run"))
+    return (words[:_SAID_CHARS] + " ...") if len(words) > _SAID_CHARS else words or tail[-2000:]
+
+
+async def _missing(spec: PackageSpec, registry: str, tail: str, client: httpx.AsyncClient | None) -> InstallRefused | None:
+    """Why npm found no package or version: the one asked for (a pinned version not there: `VersionGone`, with
+    its nearest newer release), or a dependency (named, as its parent asks for it)."""
+    gone = _NO_VERSION.search(tail)
+    absent = _NOT_FOUND.search(tail)
+    if gone is not None and gone[1] == spec.name:
+        if not spec.version or pinned_version("npm", spec.version) != spec.version:  # a range or tag (`newest`)
+            return InstallRefused(f"{spec.key()}: no release of {spec.name} on {registry} matches {spec.version or 'latest'}")
+        newer = None
+        with contextlib.suppress(lookup.LookupFailed):
+            listed = await lookup.npm_versions(client, registry, spec.name) if client is not None else None
+            newer = lookup.nearest_newer("npm", listed or (), spec.version)
+        return VersionGone(spec.key(), registry, "npm", spec.name, spec.version, newer)
+    if gone is not None:
+        listed = None
+        with contextlib.suppress(lookup.LookupFailed):
+            listed = await lookup.npm_versions(client, registry, gone[1]) if client is not None else None
+        has = sorted(listed, key=lambda v: lookup.semver_key(v) or ())[-5:] if listed else []
+        there = f" (it has {', '.join(has)})" if has else ""
+        return InstallRefused(f"{spec.key()}: its dependency {gone[1]}@{gone[2]} matches no version on {registry}{there}")
+    if absent is not None and absent[1] != spec.name:
+        return InstallRefused(f"{spec.key()}: its dependency {absent[1]} is not on {registry}")
+    if "E404" in tail:
+        return InstallRefused(f"{spec.key()}: no package {spec.name} on {registry}")
+    return None
+
+
+async def _failure(
+    spec: PackageSpec, registry: str, finished: processes.Finished, out: Egress, logs: Path, client: httpx.AsyncClient | None
+) -> InstallRefused:
     kinds = "a tarball URL, a git repository or a path on this machine"
     said = out.said() if out.refused else ""
     elsewhere = pointed_elsewhere(spec.key(), _elsewhere(logs, finished.tail), kinds, f"the registry {registry}", "npm", said)
@@ -121,15 +186,25 @@ def _failure(spec: PackageSpec, registry: str, finished: processes.Finished, out
         return unverified
     if "spawn git" in finished.tail:
         return InstallRefused(f"{spec.key()}: a dependency is a git repository, and git is not run here: only packages from {registry}")
-    if "E404" in finished.tail:
-        return InstallRefused(f"{spec.key()}: no package {spec.name} on {registry}")
-    if "ETARGET" in finished.tail:
-        return InstallRefused(f"{spec.key()}: {registry} has no version {spec.version} of {spec.name}")
-    return InstallRefused(f"{spec.key()}: npm could not install it (exit {finished.returncode}): {finished.tail[-2000:]}")
+    missing = await _missing(spec, registry, finished.tail, client)
+    if missing is not None:
+        return missing
+    words = _said(logs, finished.tail)
+    if "EUSAGE" in finished.tail and "from lock file" in words:
+        return _LockRefused(f"{spec.key()}: npm ci refused the lockfile npm wrote: {words}")
+    return InstallRefused(f"{spec.key()}: npm could not install it (exit {finished.returncode}): {words}")
 
 
 async def _npm_run(
-    what: str, spec: PackageSpec, argv: list[str], registry: str, allowed: Sequence[str], cache: Path, cwd: Path, timeout: float
+    what: str,
+    spec: PackageSpec,
+    argv: list[str],
+    registry: str,
+    allowed: Sequence[str],
+    cache: Path,
+    cwd: Path,
+    timeout: float,
+    client: httpx.AsyncClient | None = None,
 ) -> str:
     """Run npm with `argv` (its settings appended) through `egress`; its stdout, or InstallRefused saying why it failed."""
     home, _, _ = private_dirs(cache)
@@ -139,7 +214,7 @@ async def _npm_run(
             env = processes.clean_environment(cache, out.environment())
             finished = await processes.run(what, [*argv, *_settings(cache, registry, out, logs)], env, cwd, timeout)
         if finished.returncode != 0:
-            raise _failure(spec, registry, finished, out, logs)
+            raise await _failure(spec, registry, finished, out, logs, client)
         return finished.stdout
     finally:
         shutil.rmtree(logs, ignore_errors=True)
@@ -197,23 +272,40 @@ def _locked(spec: PackageSpec, directory: Path, registry: str) -> str:
     return integrity
 
 
-async def install(spec: PackageSpec, directory: Path, registry: str, allowed: Sequence[str], cache: Path, timeout: float) -> str:
+async def install(
+    spec: PackageSpec, directory: Path, registry: str, allowed: Sequence[str], cache: Path, timeout: float, client: httpx.AsyncClient
+) -> str:
     """Install `spec` (pinned) into `directory`; the package's integrity. First the tree is resolved into a
     lockfile alone (packuments only), which is checked before any package is fetched; then exactly that
     lockfile is installed, and checked again with the package's own package.json."""
     common = ["--prefix", str(directory), "--ignore-scripts", "--no-audit", "--no-fund", "--omit=dev"]
     deadline = anyio.current_time() + timeout
+
+    def left() -> float:
+        return max(deadline - anyio.current_time(), 0.001)
+
     argv = [_npm(), "install", f"{spec.name}@{spec.version}", "--package-lock-only", "--save-exact", *common]
-    await _npm_run("npm install --package-lock-only", spec, argv, registry, allowed, cache, directory, timeout)
+    await _npm_run("npm install --package-lock-only", spec, argv, registry, allowed, cache, directory, timeout, client)
     _locked(spec, directory, registry)
-    left = max(deadline - anyio.current_time(), 0.001)
-    await _npm_run("npm ci", spec, [_npm(), "ci", *common], registry, allowed, cache, directory, left)
+    checked = _tree(spec, directory)
+    try:
+        await _npm_run("npm ci", spec, [_npm(), "ci", *common], registry, allowed, cache, directory, left(), client)
+    except _LockRefused as refused:
+        await _npm_run("npm install", spec, [_npm(), "install", *common], registry, allowed, cache, directory, left(), client)
+        if _tree(spec, directory) != checked:
+            raise InstallRefused(f"{spec.key()}: installing the lockfile npm ci refused changed what it resolved ({refused})") from None
     integrity = _locked(spec, directory, registry)
     manifest = _read(directory / "node_modules" / spec.name / "package.json", f"{spec.key()}: its package.json")
     said = manifest.get("version") if isinstance(manifest, dict) else None
     if said != spec.version:
         raise InstallRefused(f"{spec.key()}: the package npm installed says it is version {said!r}, not {spec.version}")
     return integrity
+
+
+def _tree(spec: PackageSpec, directory: Path) -> Any:
+    """The packages npm's lockfile holds (each with its version, source and integrity)."""
+    lock = _read(directory / "package-lock.json", f"{spec.key()}: npm's lockfile")
+    return lock.get("packages") if isinstance(lock, dict) else None
 
 
 def _bin(spec: PackageSpec, manifest: Any) -> str:

@@ -40,11 +40,13 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from ard_mcp.formats.bounded_json import UnreadableJson, read_json
@@ -52,11 +54,12 @@ from ard_mcp.packages import egress, lookup, processes
 from ard_mcp.packages.cache import private_dirs
 from ard_mcp.packages.egress import Egress
 from ard_mcp.packages.names import canonical_pypi, pinned_version, requirement
-from ard_mcp.packages.refusal import InstallRefused, certificate, pointed_elsewhere
+from ard_mcp.packages.refusal import AsOf, InstallRefused, VersionGone, certificate, dependency_unavailable, pointed_elsewhere
 from ard_mcp.packages.specs import PackageSpec
 
 LIB = "lib"
 RELEASE_SLACK = timedelta(minutes=10)  # after the release's last file: what was on the index when it was published
+MAX_LATER = 3  # how many times the date dependencies are resolved as of is moved later (`install`)
 REPORT = "pip-report.json"
 _MAX_REPORT = 64 * 1024 * 1024
 _ENTRY = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*:\s*([A-Za-z_][\w.]*)\s*(?:\[[^\]]*\])?\s*$")
@@ -78,6 +81,11 @@ runpy.run_module("pip", run_name="__main__", alter_sys=True)
 # a dependency pip was sent elsewhere for: `Collecting dep @ https://host/x.whl` (pip 23: `dep@ ...`), `Processing ./dir`
 _REQUIRES_PYTHON = re.compile(r"requires a different Python: \S+ not in '([^']+)'|Requires-Python ([^\s,;]+)")
 _DIRECT = re.compile(r"^\s*Collecting ([A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])? ?@ \S+)|^\s*Processing (\S+)", re.MULTILINE)
+_NO_MATCH = re.compile(r"No matching distribution found for (\S+)")  # pip's last words, naming the requirement
+_OUR_PYTHON = (
+    f"and ard-mcp runs package servers with its own Python {sys.version_info.major}.{sys.version_info.minor}: run ard-mcp "
+    "with a Python that fits, or choose another server"
+)
 _CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")  # Debian's and Ubuntu's system store
 
 
@@ -224,54 +232,98 @@ async def newest(spec: PackageSpec, index: str, allowed: Sequence[str], cache: P
     return version
 
 
-async def _failure(spec: PackageSpec, index: str, finished: processes.Finished, client: httpx.AsyncClient) -> InstallRefused:
-    """Why pip found nothing to install: a certificate, a Python it does not support, else told from the index's
-    own list of files where it can be."""
+async def _failure(
+    spec: PackageSpec, index: str, finished: processes.Finished, out: Egress, client: httpx.AsyncClient, as_of: AsOf | None
+) -> tuple[InstallRefused, datetime | None]:
+    """Why pip found nothing to install: a dependency from elsewhere, a certificate, a dependency it found no
+    release of (`_dependency`), a Python it does not support, else told from the index's own list of files where
+    it can be. The second item, where the one obstacle was the date dependencies are resolved as of (`as_of`),
+    is the first moment that obstacle is gone."""
     said = finished.tail[-1500:]
-    unverified = certificate(spec.key(), finished.tail, index, "SSL_CERT_FILE")
-    if unverified is not None:
-        return unverified
+    refused = _elsewhere(spec, index, finished, out) or certificate(spec.key(), finished.tail, index, "SSL_CERT_FILE")
+    if refused is not None:
+        return refused, None
+    dependency = await _dependency(spec, index, finished.tail, client, as_of)
+    if dependency is not None:
+        return InstallRefused(f"{spec.key()}: {dependency[0]}"), dependency[1]
     python = _REQUIRES_PYTHON.search(finished.tail)
     if python is not None:
-        running = f"{sys.version_info.major}.{sys.version_info.minor}"
-        return InstallRefused(
-            f"{spec.key()}: it needs Python {python[1] or python[2]}, and ard-mcp runs package servers with its own Python "
-            f"{running}: run ard-mcp with a Python that fits, or choose another server"
-        )
+        return InstallRefused(f"{spec.key()}: it needs Python {python[1] or python[2]}, {_OUR_PYTHON}"), None
     try:
-        files = await lookup.pypi_files(client, index, spec.name)
+        files = await lookup.pypi_listing(client, index, spec.name)
     except lookup.LookupFailed:
-        return InstallRefused(f"{spec.key()}: pip could not install it (exit {finished.returncode}): {said}")
+        return InstallRefused(f"{spec.key()}: pip could not install it (exit {finished.returncode}): {said}"), None
     if files is None:
-        return InstallRefused(f"{spec.key()}: no package {spec.name} on {index}")
-    listed = [r for r in map(lookup.release_of, files) if r is not None and r[0] == spec.name]
-    releases = [r for r in listed if _same(r[1], str(spec.version))]
+        return InstallRefused(f"{spec.key()}: no package {spec.name} on {index}"), None
+    releases = [f for f in files if _same(f.version, str(spec.version))]
     if not releases:
         public = str(spec.version).partition("+")[0]
-        near = sorted({r[1] for r in listed if r[1].partition("+")[0] == public and "+" in r[1]})
-        besides = f" (only {', '.join(near)}: a local version label makes another release)" if near else ""
-        return InstallRefused(f"{spec.key()}: {index} has no version {spec.version} of {spec.name}{besides}")
-    if not any(is_wheel for _, _, is_wheel in releases):
+        near = sorted({f.version for f in files if f.version.partition("+")[0] == public and "+" in f.version})
+        if near:
+            return InstallRefused(
+                f"{spec.key()}: {index} has no version {spec.version} of {spec.name} (only {', '.join(near)}: a local version "
+                "label makes another release)"
+            ), None
+        newer = lookup.nearest_newer("pypi", [f.version for f in files if f.fits], str(spec.version))
+        newer = newer or lookup.nearest_newer("pypi", [f.version for f in files], str(spec.version))
+        return VersionGone(spec.key(), index, "pypi", spec.name, str(spec.version), newer), None
+    if not any(f.is_wheel for f in releases):
         return InstallRefused(
             f"{spec.key()}: no wheel, only a source distribution, and building one runs the publisher's code (not done here)"
-        )
+        ), None
     return InstallRefused(
         f"{spec.key()}: no wheel of it or of a dependency fits this platform, and source builds are not done here: {said}"
-    )
+    ), None
+
+
+async def _dependency(
+    spec: PackageSpec, index: str, tail: str, client: httpx.AsyncClient, as_of: AsOf | None
+) -> tuple[str, datetime | None] | None:
+    """Why pip found no release of a dependency it names (`No matching distribution found for rnet>=2.0.0`), told
+    from the index's list of its files (`refusal.dependency_unavailable`); None where pip names no other package."""
+    match = _NO_MATCH.search(tail)
+    try:
+        wanted = Requirement(match[1].rstrip(".,;")) if match else None
+        if wanted is None or canonical_pypi(wanted.name) == spec.name:
+            return None
+        listed = await lookup.pypi_listing(client, index, wanted.name)
+    except (InvalidRequirement, lookup.LookupFailed):
+        return None
+    return dependency_unavailable(wanted, listed, index, as_of, _OUR_PYTHON)
 
 
 async def install(
     spec: PackageSpec, directory: Path, index: str, allowed: Sequence[str], cache: Path, timeout: float, client: httpx.AsyncClient
-) -> str:
-    """Install `spec` (pinned) into `directory/lib`; the sha256 of its wheel. Every package must be a release of
-    an allowed index, and the one asked for exactly the approved version."""
+) -> tuple[str, str | None]:
+    """Install `spec` (pinned) into `directory/lib`; the sha256 of its wheel, and a note when its dependencies
+    could not be resolved as of its release. Every package must be a release of an allowed index, and the one
+    asked for exactly the approved version.
+
+    Where the one obstacle to resolving as of the release date is the date itself (a dependency with no release
+    that fits until later), the release could never be installed as of its date; pip is run again as of the
+    first moment that dependency has one (up to `MAX_LATER` times), the nearest to its date it can be resolved
+    at. Not as of today: `mcp-rquest` 0.1.13 then got `mcp` 2.3 and crashed at start (`'Server' object has no
+    attribute 'call_tool'`). The note says so (the install's marker keeps it)."""
     argv = ["install", "--no-warn-script-location", "--target", str(directory / LIB), "--report", str(directory / REPORT)]
     released = await lookup.uploaded(client, index, spec.name, str(spec.version))
-    if released is not None:  # its dependencies as they were when it was released (pip >= 26)
-        argv += ["--uploaded-prior-to", (released + RELEASE_SLACK).astimezone(UTC).isoformat(timespec="seconds")]
-    finished, out = await _pip_run("pip install", spec, [*argv, _exactly(spec)], index, allowed, cache, directory, timeout)
-    if finished.returncode != 0:
-        raise _elsewhere(spec, index, finished, out) or await _failure(spec, index, finished, client)
+    deadline = anyio.current_time() + timeout  # for pip's runs, however many
+    # its dependencies as they were when it was released (pip >= 26)
+    as_of = AsOf(released, f"the release date of {spec.name} {spec.version}", RELEASE_SLACK) if released is not None else None
+    moved: list[str] = []
+    while True:
+        dated = ["--uploaded-prior-to", as_of.bound.astimezone(UTC).isoformat(timespec="seconds")] if as_of else []
+        left = max(deadline - anyio.current_time(), 0.001) if moved else timeout
+        finished, out = await _pip_run("pip install", spec, [*argv, *dated, _exactly(spec)], index, allowed, cache, directory, left)
+        if finished.returncode == 0:
+            break
+        refused, later = await _failure(spec, index, finished, out, client, as_of)
+        if later is None or len(moved) == MAX_LATER:
+            raise refused
+        moved.append(str(refused).removeprefix(f"{spec.key()}: "))
+        as_of = AsOf(later, "the date they were moved to", RELEASE_SLACK)
+    note = None
+    if moved and as_of is not None:
+        note = f"its dependencies were resolved as of {as_of.moment:%Y-%m-%d}, not of its release: {'; '.join(moved)}"
     items = _report(directory / REPORT, spec)
     _check_origins(items, spec, allowed)
     requested = _requested(items, spec)
@@ -285,7 +337,7 @@ async def install(
     sha256 = hashes.get("sha256") if isinstance(hashes, dict) else None
     if not isinstance(sha256, str) or not re.fullmatch(r"[0-9a-f]{64}", sha256):
         raise InstallRefused(f"{spec.key()}: {index} gave no sha256 for its wheel, so what was installed cannot be told")
-    return f"sha256={sha256}"
+    return f"sha256={sha256}", note
 
 
 def _entry_point(spec: PackageSpec, lib: Path) -> tuple[str, str, str]:
