@@ -89,7 +89,10 @@ def sdist(directory: Path, name: str, version: str, files: Mapping[str, str]) ->
     return path
 
 
-class _Index(BaseHTTPRequestHandler):
+class Index(BaseHTTPRequestHandler):
+    """A PEP 503 simple index of the files in `files` (each request noted in `asked`); `_send` answers, for
+    indexes of other shapes built on it."""
+
     files: Path
     asked: list[str]
 
@@ -124,7 +127,7 @@ class _Index(BaseHTTPRequestHandler):
 def serving_index(files: Path, asked: list[str] | None = None, tls: tuple[Path, Path] | None = None) -> Iterator[str]:
     """The simple index of the wheels and sdists in `files`, on a loopback port; yields its URL (`.../simple`);
     over https with `tls`, a certificate and its key (`certificates.self_signed`)."""
-    handler = type("Index", (_Index,), {"files": files, "asked": asked if asked is not None else []})
+    handler = type("Index", (Index,), {"files": files, "asked": asked if asked is not None else []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     if tls is not None:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

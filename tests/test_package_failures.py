@@ -13,7 +13,7 @@ import shutil
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ import pytest
 from ard_mcp.packages import npm
 from ard_mcp.packages.install import Installer, InstallRefused, Registries, VersionGone
 from ard_mcp.packages.specs import PackageSpec
-from tests.package_support import NpmRegistry, serving_npm_registry, wheel
+from tests.package_support import Index, NpmRegistry, serving_npm_registry, wheel
 
 pytestmark = pytest.mark.slow
 
@@ -44,11 +44,11 @@ def _refused(installer: Installer, spec: PackageSpec) -> InstallRefused:
 # -- a PEP 691 index that says when each file was uploaded ---------------------------------------------------------
 
 
-class _JsonIndex(BaseHTTPRequestHandler):
+class _JsonIndex(Index):
     files: Path
     listed: dict[str, dict[str, Any]]  # file name -> what the index says of it besides its name and hash
 
-    def do_GET(self) -> None:
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
         parts = self.path.strip("/").split("/")
         if parts[0] == "simple" and len(parts) == 2:
             found = [f for f in sorted(self.files.iterdir()) if f.name in self.listed and self.listed[f.name]["project"] == parts[1]]
@@ -71,16 +71,6 @@ class _JsonIndex(BaseHTTPRequestHandler):
         if parts[0] == "files" and len(parts) == 2 and (self.files / parts[1]).is_file():
             return self._send(200, (self.files / parts[1]).read_bytes(), "application/octet-stream")
         return self._send(404, b"not found", "text/plain")
-
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 def _add(files: Path, listed: dict[str, dict[str, Any]], name: str, version: str, uploaded: str, **given: Any) -> None:

@@ -188,3 +188,21 @@ async def test_over_http_only_the_approved_launch_runs_and_no_secret_reaches_a_b
             assert crashed.status_code >= 400 and f"my key is {REDACTED}" in crashed.text, crashed.text
     assert DECLARED not in crashed.text and DECLARED not in ran.text
     assert DECLARED not in (world.data / "invocations.jsonl").read_text()
+
+
+async def test_a_pinned_version_the_registry_no_longer_has_is_a_new_question_about_the_nearest_newer(world: World) -> None:
+    """An entry pinning a release the index no longer has: nothing is installed, the call says which newer one it
+    will ask about, and the next call asks about that release by name (approved afresh, never carried over)."""
+    gone = _entry(IMPOSTOR + "-old", version="0.0.1")
+    with anyio.fail_after(TEST_S):
+        async with attached(world, answer="accept") as host:
+            failed, text, _ = await _probe(host.client, await _register(host.client, gone))
+            assert failed and f"no longer has version 0.0.1 of {NAME}" in text and f"nearest newer release is {VERSION}" in text, text
+            assert not (world.data / "packages" / "approved.json").exists()  # asked about 0.0.1: nothing recorded
+            failed, text, report = await _probe(host.client, gone["identifier"])
+            assert not failed and report is not None, text
+    first, second = host.questions
+    assert "version 0.0.1" in first and "no longer has" not in first
+    assert f"version {VERSION}" in second and 'The entry pins version "0.0.1", which' in second, second
+    approved = json.loads((world.data / "packages" / "approved.json").read_text())["approved"]
+    assert [a["launch"]["version"] for a in approved] == [VERSION]

@@ -65,6 +65,22 @@ SQLITE = _server(
 )
 
 
+def _sandbox_or_skip() -> None:
+    try:
+        check_available()
+    except SandboxUnavailable as exc:
+        pytest.skip(f"no sandbox here: {exc}")
+
+
+def _shop(folder: Path) -> Path:
+    """A person's SQLite file: a table of fruit and their prices."""
+    database = folder / "shop.sqlite"
+    with sqlite3.connect(database) as db:
+        db.execute("CREATE TABLE fruit (name TEXT, price REAL)")
+        db.executemany("INSERT INTO fruit VALUES (?, ?)", [("apple", 0.5), ("pear", 0.75)])
+    return database
+
+
 def _text(result: Any) -> str:
     return "".join(block.text for block in result.content if isinstance(block, mcp_types.TextContent))
 
@@ -76,20 +92,14 @@ def _result_text(result: Any) -> str:
 
 
 async def test_a_folder_and_a_file_the_person_gives_are_what_the_servers_work_on(tmp_path: Path) -> None:
-    try:
-        check_available()
-    except SandboxUnavailable as exc:
-        pytest.skip(f"no sandbox here: {exc}")
+    _sandbox_or_skip()
     data, project, databases, other = tmp_path / "data", tmp_path / "project", tmp_path / "databases", tmp_path / "other"
     for folder in (project, databases, other):
         folder.mkdir()
     (project / "notes.md").write_text("the plan\n")
     (project / "src").mkdir()
     (other / "private.txt").write_text("not given\n")
-    database = databases / "shop.sqlite"
-    with sqlite3.connect(database) as db:
-        db.execute("CREATE TABLE fruit (name TEXT, price REAL)")
-        db.executemany("INSERT INTO fruit VALUES (?, ?)", [("apple", 0.5), ("pear", 0.75)])
+    database = _shop(databases)
     for path in (project, project / "src", databases, other):
         path.chmod(0o755)  # readable by the sandbox's uid, as a person's own folders are to themselves
     for path in (project / "notes.md", database, other / "private.txt"):
@@ -156,20 +166,14 @@ async def test_five_everyday_tasks_from_a_fresh_install(tmp_path: Path) -> None:
     and a query on their SQLite file. Each server is the snapshot's entry found by a search, except SQLite's:
     the snapshot lists `mcp-server-sqlite` with no argument (no catalog gives one), so the person's file goes
     through the entry its server.json makes, registered first."""
-    try:
-        check_available()
-    except SandboxUnavailable as exc:
-        pytest.skip(f"no sandbox here: {exc}")
+    _sandbox_or_skip()
     data, project, web, databases = tmp_path / "data", tmp_path / "project", tmp_path / "web", tmp_path / "databases"
     for folder in (project, web, databases):
         folder.mkdir()
         folder.chmod(0o755)  # readable by the sandbox's uid, as a person's own folders are to themselves
     (project / "todo.txt").write_text("water the plants\n")
     (project / "todo.txt").chmod(0o644)
-    database = databases / "shop.sqlite"
-    with sqlite3.connect(database) as db:
-        db.execute("CREATE TABLE fruit (name TEXT, price REAL)")
-        db.executemany("INSERT INTO fruit VALUES (?, ?)", [("apple", 0.5), ("pear", 0.75)])
+    database = _shop(databases)
     database.chmod(0o644)
     servers = {
         "time": _bundled("mcp-server-time"),

@@ -105,10 +105,12 @@ def text(
     earlier: Approval | None,
     values: Mapping[str, str],
     found_by_name: bool,
+    replaced: str | None = None,
 ) -> str:
     """The question for `plan` (`spec`, its resolved package; `values`, the variables' values as they would be set;
     `earlier`, this launch's approval whose files changed or the newest approval of another launch of the package;
-    `found_by_name`: the record named no registry)."""
+    `found_by_name`: the record named no registry; `replaced`: the version the entry pins, where the registry no
+    longer has it and `plan` is its nearest newer release)."""
     lines = [
         "ard-mcp asks: install and start this package server on your machine?",
         f"Package: {plan.registry} {plan.name}, version {one_line(plan.version, 40) or '(the newest)'}, from {plan.source}.",
@@ -119,6 +121,11 @@ def text(
         _variables(spec, values),
         _since(plan, earlier),
         f"Its record names no registry: ard-mcp found the name on {plan.registry} only." if found_by_name else None,
+        (
+            f"The entry pins version {quoted(replaced)}, which {plan.source} no longer has: this is its nearest newer release."
+            if replaced
+            else None
+        ),
         f"Trust status of the entry, as ard-mcp checked it: {trust}. The entry claims to be {quoted(identifier)}.",
         f"This answer covers exactly this launch: {plan.digest}.",
     ]

@@ -30,7 +30,7 @@ from ard_mcp.packages import grants, interpreter_flags, names, question
 from ard_mcp.packages.cache import MARKER
 from ard_mcp.packages.consent import Approval, Approvals
 from ard_mcp.packages.environment import server_environment
-from ard_mcp.packages.install import Installed, Installer, InstallRefused
+from ard_mcp.packages.install import Installed, Installer, InstallRefused, VersionGone
 from ard_mcp.packages.plans import PREFIX, LaunchPlan, plan_of
 from ard_mcp.packages.servers import PackageServers, Start
 from ard_mcp.packages.settings import PackagePolicy
@@ -81,6 +81,9 @@ class PackageRuntime:
             servers = root / "servers"
             self._servers = PackageServers(group, servers, self.approvals, policy.confinement, policy.allow_unsandboxed, redactor)
         self._registry_of: dict[str, str] = {}  # an `unknown` record's name -> the one registry that has it
+        # (registry, name, pinned version the registry no longer has) -> its nearest newer release, found by an install:
+        # the next call plans that one, a new launch the person is asked about afresh (issue #54)
+        self._newer: dict[tuple[str, str, str], str] = {}
         # what an install gave, per plan, while its marker stands: the installer's check of the cache (its lock, its marker,
         # the package's entry points read again) was 0.25-0.6 ms of a warm call's 2.4-3.1 ms (bench/packages.py)
         self._installed: dict[str, Installed] = {}
@@ -93,7 +96,14 @@ class PackageRuntime:
                 self._registry_of[spec.name] = (await self.installer.resolve(spec)).registry
             registry = self._registry_of[spec.name]
             spec = dataclasses.replace(spec, registry=registry, version=names.pinned_version(registry, spec.version) or spec.version)
-        return await self.installer.resolve(spec)
+        resolved = await self.installer.resolve(spec)
+        newer = self._newer.get((resolved.registry, resolved.name, str(resolved.version)))
+        return dataclasses.replace(resolved, version=newer) if newer else resolved
+
+    def _replaced(self, spec: PackageSpec, resolved: PackageSpec) -> str | None:
+        """The version `spec` pins where `resolved` is its nearest newer release instead, else None."""
+        pinned = names.pinned_version(resolved.registry, spec.version) or spec.version
+        return pinned if pinned != resolved.version and self._newer.get((resolved.registry, resolved.name, str(pinned))) else None
 
     async def plan(self, spec: PackageSpec) -> tuple[PackageSpec, LaunchPlan]:
         """The resolved spec and exactly what would run; InvalidArgument for a launch that may not run here."""
@@ -118,7 +128,8 @@ class PackageRuntime:
             return None
         values = server_environment(resolved, self.policy.secrets, self._environ)
         earlier = approval or next(iter(self.approvals.of_package(plan.registry, plan.name)), None)
-        text = question.text(plan, resolved, identifier, trust, earlier, values, spec.registry == "unknown")
+        replaced = self._replaced(spec, resolved)
+        text = question.text(plan, resolved, identifier, trust, earlier, values, spec.registry == "unknown", replaced)
         return Asked(text, plan.digest, grants.asked_for(plan.package_arguments), bool(question.network_reasons(plan)))
 
     async def prepare(self, spec: PackageSpec, consent: Consent | None) -> tuple[Start, Installed]:
@@ -195,6 +206,15 @@ class PackageRuntime:
         if installed is None or not (installed.directory / MARKER).is_file():
             try:
                 installed = self._installed[plan.digest] = await self.installer.install(resolved)
+            except VersionGone as exc:
+                if exc.newer is None:
+                    raise InvalidArgument(str(exc)) from None
+                self._newer[(exc.registry, exc.name, exc.version)] = exc.newer
+                raise InvalidArgument(
+                    f"{plan.key}: {plan.source} no longer has version {exc.version} of {exc.name}, so nothing was installed; "
+                    f"its nearest newer release is {exc.newer}: call again to be asked about that one (approved afresh, never "
+                    "carried over)"
+                ) from None
             except InstallRefused as exc:
                 raise InvalidArgument(str(exc)) from None
         return installed
