@@ -189,6 +189,7 @@ def test_the_question_is_ard_mcps_words_with_the_entrys_quoted() -> None:
         "ard-mcp asks: ",
         "Package: ",
         "It runs in ard-mcp's sandbox",
+        "If it works on your files, you may give it one folder",
         "It probably needs the network (it takes API_KEY)",
         "The entry adds ",
         "It reads ",
