@@ -471,7 +471,10 @@ async def through(client: Client, result: Result, spec: PackageSpec, data: Path,
 
 
 KINDS: tuple[tuple[str, str], ...] = (
-    (r"it needs Python", "needs a newer Python"),
+    (r"it needs Python|its dependency \S+ needs Python", "needs a newer Python"),
+    (r"has no release on or before", "a dependency has no release by the package's date"),
+    (r"its dependency \S+ (?:is not on|matches no version)", "a dependency is not on the registry"),
+    (r"no longer has version", "version not on the registry (its nearest newer is offered)"),
     (r"needs [A-Z_][A-Z0-9_]*(?![A-Za-z0-9_])", "needs a variable"),
     (r"could not reach the agent", "its remote endpoint is called, not the package (unreachable here)"),
     (r"both npm and PyPI have", "both registries have the name"),
