@@ -5,10 +5,12 @@ measured by `bench/throughput.py` (docs/benchmarks.md), not asserted here."""
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info
 
 from ard_mcp.formats.messages import ArdSearchResponse
 from ard_mcp.index import embedding
@@ -63,3 +65,5 @@ def test_the_rest_body_is_the_response_model_as_json(loaded: Registry) -> None:
 def test_blas_runs_on_one_thread_once_set(loaded: Registry) -> None:
     _ = loaded.ranker  # a ranker sets it
     assert one_blas_thread() == one_blas_thread()  # once per process; the answer stays
+    blas = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+    assert blas and (blas == [1] or "OPENBLAS_NUM_THREADS" in os.environ or "OMP_NUM_THREADS" in os.environ), blas
