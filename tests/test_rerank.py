@@ -168,6 +168,7 @@ def test_a_wrong_directory_is_refused_clearly(tmp_path: Path, cross_encoder: Pat
 
 
 @pytest.mark.slow
+@pytest.mark.sqlite_only  # its search may be a back-end's, a process the --store postgres pass's in-process switch misses
 def test_the_search_command_takes_rerank(loaded: Registry, cross_encoder: Path, capsys: pytest.CaptureFixture[str]) -> None:
     loaded.close()
     argv = ["search", "--data-dir", str(loaded.config.data_dir), "--rerank", str(cross_encoder), "--detail", "minimal", QUERY]
