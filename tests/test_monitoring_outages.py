@@ -18,8 +18,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
+import httpx2
+import mcp_types
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from ard_mcp.errors import ArdError, NotFound, StoreUnavailable
 from ard_mcp.federation.hops import WARNING_HEADER
@@ -78,6 +83,17 @@ def test_the_index_size_is_kept_through_failures_and_hangs(caplog: pytest.LogCap
 
 
 # -- a PostgreSQL outage, then a Chroma one, under one server ------------------------------------------------
+async def _mcp_search_failure(base: str, headers: dict[str, str]) -> str:
+    """The error text of a `search_agents` call over streamable HTTP that must fail (its store is down)."""
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client,
+    ):
+        found = await client.call_tool("search_agents", {"text": "rain tomorrow"})
+    assert found.is_error
+    return "".join(block.text for block in found.content if isinstance(block, mcp_types.TextContent))
+
+
 def _leaks(body: str, *internals: str) -> list[str]:
     return [thing for thing in internals if thing in body]
 
@@ -129,6 +145,9 @@ def test_metrics_answer_and_errors_say_nothing_internal_through_outages(tmp_path
             assert "not ready: the store (PostgreSQL) did not answer" in ready.json()["message"]
             told = httpx.get(f"{base}/readyz", headers=operator, timeout=30).json()["message"]
             assert "postgresql://postgres@127.0.0.1" in told  # an operator is told where
+            anonymous_tool, operators_tool = (anyio.run(_mcp_search_failure, base, h) for h in ({}, operator))
+            assert _leaks(anonymous_tool, *internals) == [] and "correlation id" in anonymous_tool, anonymous_tool
+            assert "postgresql://postgres@127.0.0.1" in operators_tool, operators_tool  # MCP tools say what REST says
 
             database.start()
             assert until_status(f"{base}/readyz", 200, within=30).status_code == 200

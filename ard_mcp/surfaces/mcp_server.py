@@ -48,6 +48,7 @@ from ard_mcp.surfaces.lazy_registry import registry_of as _registry
 from ard_mcp.surfaces.mcp_crawl import add_crawl_tool
 from ard_mcp.surfaces.mcp_invoke import IDENTIFIER, add_invoke_tools
 from ard_mcp.surfaces.mcp_protocol import ArdMcpServer
+from ard_mcp.surfaces.rest.errors import told
 from ard_mcp.surfaces.services import Services
 from ard_mcp.surfaces.tool_results import compact_json, compact_result
 from ard_mcp.surfaces.xu_discovery import Federate, discover
@@ -96,7 +97,7 @@ def _as_tool(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             result = fn(*args, **kwargs)
         except ArdError as exc:
-            raise ToolError(exc.message) from exc
+            raise ToolError(told(exc)) from exc
         return cast("R", compact_result(result)) if isinstance(result, BaseModel) else result
 
     wrapper.__doc__ = " ".join((fn.__doc__ or "").split())

@@ -91,6 +91,16 @@ def operator_asks() -> bool:
     return principal is not None and principal.may_write("*")
 
 
+def told(exc: ArdError) -> str:
+    """`exc.message` as the caller of an MCP tool may read it: over HTTP, the general words for one who is not an
+    operator (`general_message`: the store's URL reached anonymous MCP callers in a tool's error); over stdio,
+    whose caller is the machine's own user, the whole message."""
+    if request_scope() is None:
+        return exc.message
+    general = general_message(exc, request_id() or uuid.uuid4().hex)
+    return general if general is not None and not operator_asks() else exc.message
+
+
 def error_response(dialect: Dialect, exc: ArdError, correlation_id: str | None = None) -> JSONResponse:
     correlation_id = correlation_id or request_id() or uuid.uuid4().hex  # the request's id in the logs (`monitoring.requests`)
     general = general_message(exc, correlation_id)
