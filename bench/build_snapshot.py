@@ -170,10 +170,7 @@ def _with_found(document: dict[str, Any], found: list[dict[str, Any]]) -> dict[s
         same = [p for p in packages if p.get("registry_name") == "unknown" and p.get("name") == item["identifier"]]
         if same:
             same[0].update(shaped)
-        elif (
-            f"{item['registryType']}:{canonical_pypi(item['identifier']) if item['registryType'] == 'pypi' else item['identifier']}"
-            not in {_package_id(p) for p in packages}
-        ):
+        elif _package_id(shaped) not in {_package_id(p) for p in packages}:
             packages.append(shaped)
     packages.sort(key=lambda p: _package_id(p) is None)
     return {**document, "packages": packages} if packages else document
