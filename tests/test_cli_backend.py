@@ -90,6 +90,11 @@ def test_a_search_through_the_back_end_prints_what_the_search_in_process_prints(
     assert _weather(1)["identifier"] in {r["identifier"] for r in json.loads(found.stdout)["results"]}
     assert _ard("check", data=data).returncode == 0  # and again, with the back-end that search started
     assert _backends(data) == []
+    # `snapshot show` too (it printed the bundled snapshot before it claimed the directory, and so was refused).
+    assert _ard("search", QUERY, data=data).returncode == 0 and len(_backends(data)) == 1
+    shown = _ard("snapshot", "show", data=data)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.count("this registry (") == 1 and _backends(data) == []
 
 
 @pytest.mark.anyio

@@ -401,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _idle_backend_stopped(args: argparse.Namespace) -> bool:
     """Whether a back-end with no host held the directory and has let it go (one a search started lingers a
-    while), so the command may run after all; `snapshot show` printed before it was refused, and is not."""
+    while), so the command may run after all (each command claims the directory before it prints anything)."""
     from ard_mcp.surfaces.frontend import stop_idle
 
-    return getattr(args, "action", None) != "show" and stop_idle(args.data_dir.expanduser().absolute())
+    return stop_idle(args.data_dir.expanduser().absolute())

@@ -66,14 +66,15 @@ def snapshot_commands(
 
 def snapshot_command(args: argparse.Namespace, config: Config) -> int:
     bundled = snapshot.read()
-    if args.action == "show":
-        print(f"{bundled.id}: {bundled.summary()}, vectors for {bundled.model_id}")
-        for source in bundled.sources:
-            print(f"  {source['name']}: {source['servers']} servers from {source['url']} at {source['commit'][:12]} ({source['licence']})")
     from ard_mcp.registry import Registry
 
-    registry = Registry(config)
+    registry = Registry(config)  # before anything is printed: a directory in use is refused (and retried) with no output
     try:
+        if args.action == "show":
+            print(f"{bundled.id}: {bundled.summary()}, vectors for {bundled.model_id}")
+            for source in bundled.sources:
+                where = f"{source['url']} at {source['commit'][:12]}"
+                print(f"  {source['name']}: {source['servers']} servers from {where} ({source['licence']})")
         if args.action == "add":
             print_ingest(snapshot.add(registry.store, registry.indexer, registry.model_spec.id, bundled, ProgressBar("embedding snapshot")))
         elif args.action == "remove":
