@@ -49,7 +49,7 @@ def subcommands(parser: argparse.ArgumentParser) -> dict[str, tuple[str, argpars
 
 def cli_reference() -> str:
     """Markdown for every subcommand: its one-line purpose and its `--help` as the program prints it."""
-    from ard_mcp.surfaces.arguments import build_parser
+    from ard_mcp.surfaces.cli.arguments import build_parser
 
     with _neutral_environment():
         parser = build_parser()

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from ard_mcp.surfaces import cli_search
-from ard_mcp.surfaces.frontend import quick
+from ard_mcp.surfaces.cli import search as cli_search
+from ard_mcp.surfaces.sharing.frontend import quick
 
 
 def main() -> int:

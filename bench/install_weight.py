@@ -222,7 +222,7 @@ def import_costs(venv: Path) -> None:
     bare = cpu("pass")
     print("import cost in the new environment (CPU seconds of a fresh interpreter importing it, less a bare one's; best of 3):")
     for label, code in (
-        ("ard-mcp serve before its handshake", "import ard_mcp.assembly.cli, ard_mcp.surfaces.mcp_server"),
+        ("ard-mcp serve before its handshake", "import ard_mcp.assembly.cli, ard_mcp.surfaces.mcp.server"),
         ("  of which the mcp SDK", "import mcp.server.mcpserver"),
         ("the registry (numpy, SQLite, ranking)", "import ard_mcp.registry"),
         ("chromadb", "import chromadb"),

@@ -47,7 +47,7 @@ from ard_mcp.config import Config  # noqa: E402
 from ard_mcp.invocation.calls import AgentTools, ToolSummary  # noqa: E402
 from ard_mcp.invocation.compact import compact  # noqa: E402
 from ard_mcp.invocation.policy import InvocationPolicy  # noqa: E402
-from ard_mcp.surfaces.log_setup import configure_logging  # noqa: E402
+from ard_mcp.surfaces.cli.log_setup import configure_logging  # noqa: E402
 from ard_mcp.surfaces.rest.settings import HttpSettings  # noqa: E402
 from tests.agent_servers import serving  # noqa: E402
 
@@ -112,7 +112,7 @@ def _posted(client: httpx.Client, direct: str, through: str, body: dict[str, Any
 _AGENTS = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from ard_mcp.surfaces.log_setup import configure_logging
+from ard_mcp.surfaces.cli.log_setup import configure_logging
 from tests.agent_servers import aidip_agent, mcp_agent, serving
 server = mcp_agent()
 configure_logging("warning")

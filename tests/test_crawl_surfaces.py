@@ -14,7 +14,7 @@ from mcp import Client
 
 from ard_mcp.config import Config
 from ard_mcp.surfaces.auth import Principal, TokenStore
-from ard_mcp.surfaces.mcp_server import build_server
+from ard_mcp.surfaces.mcp.server import build_server
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.web.settings import CrawlSettings
 from tests.conftest import PDF, WEATHER

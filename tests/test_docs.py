@@ -17,7 +17,7 @@ import yaml
 
 import mkdocs_hooks
 from ard_mcp.assembly.cli import COMMANDS
-from ard_mcp.surfaces.arguments import build_parser
+from ard_mcp.surfaces.cli.arguments import build_parser
 from ard_mcp.surfaces.rest.openapi import build_openapi
 
 REPO = Path(__file__).resolve().parents[1]

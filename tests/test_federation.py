@@ -23,7 +23,7 @@ from ard_mcp.federation.hops import HOPS_HEADER, VIA_HEADER, WARNING_HEADER
 from ard_mcp.federation.hops import Path as RequestPath
 from ard_mcp.federation.settings import FederationSettings, Upstream, load_upstreams
 from ard_mcp.net.guard import SystemResolver
-from ard_mcp.surfaces.mcp_server import build_server
+from ard_mcp.surfaces.mcp.server import build_server
 from tests.conftest import INVOICES, PDF, WEATHER, entry
 from tests.peer_kit import PeerKit
 from tests.processes import free_port

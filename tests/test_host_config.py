@@ -157,7 +157,7 @@ def test_started_as_its_console_script_it_names_that_script(tmp_path: Path) -> N
     ],
 )
 def test_one_member_is_set_in_jsonc_text(text: str, expected: dict[str, Any]) -> None:
-    from ard_mcp.surfaces import jsonc
+    from ard_mcp.surfaces.cli import jsonc
 
     written = jsonc.with_member(text, ("servers", "ard"), {"command": "x"})
     assert jsonc.parsed(written) == expected

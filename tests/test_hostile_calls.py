@@ -24,7 +24,7 @@ from ard_mcp.config import Config
 from ard_mcp.invocation.audit import AuditLog
 from ard_mcp.invocation.policy import InvocationPolicy, Limits
 from ard_mcp.surfaces.auth import Principal, TokenStore
-from ard_mcp.surfaces.mcp_server import build_server
+from ard_mcp.surfaces.mcp.server import build_server
 from ard_mcp.surfaces.rest.ratelimit import RateLimits
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.surfaces.services import Services
@@ -217,8 +217,8 @@ async def test_over_mcp_a_read_limit_is_a_tool_error_too(tmp_path: Path) -> None
 
 def test_over_stdio_invocation_turned_off_names_the_option_that_did_it() -> None:
     from ard_mcp.errors import PermissionDenied
-    from ard_mcp.surfaces.arguments import build_parser
-    from ard_mcp.surfaces.invocation_settings import invocation_policy
+    from ard_mcp.surfaces.cli.arguments import build_parser
+    from ard_mcp.surfaces.cli.invocation_settings import invocation_policy
 
     stdio = invocation_policy(build_parser().parse_args(["serve", "--no-invocation"]), stdio=True)
     with pytest.raises(PermissionDenied, match="it was started with --no-invocation; start it without to call agents"):

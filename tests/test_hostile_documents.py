@@ -24,7 +24,7 @@ from ard_mcp.invocation.clients.http_agent import ANY_OPERATION, HttpAgentClient
 from ard_mcp.invocation.policy import Limits
 from ard_mcp.net.guard import GuardedTransport, NetworkPolicy, SystemResolver
 from ard_mcp.registry import Registry
-from ard_mcp.surfaces.mcp_server import build_server
+from ard_mcp.surfaces.mcp.server import build_server
 from ard_mcp.surfaces.oauth import JwtVerifier
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.trust.signatures import SignatureError, jws_header

@@ -38,7 +38,7 @@ from ard_mcp.net.guard import NetworkPolicy, SystemResolver
 from ard_mcp.registry import Registry
 from ard_mcp.search.visibility import EVERYONE
 from ard_mcp.surfaces.auth import Principal, TokenStore
-from ard_mcp.surfaces.mcp_server import build_server
+from ard_mcp.surfaces.mcp.server import build_server
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.surfaces.services import Services
 from tests.agent_servers import a2a_card, serving

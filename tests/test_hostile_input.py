@@ -21,7 +21,7 @@ from ard_mcp.formats.limits import EntryLimits
 from ard_mcp.search.criteria import Criteria
 from ard_mcp.search.filters import parse_filter
 from ard_mcp.search.paging import decode_token, encode_token
-from ard_mcp.surfaces.mcp_server import build_server
+from ard_mcp.surfaces.mcp.server import build_server
 from tests.conftest import WEATHER, entry
 from tests.http_support import running
 from tests.url_spellings import IDS, SPELLINGS, points_to

@@ -19,9 +19,9 @@ import pytest
 from ard_mcp.invocation.audit import AuditLog
 from ard_mcp.invocation.policy import InvocationPolicy
 from ard_mcp.surfaces.auth import Principal, TokenStore
-from ard_mcp.surfaces.log_setup import EscapingFormatter
+from ard_mcp.surfaces.cli.log_setup import EscapingFormatter
+from ard_mcp.surfaces.cli.terminal_text import shown, shown_json
 from ard_mcp.surfaces.rest.settings import HttpSettings
-from ard_mcp.surfaces.terminal_text import shown, shown_json
 from tests.http_support import running
 from tests.processes import quiet_env
 from tests.web_publisher import Publisher

@@ -17,7 +17,7 @@ from ard_mcp.assembly import cli
 from ard_mcp.assembly.app import build_app
 from ard_mcp.config import Config
 from ard_mcp.surfaces.auth import Principal, TokenStore
-from ard_mcp.surfaces.mcp_server import build_server
+from ard_mcp.surfaces.mcp.server import build_server
 from ard_mcp.surfaces.rest.operations import OPERATIONS
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from tests.conftest import INVOICES, PDF, SAMPLE, TRANSLATE, WEATHER

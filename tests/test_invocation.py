@@ -24,7 +24,7 @@ from ard_mcp.invocation.policy import InvocationPolicy, Limits
 from ard_mcp.redaction import REDACTED
 from ard_mcp.registry import Registry
 from ard_mcp.surfaces.auth import Principal, TokenStore
-from ard_mcp.surfaces.mcp_server import build_server
+from ard_mcp.surfaces.mcp.server import build_server
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.surfaces.services import Services
 from tests.agent_servers import Locked, a2a_agent, a2a_card, aidip_agent, mcp_agent, serving

@@ -19,7 +19,7 @@ from pydantic import FileUrl
 from ard_mcp.config import Config
 from ard_mcp.invocation.policy import InvocationPolicy, Limits
 from ard_mcp.surfaces.auth import Principal, TokenStore
-from ard_mcp.surfaces.mcp_server import build_server
+from ard_mcp.surfaces.mcp.server import build_server
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.surfaces.services import Services
 from tests.agent_servers import legacy_only, mcp_agent, serving

@@ -20,10 +20,10 @@ from ard_mcp.formats.messages import AGENT_RESOURCE
 from ard_mcp.invocation.policy import InvocationPolicy, Limits
 from ard_mcp.registry import Registry
 from ard_mcp.surfaces.auth import Principal, TokenStore
-from ard_mcp.surfaces.mcp_protocol import MAX_COMPLETIONS
-from ard_mcp.surfaces.mcp_server import build_server
+from ard_mcp.surfaces.mcp.protocol import MAX_COMPLETIONS
+from ard_mcp.surfaces.mcp.server import build_server
+from ard_mcp.surfaces.mcp.tool_schemas import advertised_input, advertised_output
 from ard_mcp.surfaces.services import Services
-from ard_mcp.surfaces.tool_schemas import advertised_input, advertised_output
 from tests.agent_servers import mcp_agent, serving
 from tests.conftest import SAMPLE, WEATHER, entry
 

@@ -59,7 +59,7 @@ from mcp.client.streamable_http import streamable_http_client
 from ard_mcp.config import Config
 from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
-from ard_mcp.surfaces.mcp_server import build_server
+from ard_mcp.surfaces.mcp.server import build_server
 from ard_mcp.surfaces.rest.operations import OPERATIONS, Operation
 from ard_mcp.web.settings import CrawlSettings
 from tests.conftest import SAMPLE, keep_connections_on_loopback

@@ -134,13 +134,13 @@ async def test_four_hosts_share_one_data_directory_and_survive_a_killed_back_end
 )
 def test_only_a_plain_shared_serve_skips_the_command_lines_parser(argv: list[str]) -> None:
     """Anything else is the parser's to read (and to refuse or explain), as before."""
-    from ard_mcp.surfaces.frontend import quick
+    from ard_mcp.surfaces.sharing.frontend import quick
 
     assert quick(argv) is None
 
 
 def test_a_data_directory_named_either_way_is_one_back_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ard_mcp.surfaces.frontend import settings_of, socket_path
+    from ard_mcp.surfaces.sharing.frontend import settings_of, socket_path
 
     monkeypatch.delenv("ARD_MCP_DATA_DIR", raising=False)
     by_flag = socket_path(tmp_path, settings_of(["serve", "--shared", "--data-dir", str(tmp_path)]))

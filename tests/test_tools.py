@@ -11,7 +11,7 @@ from mcp import Client
 
 from ard_mcp.config import Config
 from ard_mcp.formats.messages import HIGH_SCORE, MEDIUM_SCORE, fit_of
-from ard_mcp.surfaces.mcp_server import build_server
+from ard_mcp.surfaces.mcp.server import build_server
 from tests.conftest import INVOICES, PDF, SAMPLE, WEATHER, entry
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]

@@ -18,7 +18,7 @@ from ard_mcp.errors import ModelMismatch
 from ard_mcp.index.embedding import ModelSpec
 from ard_mcp.registry import Registry
 from ard_mcp.search.tuning import DEFAULT_TUNING
-from ard_mcp.surfaces.arguments import model_dir
+from ard_mcp.surfaces.cli.arguments import model_dir
 from tests.conftest import INVOICES, PDF, REPO, SAMPLE, TRANSLATE, WEATHER, results
 from tests.processes import quiet_env
 

@@ -84,7 +84,7 @@ def test_the_stdio_server_answers_tools_list_without_loading_the_index() -> None
     """What the server imports before the handshake bounds its start-up; numpy (with everything that
     searches) waits for the first request or the warm-up a second later."""
     probe = (
-        "import sys, ard_mcp.assembly.cli, ard_mcp.surfaces.mcp_server; "
+        "import sys, ard_mcp.assembly.cli, ard_mcp.surfaces.mcp.server; "
         "print(sorted(m for m in ('numpy', 'ard_mcp.registry', 'sqlite3') if m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", probe], env=quiet_env(), capture_output=True, text=True, timeout=60)

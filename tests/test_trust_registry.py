@@ -19,7 +19,7 @@ from ard_mcp.config import Config
 from ard_mcp.formats.entry_facts import trust_values
 from ard_mcp.registry import Registry
 from ard_mcp.search.query import SearchQuery
-from ard_mcp.surfaces.mcp_server import build_server
+from ard_mcp.surfaces.mcp.server import build_server
 from ard_mcp.surfaces.rest.settings import HttpSettings
 from ard_mcp.surfaces.services import Services
 from ard_mcp.trust.service import TrustChecks

@@ -16,9 +16,9 @@ import anyio
 import pytest
 
 from ard_mcp.formats.catalog import CatalogEntry
-from ard_mcp.surfaces.arguments import build_parser
+from ard_mcp.surfaces.cli.arguments import build_parser
+from ard_mcp.surfaces.cli.host_config import host_config_command
 from ard_mcp.surfaces.host_blocks import HOSTS
-from ard_mcp.surfaces.host_config import host_config_command
 from ard_mcp.surfaces.host_launch import PackageRun, package_run
 from tests.http_support import BASE_URL, seeded
 

@@ -24,8 +24,8 @@ from ard_mcp.config import Config
 from ard_mcp.errors import ArdError, MethodNotAllowed, NotFound
 from ard_mcp.monitoring.requests import RequestMonitor
 from ard_mcp.registry import Registry
-from ard_mcp.surfaces.lazy_registry import warm_up_soon
-from ard_mcp.surfaces.mcp_server import build_server
+from ard_mcp.surfaces.mcp.lazy_registry import warm_up_soon
+from ard_mcp.surfaces.mcp.server import build_server
 from ard_mcp.surfaces.rest.errors import error_response
 from ard_mcp.surfaces.rest.guard import Forms, GuardMiddleware
 from ard_mcp.surfaces.rest.metrics import metrics_routes

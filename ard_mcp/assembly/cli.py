@@ -21,17 +21,17 @@ from ard_mcp.errors import ArdError, DataDirInUse, InvalidArgument
 from ard_mcp.federation.settings import FederationSettings, load_upstreams
 from ard_mcp.formats.limits import EntryLimits
 from ard_mcp.monitoring import tracing
-from ard_mcp.surfaces.arguments import build_parser
-from ard_mcp.surfaces.console import ProgressBar, print_crawl, print_ingest
-from ard_mcp.surfaces.host_config import host_config_command
-from ard_mcp.surfaces.invocation_settings import invocation_policy, print_invocations
-from ard_mcp.surfaces.log_setup import configure_logging
-from ard_mcp.surfaces.option_values import csv_list, env_number
-from ard_mcp.surfaces.package_settings import packages_command
+from ard_mcp.surfaces.cli.arguments import build_parser
+from ard_mcp.surfaces.cli.console import ProgressBar, print_crawl, print_ingest
+from ard_mcp.surfaces.cli.host_config import host_config_command
+from ard_mcp.surfaces.cli.invocation_settings import invocation_policy, print_invocations
+from ard_mcp.surfaces.cli.log_setup import configure_logging
+from ard_mcp.surfaces.cli.option_values import csv_list, env_number
+from ard_mcp.surfaces.cli.package_settings import packages_command
+from ard_mcp.surfaces.cli.snapshot_command import snapshot_command, starter
+from ard_mcp.surfaces.cli.terminal_text import shown, shown_json
 from ard_mcp.surfaces.rest.ratelimit import RateLimits
 from ard_mcp.surfaces.rest.settings import is_loopback
-from ard_mcp.surfaces.snapshot_command import snapshot_command, starter
-from ard_mcp.surfaces.terminal_text import shown, shown_json
 from ard_mcp.trust.policy import demoted_by
 from ard_mcp.web.settings import CrawlSettings
 from ard_mcp.web.sources import Schedule
@@ -56,12 +56,12 @@ def _config(args: argparse.Namespace) -> Config:
 def _serve(args: argparse.Namespace) -> int:
     tracing.configure()  # when the OTEL_* variables ask for traces
     if args.transport == "stdio" and args.shared and not args.backend:
-        from ard_mcp.surfaces import frontend
+        from ard_mcp.surfaces.sharing import frontend
 
         return frontend.shared(sys.argv[1:], args.data_dir)
     if args.transport == "stdio":
         from ard_mcp.index import datadir
-        from ard_mcp.surfaces.mcp_server import build_server
+        from ard_mcp.surfaces.mcp.server import build_server
         from ard_mcp.surfaces.services import Services
 
         config = _config(args)
@@ -76,7 +76,7 @@ def _serve(args: argparse.Namespace) -> int:
             invocation=invocation_policy(args, stdio=True),
         )
         if args.backend:
-            from ard_mcp.surfaces import backend, frontend
+            from ard_mcp.surfaces.sharing import backend, frontend
 
             server = build_server(config, crawl=_crawl_settings(args), services=services)
             path = frontend.socket_path(config.data_dir.expanduser().absolute(), frontend.settings_of(sys.argv[1:]))
@@ -84,7 +84,7 @@ def _serve(args: argparse.Namespace) -> int:
 
             anyio.run(backend.serve, server, path, env_number("BACKEND_IDLE", backend.IDLE_S, float))
             return 0
-        from ard_mcp.surfaces.terminal import run_stdio
+        from ard_mcp.surfaces.cli.terminal import run_stdio
 
         return run_stdio(lambda closed: build_server(config, crawl=_crawl_settings(args), services=services, closed=closed))
     return _serve_http(args)
@@ -239,11 +239,11 @@ def _crawl(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
-    """Through the back-end of this registry where one can serve it (`cli_search`), else in this process; the
+    """Through the back-end of this registry where one can serve it (`surfaces.cli.search`), else in this process; the
     input is checked here first either way, so a refusal reads as it always did."""
     from ard_mcp.search.query import SearchQuery
     from ard_mcp.search.visibility import EVERYONE
-    from ard_mcp.surfaces import cli_search
+    from ard_mcp.surfaces.cli import search as cli_search
 
     trimmed = None if args.detail == "compact" else args.detail
     query = SearchQuery.of(args.text, args.filter, detail=trimmed, page_size=args.page_size, page_token=args.page_token)
@@ -402,6 +402,6 @@ def main(argv: list[str] | None = None) -> int:
 def _idle_backend_stopped(args: argparse.Namespace) -> bool:
     """Whether a back-end with no host held the directory and has let it go (one a search started lingers a
     while), so the command may run after all (each command claims the directory before it prints anything)."""
-    from ard_mcp.surfaces.frontend import stop_idle
+    from ard_mcp.surfaces.sharing.frontend import stop_idle
 
     return stop_idle(args.data_dir.expanduser().absolute())

@@ -7,7 +7,7 @@ entry's `metadata.expiresAt`, so the record lapses when it says, as a Xu record 
 a representable time is refused (it was once kept as an unknown field, and the record never expired).
 Operations (name, description, example inputs) are indexed as examples (see `ard_mcp.index.example_texts`).
 `GET /agents/{id}` answers with one document that is both a valid ARD catalog entry and AIDIP agent
-metadata (`AgentDocument`). Answering `POST /agents/search` is `ard_mcp.surfaces.aidip_search`.
+metadata (`AgentDocument`). Answering `POST /agents/search` is `ard_mcp.surfaces.rest.aidip_search`.
 """
 
 from __future__ import annotations

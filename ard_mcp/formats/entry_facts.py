@@ -28,7 +28,7 @@ STATUS_KEY = "status"  # metadata.status: Xu / AIDIP operational status; absent 
 SOURCE_ID_KEY = "sourceId"  # metadata.sourceId: the id the publisher used when it was not a urn:air: identifier
 PUBLISHER_KEY = "publisher"  # metadata.publisher: AIDIP's publisher name
 REGION_KEY = "region"  # metadata.region: a scalar region constraint
-REMOTE_URL_KEY = "remoteUrl"  # metadata.remoteUrl: the first http(s) endpoint of a remote MCP server (`mcp_server`)
+REMOTE_URL_KEY = "remoteUrl"  # metadata.remoteUrl: the first http(s) endpoint of a remote MCP server (`surfaces.mcp.server`)
 REMOTE_TRANSPORT_KEY = "remoteTransport"  # metadata.remoteTransport: streamable-http | sse | ...
 # Provenance of a crawled entry (`ard_mcp.web`): the document it came from, how that was found, and when and
 # with which HTTP validators this version of the entry was fetched. Scalar, so filterable and facetable.

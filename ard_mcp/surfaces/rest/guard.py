@@ -31,8 +31,8 @@ from ard_mcp.formats.bounded_json import UnreadableJson, read_json
 from ard_mcp.formats.media_types import is_json
 from ard_mcp.monitoring import metrics
 from ard_mcp.surfaces import over_limit
-from ard_mcp.surfaces.mcp_invoke import INVOKE_TOOLS
-from ard_mcp.surfaces.mcp_server import WRITE_TOOLS
+from ard_mcp.surfaces.mcp.invoke import INVOKE_TOOLS
+from ard_mcp.surfaces.mcp.server import WRITE_TOOLS
 from ard_mcp.surfaces.rest.errors import error_response
 from ard_mcp.surfaces.rest.operations import dialect_for, is_invocation, is_write
 from ard_mcp.surfaces.rest.ratelimit import Limiter

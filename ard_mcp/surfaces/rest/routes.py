@@ -40,8 +40,8 @@ from ard_mcp.search.query import SearchQuery
 from ard_mcp.search.results import SearchPage
 from ard_mcp.search.visibility import Viewer
 from ard_mcp.surfaces import over_limit, xu_discovery
-from ard_mcp.surfaces.aidip_search import search as attribute_search
 from ard_mcp.surfaces.auth import Principal
+from ard_mcp.surfaces.rest.aidip_search import search as attribute_search
 from ard_mcp.surfaces.rest.manifest import manifest
 from ard_mcp.surfaces.rest.readiness import Readiness
 from ard_mcp.surfaces.rest.requests import json_body, page_size

@@ -7,7 +7,7 @@ tool\\n  Field required [type=missing, input_value={...}, input_type=dict]\\n  F
 429 on the transport, which clients report as a failed request (`-32603`), not as the limit. Here both are
 tool errors: `call_agent: identifier is required; arguments must be an object`, and `RATE_LIMIT_EXCEEDED:
 too many reads from this client: at most 600 a minute; retry after 3 s`. The invocation tools answer their
-own rate limit (`mcp_invoke`), so the refusal is audited as every refused call is.
+own rate limit (`invoke`), so the refusal is audited as every refused call is.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from ard_mcp.errors import RateLimited
 from ard_mcp.monitoring import metrics, tracing
 from ard_mcp.surfaces import over_limit
-from ard_mcp.surfaces.mcp_invoke import INVOKE_TOOLS
+from ard_mcp.surfaces.mcp.invoke import INVOKE_TOOLS
 
 _SAID = {
     "missing": "is required",

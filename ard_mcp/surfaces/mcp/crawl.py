@@ -19,7 +19,7 @@ from pydantic import Field
 
 from ard_mcp.errors import ArdError
 from ard_mcp.surfaces.auth import Principal
-from ard_mcp.surfaces.tool_results import compact_result
+from ard_mcp.surfaces.mcp.tool_results import compact_result
 from ard_mcp.web.report import MAX_TARGETS, CrawlReport, CrawlRequest
 from ard_mcp.web.settings import CrawlSettings
 

@@ -7,9 +7,9 @@ import dataclasses
 
 from ard_mcp.invocation.credentials import AgentCredentials
 from ard_mcp.invocation.policy import InvocationPolicy, Limits
-from ard_mcp.surfaces.option_values import csv_list
-from ard_mcp.surfaces.package_settings import package_policy
-from ard_mcp.surfaces.terminal_text import shown, shown_json
+from ard_mcp.surfaces.cli.option_values import csv_list
+from ard_mcp.surfaces.cli.package_settings import package_policy
+from ard_mcp.surfaces.cli.terminal_text import shown, shown_json
 
 
 def invocation_policy(args: argparse.Namespace, *, stdio: bool) -> InvocationPolicy:

@@ -10,13 +10,13 @@ from pathlib import Path
 from ard_mcp import __version__
 from ard_mcp.config import default_data_dir, env, shipped_model_dir
 from ard_mcp.formats.limits import DEFAULT_MAX_ENTRY_BYTES
-from ard_mcp.surfaces.host_config import host_config_commands
-from ard_mcp.surfaces.invocation_arguments import invocation_commands, invocation_options
-from ard_mcp.surfaces.monitoring_arguments import log_options, monitoring_options
-from ard_mcp.surfaces.option_values import csv_list, env_number, truthy
+from ard_mcp.surfaces.cli.host_config import host_config_commands
+from ard_mcp.surfaces.cli.invocation_arguments import invocation_commands, invocation_options
+from ard_mcp.surfaces.cli.monitoring_arguments import log_options, monitoring_options
+from ard_mcp.surfaces.cli.option_values import csv_list, env_number, truthy
+from ard_mcp.surfaces.cli.snapshot_command import snapshot_commands, snapshot_options
 from ard_mcp.surfaces.rest.ratelimit import DEFAULT_RATE_LIMITS
 from ard_mcp.surfaces.rest.settings import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY_BYTES, KEEP_ALIVE_SECONDS
-from ard_mcp.surfaces.snapshot_command import snapshot_commands, snapshot_options
 from ard_mcp.trust.policy import TRUST_POLICIES
 
 TRANSPORTS = ("stdio", "sse", "streamable-http")

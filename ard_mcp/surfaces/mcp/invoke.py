@@ -20,10 +20,10 @@ from ard_mcp.invocation.policy import Caller
 from ard_mcp.invocation.tool_lists import DEFAULT_PAGE, MAX_PAGE
 from ard_mcp.packages.runtime import Asked, Consent
 from ard_mcp.search.visibility import Viewer
-from ard_mcp.surfaces.mcp_consent import asks_with, consent_answer
-from ard_mcp.surfaces.mcp_host import McpHost
+from ard_mcp.surfaces.mcp.consent import asks_with, consent_answer
+from ard_mcp.surfaces.mcp.host import McpHost
+from ard_mcp.surfaces.mcp.tool_results import compact_result
 from ard_mcp.surfaces.over_limit import refusal
-from ard_mcp.surfaces.tool_results import compact_result
 
 if TYPE_CHECKING:
     from ard_mcp.invocation.service import Invoker

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from ard_mcp.surfaces.terminal_text import shown
+from ard_mcp.surfaces.cli.terminal_text import shown
 
 # `FILE: entries[3].data.entries[0]` (a crawl: `URL.entries[3]`): where in a manifest an entry sits
 _LOCATION = re.compile(r"^(?P<where>.*?entries\[\d+\](?:\.data\.entries\[\d+\])*)(?:\.|: )(?P<what>.*)$", re.DOTALL)

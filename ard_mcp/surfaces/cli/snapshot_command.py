@@ -15,8 +15,8 @@ from pathlib import Path
 
 from ard_mcp.config import Config, env
 from ard_mcp.index import snapshot
-from ard_mcp.surfaces.console import ProgressBar, print_ingest
-from ard_mcp.surfaces.option_values import truthy
+from ard_mcp.surfaces.cli.console import ProgressBar, print_ingest
+from ard_mcp.surfaces.cli.option_values import truthy
 
 LIVE_REGISTRY = "https://registry.modelcontextprotocol.io"
 

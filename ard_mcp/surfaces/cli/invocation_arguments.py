@@ -10,7 +10,7 @@ from pathlib import Path
 from ard_mcp.config import env
 from ard_mcp.invocation.policy import PUBLISHER_SERVED, Limits
 from ard_mcp.packages.sandbox import Confinement
-from ard_mcp.surfaces.option_values import csv_list, env_number, truthy
+from ard_mcp.surfaces.cli.option_values import csv_list, env_number, truthy
 
 DEFAULT_MEMORY_MIB = Confinement().memory_bytes >> 20
 

@@ -53,7 +53,7 @@ def _no_input() -> bool:
 
 
 def run_stdio(build: Callable[[Callable[[], None]], Any]) -> int:
-    """Serve MCP over stdio; `build(closed)` makes the server (`mcp_server.build_server` with `closed`).
+    """Serve MCP over stdio; `build(closed)` makes the server (`mcp.server.build_server` with `closed`).
     Outside a terminal this is the SDK's own `run()`: a host stops the server by closing stdin. With nothing
     on stdin it says so and stops: it once exited 0 without a word (issue #55)."""
     if _no_input():

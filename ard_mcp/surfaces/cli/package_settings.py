@@ -16,7 +16,7 @@ from ard_mcp.packages.runtime import APPROVED_FROM_CLI, screened
 from ard_mcp.packages.sandbox import Confinement
 from ard_mcp.packages.settings import PackagePolicy
 from ard_mcp.packages.specs import parse_key
-from ard_mcp.surfaces.terminal_text import shown
+from ard_mcp.surfaces.cli.terminal_text import shown
 
 STDIO_OFF = "it was started with --no-package-servers; start it without to run them"
 

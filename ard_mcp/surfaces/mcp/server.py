@@ -43,14 +43,14 @@ from ard_mcp.search.criteria import Criteria
 from ard_mcp.search.query import SearchQuery
 from ard_mcp.search.visibility import EVERYONE, Viewer
 from ard_mcp.surfaces.auth import ANONYMOUS, Principal, TokenStore
-from ard_mcp.surfaces.lazy_registry import Opening, open_registry, warm_up_soon
-from ard_mcp.surfaces.lazy_registry import registry_of as _registry
-from ard_mcp.surfaces.mcp_crawl import add_crawl_tool
-from ard_mcp.surfaces.mcp_invoke import IDENTIFIER, add_invoke_tools
-from ard_mcp.surfaces.mcp_protocol import ArdMcpServer
+from ard_mcp.surfaces.mcp.crawl import add_crawl_tool
+from ard_mcp.surfaces.mcp.invoke import IDENTIFIER, add_invoke_tools
+from ard_mcp.surfaces.mcp.lazy_registry import Opening, open_registry, warm_up_soon
+from ard_mcp.surfaces.mcp.lazy_registry import registry_of as _registry
+from ard_mcp.surfaces.mcp.protocol import ArdMcpServer
+from ard_mcp.surfaces.mcp.tool_results import compact_json, compact_result
 from ard_mcp.surfaces.rest.errors import told
 from ard_mcp.surfaces.services import Services
-from ard_mcp.surfaces.tool_results import compact_json, compact_result
 from ard_mcp.surfaces.xu_discovery import Federate, discover
 from ard_mcp.web.refresh import refresh_forever
 from ard_mcp.web.settings import CrawlSettings

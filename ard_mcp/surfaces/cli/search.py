@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ard_mcp.surfaces import frontend
-from ard_mcp.surfaces.terminal_text import shown, shown_json
+from ard_mcp.surfaces.cli.terminal_text import shown, shown_json
+from ard_mcp.surfaces.sharing import frontend
 
 if TYPE_CHECKING:
     import argparse
@@ -173,7 +173,7 @@ def served(args: argparse.Namespace, config_of: Callable[[argparse.Namespace], C
     back-end can answer exactly as the in-process search would (the caller then searches in process)."""
     import dataclasses
 
-    from ard_mcp.surfaces.arguments import build_parser
+    from ard_mcp.surfaces.cli.arguments import build_parser
 
     parser = build_parser()
     defaults = parser.parse_args(["search", "-"])

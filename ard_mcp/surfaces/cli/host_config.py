@@ -24,9 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ard_mcp.surfaces import jsonc
+from ard_mcp.surfaces.cli import jsonc
+from ard_mcp.surfaces.cli.terminal_text import shown
 from ard_mcp.surfaces.host_blocks import HOSTS, Block, Host, Launch, Variable, block
-from ard_mcp.surfaces.terminal_text import shown
 
 __all__ = ["HOSTS", "Host", "host_config_command", "host_config_commands", "merged", "own_launch", "write"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from ard_mcp.surfaces.terminal_text import shown
+from ard_mcp.surfaces.cli.terminal_text import shown
 
 NOISY = ("chromadb", "httpx", "httpx2", "mcp.server.lowlevel")
 """Libraries that log every request at INFO: only their warnings are kept (a line per request cost a call

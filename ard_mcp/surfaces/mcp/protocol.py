@@ -32,8 +32,8 @@ from mcp.types import Tool as MCPTool
 
 from ard_mcp.formats.messages import AGENT_RESOURCE
 from ard_mcp.search.visibility import EVERYONE, Viewer
-from ard_mcp.surfaces.mcp_refusals import RegistryServer
-from ard_mcp.surfaces.tool_schemas import advertised_input, advertised_output
+from ard_mcp.surfaces.mcp.refusals import RegistryServer
+from ard_mcp.surfaces.mcp.tool_schemas import advertised_input, advertised_output
 
 if TYPE_CHECKING:
     from ard_mcp.registry import Registry
