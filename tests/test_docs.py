@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -131,3 +134,19 @@ def test_http_reference_covers_every_route_and_schema() -> None:
     linked = set(re.findall(r"\]\(#(schema-[\w-]+)\)", page))
     assert linked <= anchors, f"links to schemas the page does not have: {sorted(linked - anchors)}"
     assert (DOCS / "http-reference.md").read_text(encoding="utf-8").count(mkdocs_hooks.OPENAPI_MARKER) == 1
+
+
+def test_the_readmes_host_block_is_what_host_config_prints(tmp_path: Path) -> None:
+    """The README shows what `ard-mcp host-config cursor` prints; the command itself, paths aside, must agree
+    (it had moved on to `serve --shared` while the README still showed `serve`)."""
+    readme = README.read_text(encoding="utf-8")
+    shown = json.loads(re.search(r"What `ard-mcp host-config cursor` prints.*?```json\n(.*?)```", readme, re.S).group(1))  # type: ignore[union-attr]
+    env = {**os.environ, "HOME": str(tmp_path)}
+    env.pop("ARD_MCP_DATA_DIR", None)
+    printed = subprocess.run(
+        [sys.executable, "-m", "ard_mcp", "host-config", "cursor"], env=env, capture_output=True, text=True, check=True
+    )
+    made = json.loads(printed.stdout[: printed.stdout.rindex("}") + 1])
+    (name, ours), (made_name, theirs) = shown["mcpServers"].popitem(), made["mcpServers"].popitem()
+    assert (name, ours["args"], sorted(ours["env"])) == (made_name, theirs["args"], sorted(theirs["env"]))
+    assert Path(theirs["command"]).name == Path(ours["command"]).name == "ard-mcp"
