@@ -7,7 +7,8 @@
 
 Every source of `suite.py` (LiveMCPBench and MetaTool over the shared data's 740 entries; Seal-Tools,
 ToolAlpaca and mcp-bench over their own catalogs; two no-answer sets) runs through the product's own
-ingest and ranking. For each source it prints:
+ingest and ranking; then the everyday tasks over the bundled snapshot (`everyday.py`, issue #56's dev set).
+For each source it prints:
 
 * ard-mcp: the product's tuning (fitted on every dev source by `fit_fusion.py`), and held-out: tuning
   fitted by the same code on the *other* sources only, which is what to expect on a catalog nobody tuned on;
@@ -51,6 +52,7 @@ from tokenizers import Tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import everyday
 import suite
 from fit_fusion import describe, fit
 from suite import Collected, Source
@@ -418,6 +420,9 @@ def run(
     only: Sequence[str] = (),
     blends: Sequence[float] = (),
 ) -> int:
+    if list(only) == ["everyday"]:
+        print(everyday.report(everyday.TASKS, root / "everyday", model_dir, show_misses=False))
+        return 0
     chosen = suite.sources(shared, built, only)
     every_index = suite.catalogs(shared, built)
     indexes = {name: files for name, files in every_index.items() if any(s.index == name for s in chosen)}
@@ -502,6 +507,10 @@ def run(
             print(f"ard-mcp on {name}, by kind:")
             print(format_table(dataclasses.replace(report, by_category={})))
 
+    if (not only or "everyday" in only) and everyday.TASKS.is_file():
+        print()
+        print(everyday.report(everyday.TASKS, root / "everyday", model_dir, show_misses=False))
+
     if json_out is not None:
         payload = {
             name: {method: report.to_dict(per_query=method in ("ard-mcp", "held-out")) for method, report in rows.items()}
@@ -546,7 +555,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     args = parser.parse_args(list(argv) if argv is not None else None)
     if not (args.shared / "data").is_dir():
         parser.error(f"{args.shared / 'data'} does not exist; pass --shared DIR")
-    known = {s.name for s in suite.sources(args.shared, args.built)}
+    known = {s.name for s in suite.sources(args.shared, args.built)} | {"everyday"}
     if set(args.sources) - known:
         parser.error(f"unknown source(s) {', '.join(sorted(set(args.sources) - known))}; known: {', '.join(sorted(known))}")
     root = args.data_dir or Path(tempfile.mkdtemp(prefix="ard-mcp-quality-"))
