@@ -7,6 +7,8 @@ A *source* is a set of labelled queries over an *index*:
   (740 entries; `<shared>/data/README.md`);
 * `seal-tools`, `toolalpaca`, `mcp-bench`: built by `bench/build_sources.py` from the public repositories
   into `bench/.data/<name>/` (catalog and dev queries), each over an index of its own catalog;
+* `everyday`: the everyday tasks (`bench/everyday_tasks.jsonl`, `everyday.py`) over an index of the bundled
+  snapshot of public MCP servers, whose entries are written as a catalog into `bench/.data/snapshot/`;
 * `no-answer` (25 queries) and `no-answer-hard` (our own, written to be hard: near-miss topics, word-sense near misses, absent
   tools, other languages, long tasks), over the shared index: no entry fits any of them.
 
@@ -18,6 +20,7 @@ leave-one-source-out fit costs no second search. The ranking from collected cand
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,6 +33,7 @@ from ard_mcp.evaluation.judgements import Judgement, load_queries
 from ard_mcp.evaluation.report import Answer
 from ard_mcp.formats.identifiers import normalize_identifier
 from ard_mcp.formats.manifests import file_entries
+from ard_mcp.index import snapshot
 from ard_mcp.registry import Registry
 from ard_mcp.search.ranking import Candidates, Ranker
 from ard_mcp.search.rerank import Reranker
@@ -41,6 +45,7 @@ BUILT = BENCH / ".data"
 #: The shared catalogs, in ingest order: 8 identifiers are in both the seed and LiveMCPBench, and the later copy wins.
 SHARED_CATALOGS = ("mcp-registry-seed", "metatool", "livemcpbench")
 BUILT_SOURCES = ("seal-tools", "toolalpaca", "mcp-bench")
+EVERYDAY = BENCH / "everyday_tasks.jsonl"
 NO_ANSWER = {"no-answer": BENCH / "no_answer.jsonl", "no-answer-hard": BENCH / "no_answer_hard.jsonl"}
 
 
@@ -66,7 +71,19 @@ def catalogs(shared: Path, built: Path) -> dict[str, list[Path]]:
     for name in BUILT_SOURCES:
         if (built / name / "catalog.json").is_file():
             out[name] = [built / name / "catalog.json"]
+    out["snapshot"] = [snapshot_catalog(built)]
     return out
+
+
+def snapshot_catalog(built: Path) -> Path:
+    """The bundled snapshot's entries as a catalog file (what the baselines read, and what its index ingests)."""
+    path = built / "snapshot" / "catalog.json"
+    entries = snapshot.read().entries
+    text = json.dumps({"specVersion": "1.0", "host": {"displayName": "the bundled snapshot"}, "entries": entries}, sort_keys=True)
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return path
 
 
 def sources(shared: Path, built: Path, only: Iterable[str] | None = None) -> list[Source]:
@@ -75,6 +92,7 @@ def sources(shared: Path, built: Path, only: Iterable[str] | None = None) -> lis
     found += [
         Source(n, n, load_queries(built / n / "queries.dev.jsonl")) for n in BUILT_SOURCES if (built / n / "queries.dev.jsonl").is_file()
     ]
+    found += [Source("everyday", "snapshot", load_queries(EVERYDAY))] if EVERYDAY.is_file() else []
     found += [Source(n, "shared", load_queries(p)) for n, p in NO_ANSWER.items() if p.is_file()]
     wanted = set(only) if only else None
     return [s for s in found if wanted is None or s.name in wanted]
