@@ -12,7 +12,9 @@ client, and times from starting the process to the MCP handshake and to the firs
 - empty: `--no-snapshot`, the model and an empty registry only;
 - second start: the snapshot's data directory started again.
 
-Prints one line per case: the median and each run's seconds. docs/benchmarks.md has the figures.
+`--quick` leaves out the other model's case (10-30 s a run here), for comparing changes to the first start
+in one sitting on a shared machine. Prints one line per case: the median and each run's seconds.
+docs/benchmarks.md has the figures.
 """
 
 from __future__ import annotations
@@ -47,11 +49,15 @@ async def first_answer(data_dir: Path, *flags: str) -> tuple[float, float, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="leave out the other model's case")
     args = parser.parse_args()
+    first_starts = {"snapshot": (), "snapshot, another model": ("--model-dir", "minilm"), "empty": ("--no-snapshot",)}
+    if args.quick:
+        del first_starts["snapshot, another model"]
     cases: dict[str, list[tuple[float, float, str]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for run in range(args.runs):
-            for case, flags in (("snapshot", ()), ("snapshot, another model", ("--model-dir", "minilm")), ("empty", ("--no-snapshot",))):
+            for case, flags in first_starts.items():
                 data_dir = Path(tmp) / f"{case}-{run}"
                 cases.setdefault(case, []).append(anyio.run(first_answer, data_dir, *flags))
             cases.setdefault("second start", []).append(anyio.run(first_answer, Path(tmp) / f"snapshot-{run}"))

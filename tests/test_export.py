@@ -30,7 +30,7 @@ from ard_mcp.index.backup import backup
 from ard_mcp.index.export import export, replacing
 from ard_mcp.index.filter_values import entry_values
 from ard_mcp.index.lexical import fts_document
-from ard_mcp.index.records import content_hash
+from ard_mcp.index.records import AgentWrite, content_hash
 from ard_mcp.index.store.sqlite import SqliteStore as Store
 from ard_mcp.registry import Registry
 from ard_mcp.search.visibility import EVERYONE
@@ -72,7 +72,8 @@ def _write(store: Store, raw: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     parsed, _ = read_entry(raw)
     document = parsed.stored()
     updated = parsed.updated.isoformat() if parsed.updated else None
-    store.write(document, content_hash(document), parsed.publisher, updated, entry_values(document), fts_document(parsed, []), [])
+    values = entry_values(document)
+    store.write_many([AgentWrite(document, content_hash(document), parsed.publisher, updated, values, fts_document(parsed, []), [])])
     return parsed.identifier, document
 
 

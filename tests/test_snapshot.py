@@ -285,3 +285,77 @@ def test_a_crawl_of_the_live_registry_updates_the_snapshots_servers_in_place(tmp
     _cli("snapshot", "remove", "--data-dir", str(tmp_path))
     [kept] = _stdio(tmp_path, [("list_agents", {"pageSize": 5})])
     assert [e["identifier"] for e in kept["items"]] == [seeded["identifier"]]
+
+
+def _killed_while_writing(data_dir: Path) -> None:
+    """Start `ard-mcp serve` over stdio on a new data directory (its warm-up adds the snapshot, no request
+    needed) and kill it (SIGKILL) while it writes the snapshot: once its write-ahead log has grown past 1 MiB
+    (the snapshot's pages; making the tables writes a few KiB) and a transaction holds the store, which this
+    process's own attempt to take SQLite's write lock, with no wait, finds."""
+    import sqlite3
+    import time
+
+    from ard_mcp.index.store import CATALOG_FILE
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ard_mcp", "serve", "--data-dir", str(data_dir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and server.poll() is None:
+            time.sleep(0.005)
+            wal = data_dir / f"{CATALOG_FILE}-wal"
+            if not wal.exists() or wal.stat().st_size < 2**20:
+                continue
+            probe = sqlite3.connect(data_dir / CATALOG_FILE, timeout=0, isolation_level=None)
+            try:
+                made = probe.execute("SELECT count(*) FROM meta WHERE key = 'schema_version'").fetchone()[0]
+            except sqlite3.OperationalError:  # not made yet, or the store being made
+                made = 0
+            try:
+                if made:
+                    probe.execute("BEGIN IMMEDIATE")
+                    probe.execute("ROLLBACK")
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc):
+                    return
+                raise
+            finally:
+                probe.close()
+        pytest.fail("the first start never held the store's write lock")
+    finally:
+        server.kill()
+        server.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.sqlite_only
+def test_a_first_start_killed_while_adding_it_leaves_all_or_nothing_and_the_next_start_has_it_all(
+    tmp_path: Path, bundled: snapshot.Snapshot
+) -> None:
+    """The snapshot is written in one transaction with the store's record of it, so a first start killed
+    while writing it leaves a new store (which the next start fills) or all of it (whose vectors the next
+    start sends the vector index), never a registry that silently lacks part of it."""
+    _killed_while_writing(tmp_path)
+    registry = Registry(Config(data_dir=tmp_path))
+    try:
+        assert registry.store.count() in (0, len(bundled.entries))
+        assert snapshot.is_new(registry.store) == (registry.store.count() == 0)
+    finally:
+        registry.close()
+    weather = ("search_agents", {"text": "get a weather forecast", "pageSize": 3})
+    calls: list[tuple[str, dict[str, Any]]] = [("list_agents", {"pageSize": 1}), weather]
+    [listed, searched] = _stdio(tmp_path, calls)
+    assert listed["total"] == len(bundled.entries)
+    assert any("weather" in _names(hit) for hit in searched["results"])
+    registry = Registry(Config(data_dir=tmp_path))
+    try:
+        assert snapshot.state(registry.store) == bundled.id and registry.store.pending_agents() == []
+        assert registry.vectors.count() == registry.store.example_count()
+    finally:
+        registry.close()
+    assert f"{len(bundled.entries)} entries of the snapshot" in _cli("snapshot", "show", "--data-dir", str(tmp_path)).stdout

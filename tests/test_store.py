@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ard_mcp.config import Config
-from ard_mcp.index.records import FtsDocument, NewExample, TermText, content_hash, term_finder
+from ard_mcp.index.records import AgentWrite, FtsDocument, NewExample, TermText, content_hash, term_finder
 from ard_mcp.index.store import open_store
 from ard_mcp.index.store.base import Store as BaseStore
 from ard_mcp.index.store.postgres import field_counts, fold
@@ -44,7 +44,7 @@ def _write(store: Store, name: str, words: str, vectors: np.ndarray, identifier:
     fts = FtsDocument(name=name, keywords=f"{words} | tag{name}", description=f"{words} description", examples=f"{words} example")
     examples = [NewExample("query", f"q{i}", f"{name} text {i}", v) for i, v in enumerate(vectors)]
     values = {("type", entry["type"]), ("identifier", entry["identifier"])}
-    agent_id, _, _ = store.write(entry, f"hash-{words}", "example.com", None, values, fts, examples)
+    [(agent_id, _, _)] = store.write_many([AgentWrite(entry, f"hash-{words}", "example.com", None, values, fts, examples)])
     return agent_id
 
 

@@ -34,7 +34,7 @@ from ard_mcp.index.example_texts import Example, extract_examples
 from ard_mcp.index.expiry import ExpiryClock
 from ard_mcp.index.filter_values import entry_values
 from ard_mcp.index.lexical import fts_document
-from ard_mcp.index.records import NewExample, StoredAgent, content_hash
+from ard_mcp.index.records import AgentWrite, NewExample, StoredAgent, content_hash
 from ard_mcp.index.store.base import Store
 from ard_mcp.index.vectors import VectorIndex
 
@@ -162,12 +162,17 @@ class Indexer:
         progress: Progress | None = None,
         owned: Mapping[str, Owned] | None = None,
         known_vectors: Mapping[str, np.ndarray] | None = None,
+        meta: Mapping[str, str] | None = None,
     ) -> IngestReport:
         """Ingest many entries: invalid or stale ones are reported, the rest written in chunks of
         `INGEST_CHUNK` agents, so a catalog of any size needs the memory of one chunk and an interrupted
         ingest keeps every chunk written before it (re-running it skips them as unchanged). `known_vectors`
         are this model's vectors of example texts computed beforehand (a bundled snapshot's): a text found
-        there is not embedded again, which is what lets a first start index a thousand servers in seconds."""
+        there is not embedded again, which is what lets a first start index a thousand servers in seconds.
+
+        With `meta`, the whole ingest is one transaction that also sets those keys of the store's meta: all
+        of it is saved or none (a bundled snapshot, so a first start killed while adding it leaves a new
+        store, which the next start fills, instead of one that silently lacks part of it)."""
         report = IngestReport()
         plans: dict[str, _Plan] = {}
         embedded = [0, 0]  # texts embedded and planned by earlier chunks, so progress counts the whole ingest
@@ -181,7 +186,7 @@ class Indexer:
                 if progress:
                     progress(*embedded)
 
-            self._apply(todo, chunk_progress, known_vectors)
+            self._apply(todo, chunk_progress, known_vectors, meta)
             report.added += sum(1 for p in todo if p.stored is None)
             report.updated += sum(1 for p in todo if p.stored is not None)
             plans.clear()
@@ -226,7 +231,7 @@ class Indexer:
             pending = iter(items)
             while group := list(itertools.islice(pending, min(_PLAN_GROUP, INGEST_CHUNK))):
                 plan_group(group)
-                if len(plans) >= INGEST_CHUNK:
+                if len(plans) >= INGEST_CHUNK and meta is None:
                     write_chunk()
             write_chunk()
         if progress and not embedded[1]:
@@ -258,8 +263,16 @@ class Indexer:
                 )
         return _Plan(entry, document, digest, stored, owned if owned is not None else unchecked_trust(document))
 
-    def _apply(self, plans: list[_Plan], progress: Progress | None = None, given: Mapping[str, np.ndarray] | None = None) -> None:
-        if not plans:
+    def _apply(
+        self,
+        plans: list[_Plan],
+        progress: Progress | None = None,
+        given: Mapping[str, np.ndarray] | None = None,
+        meta: Mapping[str, str] | None = None,
+    ) -> None:
+        """Write `plans`: one transaction each, or with `meta` one transaction for all of them and the meta
+        (`register_many`); the vector index gets each transaction's vectors once it has committed."""
+        if not plans and meta is None:
             return
         self.sync.catch_up()  # what an outage queued goes first, so the vector index takes changes in order
         examples = {p.entry.identifier: extract_examples(p.entry) for p in plans}
@@ -269,35 +282,36 @@ class Indexer:
                 known.update(self._store.vectors_by_text(p.stored.id))
         missing = sorted({e.text for ex in examples.values() for e in ex} - known.keys())
         known.update(self._embed(missing, progress))
-        if not self._model_recorded and self._store.meta("model_id") is None:
-            self._record_model()
-        self._model_recorded = True
+        recorded = self._model_recorded or self._store.meta("model_id") is not None
+        first_meta = {**({} if recorded else self._model_meta()), **(meta or {})}  # the model, with the first write
 
         batch = _VectorBatch()
-        for p in plans:
-            agent_id, removed, added = self._write(p, examples[p.entry.identifier], known)
-            batch.removed += [(e, agent_id) for e in removed]
-            batch.ids += [(e, agent_id) for e in added]
-            batch.vectors += [known[e.text] for e in examples[p.entry.identifier]]
-            batch.agents.append(agent_id)
-            self._expiry.note(p.document)
-            if len(batch.ids) >= _FLUSH_EVERY:
-                self._flush(batch)
+        for group in [plans] if meta is not None else [[p] for p in plans]:
+            written = self._store.write_many([self._row(p, examples[p.entry.identifier], known) for p in group], first_meta)
+            first_meta = {}
+            self._model_recorded = True
+            for p, (agent_id, removed, added) in zip(group, written, strict=True):
+                batch.removed += [(e, agent_id) for e in removed]
+                batch.ids += [(e, agent_id) for e in added]
+                batch.vectors += [known[e.text] for e in examples[p.entry.identifier]]
+                batch.agents.append(agent_id)
+                self._expiry.note(p.document)
+                if len(batch.ids) >= _FLUSH_EVERY:
+                    self._flush(batch)
         self._flush(batch)
 
-    def _write(self, plan: _Plan, examples: list[Example], vectors: dict[str, np.ndarray]) -> tuple[int, list[int], list[int]]:
-        """One agent into the store: its entry, filter values (the registry's findings too), lexical document and examples."""
+    def _row(self, plan: _Plan, examples: list[Example], vectors: Mapping[str, np.ndarray]) -> AgentWrite:
+        """One agent as the store takes it: its entry, filter values (the registry's findings too), lexical document and examples."""
         entry = plan.entry
         rows = [NewExample(e.kind, e.label, e.text, vectors[e.text]) for e in examples]
         updated = entry.updated.isoformat() if entry.updated else None
         values = entry_values(plan.document) | plan.owned
         fts = fts_document(entry, examples)
-        return self._store.write(plan.document, plan.content_hash, publisher_of(entry.identifier), updated, values, fts, rows)
+        return AgentWrite(plan.document, plan.content_hash, publisher_of(entry.identifier), updated, values, fts, rows)
 
-    def _record_model(self) -> None:
-        """The store's vectors are this model's from now on."""
-        self._store.set_meta("model_id", self._model.id)
-        self._store.set_meta("dimension", str(self._model.dimension))
+    def _model_meta(self) -> dict[str, str]:
+        """What the store records of the model: its vectors are this model's from now on."""
+        return {"model_id": self._model.id, "dimension": str(self._model.dimension)}
 
     def _flush(self, batch: _VectorBatch) -> None:
         """The vector index takes the written agents' changes; then the store stops calling them pending
@@ -380,12 +394,12 @@ class Indexer:
     def _reembed(self, progress: Progress | None) -> None:
         """A new model: every entry's examples are embedded again from the stored entries."""
         stored = self._store.agents_by_id(self._store.pending_agents())
-        self._record_model()
+        self._store.write_many([], self._model_meta())
         for agent in stored.values():
             entry = CatalogEntry.model_validate(agent.entry)
             examples = extract_examples(entry)
             vectors = self._embed([e.text for e in examples], None)
             owned = self._store.owned_values(agent.id, TRUST_FIELDS) or unchecked_trust(agent.entry)
-            self._write(_Plan(entry, agent.entry, agent.content_hash, agent, owned), examples, vectors)
+            self._store.write_many([self._row(_Plan(entry, agent.entry, agent.content_hash, agent, owned), examples, vectors)])
         if progress:
             progress(len(stored), len(stored))

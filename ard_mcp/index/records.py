@@ -65,6 +65,20 @@ class NewExample:
     vector: np.ndarray
 
 
+@dataclass(frozen=True)
+class AgentWrite:
+    """One agent as a write hands it to the store (`Store.write_many`): the entry as stored and what is
+    derived from it, the filter values, the lexical document and the examples with their vectors."""
+
+    entry: dict[str, Any]
+    content_hash: str
+    publisher: str
+    updated_at: str | None
+    values: set[tuple[str, str]]
+    fts: FtsDocument
+    examples: list[NewExample]
+
+
 def encode_vector(vector: np.ndarray) -> bytes:
     """A float32 vector as stored: one float32 scale, then int8 components."""
     scale = np.float32(max(float(np.abs(vector).max()), 1e-12) / 127.0)

@@ -110,13 +110,16 @@ def is_new(store: Store) -> bool:
 
 
 def add(store: Store, indexer: Indexer, model_id: str, snapshot: Snapshot, progress: Progress | None = None) -> IngestReport:
-    """Register the snapshot's entries, with its vectors when `model_id` is the model they were made with."""
+    """Register the snapshot's entries, with its vectors when `model_id` is the model they were made with.
+
+    In one transaction with the store's record of it (`STATE`): a first start killed while adding it leaves
+    a new store, which the next start fills, or all of it (whose vectors the next start sends the vector
+    index, `catch_up`), never a registry that silently lacks part of it, as one transaction an entry did."""
     given = snapshot.vectors if snapshot.model_id == model_id else None
     if given is None:
         log.warning("the snapshot's vectors are for %s, not %s: embedding its %d texts", snapshot.model_id, model_id, len(snapshot.texts))
-    report = indexer.register_many(((f"snapshot {snapshot.id}", e) for e in snapshot.entries), progress, known_vectors=given)
-    store.set_meta(STATE, snapshot.id)
-    return report
+    items = ((f"snapshot {snapshot.id}", e) for e in snapshot.entries)
+    return indexer.register_many(items, progress, known_vectors=given, meta={STATE: snapshot.id})
 
 
 def add_if_new(store: Store, indexer: Indexer, model_id: str, path: Path = BUNDLED) -> IngestReport | None:

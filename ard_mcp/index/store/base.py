@@ -12,9 +12,8 @@ compares their answers on one catalog.
 from __future__ import annotations
 
 import json
-import zlib
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
@@ -22,16 +21,15 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from ard_mcp.formats.media_types import canonical_type
 from ard_mcp.formats.timestamps import utc_text
 from ard_mcp.index.filter_values import Filter
 from ard_mcp.index.records import (
     AgentRows,
     AgentTerms,
+    AgentWrite,
     CandidateExamples,
     ExampleRow,
     FtsDocument,
-    NewExample,
     Order,
     StoredAgent,
     decode_blobs,
@@ -134,7 +132,7 @@ class Store(SideTables):
         return rows[0]["value"] if rows else None
 
     def set_meta(self, key: str, value: str) -> None:
-        self._autocommit("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+        self._autocommit(writes.SET_META, (key, value))
 
     # -- agents ---------------------------------------------------------------------------------
     def get(self, identifier: str) -> StoredAgent | None:
@@ -189,48 +187,20 @@ class Store(SideTables):
         """The number of examples the index embeds (the monitoring gauge, read at each scrape), kept until a change."""
         return self._kept("example count", lambda: int(self._tuples("SELECT count(*) FROM examples")[0][0]))
 
-    def write(
-        self,
-        entry: dict[str, Any],
-        content_hash: str,
-        publisher: str,
-        updated_at: str | None,
-        values: set[tuple[str, str]],
-        fts: FtsDocument,
-        examples: list[NewExample],
-    ) -> tuple[int, list[int], list[int]]:
-        """Insert or replace one agent with all its rows; returns (agent id, removed and added example ids).
+    def write_many(self, agents: Sequence[AgentWrite], meta: Mapping[str, str] | None = None) -> list[tuple[int, list[int], list[int]]]:
+        """Insert or replace agents with all their rows, and set `meta`, in one transaction: all of it is
+        saved or none. Returns each agent's (id, removed and added example ids).
 
-        The agent is marked `vectors_pending` in the same transaction, so a crash before Chroma has the
-        new vectors is repaired at the next start instead of leaving the two stores disagreeing."""
+        The agents are marked `vectors_pending` in the same transaction, so a crash before Chroma has the
+        new vectors is repaired at the next start instead of leaving the two stores disagreeing. Many agents
+        in one transaction cost far less than one each: on SQLite the bundled snapshot's 1,683 took 1.4 s
+        (0.9 s of CPU) one transaction each, 0.4 s as one, on a shared 2-core machine."""
         stamp = utc_text(datetime.now(UTC), "milliseconds")
-        fields: dict[str, Any] = {
-            "entry": zlib.compress(json.dumps(entry).encode()),
-            "content_hash": content_hash,
-            "display_name": entry["displayName"],
-            "type": canonical_type(entry["type"]),  # listings order equivalent spellings as one type
-            "publisher": publisher,
-            "updated_at": updated_at,
-            "indexed_at": stamp,
-            "vectors_pending": 1,
-            "fts": fts.pack(),
-        }
         with self.transaction() as db:
-            row = db.execute("SELECT id FROM agents WHERE identifier = ?", (entry["identifier"],)).fetchone()
-            if row is None:
-                fields.update(identifier=entry["identifier"], created_at=stamp)
-                sql = f"INSERT INTO agents({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))}) RETURNING id"
-                agent_id = int(db.execute(sql, list(fields.values())).fetchone()[0])
-                removed: list[int] = []
-            else:
-                agent_id = int(row[0])
-                removed = writes.delete_dependents(db, agent_id, self._unindex_text)  # first: FTS5 is told the old text
-                db.execute(f"UPDATE agents SET {', '.join(f'{k} = ?' for k in fields)} WHERE id = ?", [*fields.values(), agent_id])
-            writes.insert_values(db, agent_id, values)
-            self._index_text(db, agent_id, fts)
-            writes.note_change(db, agent_id)
-            added = writes.insert_examples(db, agent_id, examples)
-        return agent_id, removed, added
+            written = [writes.put_agent(db, agent, stamp, self._index_text, self._unindex_text) for agent in agents]
+            for key, value in (meta or {}).items():
+                db.execute(writes.SET_META, (key, value))
+        return written
 
     def delete(self, identifier: str) -> tuple[int, list[int]] | None:
         """Remove every trace of an agent; returns its id and example ids (for Chroma), or None if unknown."""

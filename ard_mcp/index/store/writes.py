@@ -5,15 +5,21 @@ index and its terms leave the counts (`Unindex`)."""
 
 from __future__ import annotations
 
+import json
+import zlib
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from ard_mcp.index.records import FtsDocument, NewExample, encode_vector
+from ard_mcp.formats.media_types import canonical_type
+from ard_mcp.index.records import AgentWrite, FtsDocument, NewExample, encode_vector
 from ard_mcp.index.store.db import Db
 
 CHANGES_KEPT = 100_000  # change-feed rows kept; a reader further behind than this reloads everything
 PRUNE_EVERY = 1_000
 
 Unindex = Callable[[Db, int, FtsDocument], None]
+Index = Unindex  # how a store puts an agent's text into its full-text index and its terms into the counts
+SET_META = "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
 
 
 def note_change(db: Db, agent_id: int) -> None:
@@ -75,3 +81,35 @@ def insert_examples(db: Db, agent_id: int, examples: Sequence[NewExample]) -> li
     )
     assert len(ids) == len(examples), "one id per inserted example"
     return ids
+
+
+def put_agent(db: Db, agent: AgentWrite, stamp: str, index: Index, unindex: Unindex) -> tuple[int, list[int], list[int]]:
+    """Insert or replace one agent with all its rows, marked `vectors_pending` (the vector index has not
+    got them yet); returns (agent id, removed and added example ids)."""
+    entry = agent.entry
+    fields: dict[str, Any] = {
+        "entry": zlib.compress(json.dumps(entry).encode()),
+        "content_hash": agent.content_hash,
+        "display_name": entry["displayName"],
+        "type": canonical_type(entry["type"]),  # listings order equivalent spellings as one type
+        "publisher": agent.publisher,
+        "updated_at": agent.updated_at,
+        "indexed_at": stamp,
+        "vectors_pending": 1,
+        "fts": agent.fts.pack(),
+    }
+    row = db.execute("SELECT id FROM agents WHERE identifier = ?", (entry["identifier"],)).fetchone()
+    if row is None:
+        fields.update(identifier=entry["identifier"], created_at=stamp)
+        sql = f"INSERT INTO agents({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))}) RETURNING id"
+        agent_id = int(db.execute(sql, list(fields.values())).fetchone()[0])
+        removed: list[int] = []
+    else:
+        agent_id = int(row[0])
+        removed = delete_dependents(db, agent_id, unindex)  # first: FTS5 is told the old text
+        db.execute(f"UPDATE agents SET {', '.join(f'{k} = ?' for k in fields)} WHERE id = ?", [*fields.values(), agent_id])
+    insert_values(db, agent_id, agent.values)
+    index(db, agent_id, agent.fts)
+    note_change(db, agent_id)
+    added = insert_examples(db, agent_id, agent.examples)
+    return agent_id, removed, added
