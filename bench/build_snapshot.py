@@ -21,15 +21,15 @@ Three public catalogs, each read at a pinned commit:
 bare mirror); the files are read with `git show COMMIT:PATH`, so the working tree does not matter.
 
 One server, one entry (issue #54: the reference servers were in it only as Docker's images, their packages
-nowhere): listings of the same repository (and folder of a monorepo) or of the same npm or PyPI package are
-joined, the name and words from the first catalog in the order above, every catalog's packages, remotes and
-images kept; and a server gets the packages `find_packages.py` found for its repository (`--packages`, its
-JSON output, kept in the repository so a rebuild asks no registry). Every entry says where it came from:
-`metadata.source` (the catalog its words are from), `metadata.catalogs` (every catalog listing it, where
-more than one), `metadata.packagesFoundBy` (why each found package was taken) and `metadata.snapshot`
-(this snapshot's id); `metadata.sourceId` is its server name, as a crawl would make
-it (`com.docker/NAME` for Docker's), so a later crawl of the same server updates the entry. The snapshot's header
-keeps each catalog's URL, commit, licence and licence text.
+nowhere): listings of the same repository (and folder of a monorepo), of the same npm or PyPI package, or of a
+vendor's hosted server under the same name on the same site (`site_key`) are joined, the name and words from
+the first catalog in the order above, every catalog's packages, remotes and images kept; and a server gets the
+packages `find_packages.py` found for its repository (`--packages`, its JSON output, kept in the repository so
+a rebuild asks no registry). Every entry says where it came from: `metadata.source` (the catalog its words are
+from), `metadata.catalogs` (every catalog listing it, where more than one), `metadata.packagesFoundBy` (why
+each found package was taken) and `metadata.snapshot` (this snapshot's id); `metadata.sourceId` is its server
+name, as a crawl would make it (`com.docker/NAME` for Docker's), so a later crawl of the same server updates
+the entry. The snapshot's header keeps each catalog's URL, commit, licence and licence text.
 
 The vectors are computed here with the default model (`models/tools`) and stored int8, one per distinct
 example text (`ard_mcp.index.snapshot`). The output depends only on the inputs and the model: no clock,
@@ -198,9 +198,32 @@ def _joined(documents: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
+_SECOND_LEVEL = {"co", "com", "net", "org", "ac", "gov", "edu"}  # as in example.co.uk: the site is three labels
+
+
+def site_key(document: dict[str, Any]) -> set[str]:
+    """`site:DOMAIN|NAME` for a listing with no repository: the registrable domain of each of its remotes and
+    of its website, with its name in letters and digits. A vendor's hosted server is in the README's list as
+    its product page (linear.app/docs/mcp) and in Docker's catalog as its endpoint (mcp.linear.app), neither
+    naming a repository; the same name on the same site is one server (it was shown twice: Linear, PayPal,
+    HubSpot). A listing with a repository is joined by it instead: a monorepo's servers share a site."""
+    if document.get("repository"):
+        return set()
+    name = _NOT_SLUG.sub("", str(document.get("title") or document.get("name") or "").lower())
+    urls = [r.get("url") for r in document.get("remotes") or [] if isinstance(r, dict)] + [document.get("websiteUrl")]
+    keys = set()
+    for url in urls:
+        labels = (urlsplit(url).hostname or "").split(".") if isinstance(url, str) else []
+        if len(labels) >= 2 and name:
+            size = 3 if len(labels) >= 3 and len(labels[-1]) == 2 and labels[-2] in _SECOND_LEVEL else 2
+            keys.add(f"site:{'.'.join(labels[-size:])}|{name}")
+    return keys
+
+
 def _groups(listings: list[Listing], found: dict[str, list[dict[str, Any]]]) -> list[list[Listing]]:
-    """Listings of one server together, in catalog order: the same repository (and folder) or the same npm
-    or PyPI package, directly or through another listing."""
+    """Listings of one server together, in catalog order: the same repository (and folder), the same npm
+    or PyPI package, or the same name on the same vendor's site (`site_key`), directly or through another
+    listing."""
     parent = list(range(len(listings)))
 
     def root(i: int) -> int:
@@ -213,7 +236,7 @@ def _groups(listings: list[Listing], found: dict[str, list[dict[str, Any]]]) -> 
     for i, listing in enumerate(listings):
         ids = {_package_id(p) for p in listing.document.get("packages") or [] if isinstance(p, dict)}
         ids |= {f"{p['registryType']}:{p['identifier']}" for p in found.get(listing.key or "", [])}
-        for label in {f"repo:{listing.key}" if listing.key else None, *ids} - {None}:
+        for label in {f"repo:{listing.key}" if listing.key else None, *ids, *site_key(listing.document)} - {None}:
             j = first.setdefault(str(label), i)
             parent[max(root(i), root(j))] = min(root(i), root(j))
     grouped: dict[int, list[Listing]] = {}

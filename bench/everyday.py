@@ -85,8 +85,8 @@ def _server_key(entry: dict[str, object]) -> str:
     assert isinstance(data, dict)
     repository = data.get("repository") if isinstance(data.get("repository"), dict) else {}
     url = str((repository or {}).get("url") or "").lower().rstrip("/").removesuffix(".git")
-    if url:
-        return url
+    if url:  # a monorepo's servers are told apart by their folder
+        return f"{url}/{(repository or {}).get('subfolder') or ''}".rstrip("/")
     packages = data.get("packages") if isinstance(data.get("packages"), list) else []
     if packages and isinstance(packages[0], dict):
         return f"{packages[0].get('registryType')}:{packages[0].get('identifier')}"
