@@ -272,7 +272,7 @@ class Registry:
                 elif ranking is None:
                     found = unranked_page(self.store, ids, query.criteria, now, offset, query.page_size)
                 else:
-                    found = ranked_page(ranking, self.store, query.criteria, now, offset, query.page_size)
+                    found = ranked_page(ranking, query.criteria, now, offset, query.page_size)
                 found = with_trust(self.store, found)
             token = encode_token(offset + query.page_size, query.key()) if found.more else None
             confidence = "none" if not found.candidates else "high" if found.confident else "low"  # as `search_agents` says it

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from ard_mcp.index import resident as resident_module
+from ard_mcp.index.lexical import Vocabulary
 from ard_mcp.index.resident import ResidentExamples
 from ard_mcp.index.store import writes as feed
 from ard_mcp.index.store.sqlite import SqliteStore as Store
@@ -51,7 +52,7 @@ def other(path: Path, store: Store) -> Iterator[Store]:
 
 
 def assert_same(copy: ResidentExamples, store: Store, ids: Sequence[int]) -> None:
-    (mine, mine_terms), (theirs, their_terms) = copy.examples_and_terms(ids), store.examples_and_terms(ids)
+    (mine, mine_terms), (theirs, their_terms) = copy.examples_and_vocabularies(ids), store.examples_and_terms(ids)
     for field in ("ids", "agent_ids", "is_description", "vectors"):
         if len(theirs.ids):
             np.testing.assert_array_equal(getattr(mine, field), getattr(theirs, field), err_msg=field)
@@ -59,8 +60,10 @@ def assert_same(copy: ResidentExamples, store: Store, ids: Sequence[int]) -> Non
             assert getattr(mine, field).size == 0
     assert mine_terms.keys() == their_terms.keys()
     for agent, terms in their_terms.items():
-        assert set(mine_terms[agent].vocabulary._text.split()) - {"|"} == set(terms.vocabulary._text.split()) - {"|"}  # noqa: SLF001
-        assert [k._text for k in mine_terms[agent].keywords] == [k._text for k in terms.keywords]  # noqa: SLF001
+        theirs_as_sets = Vocabulary.of(terms)
+        assert mine_terms[agent].terms - {"|"} == theirs_as_sets.terms - {"|"}  # the store's joins the keyword groups with |
+        assert mine_terms[agent].keywords == theirs_as_sets.keywords
+    assert copy.agents(ids) == store.agents_by_id(ids)  # the entries kept per version: a changed one read again
 
 
 def every_id(store: Store) -> list[int]:

@@ -1,5 +1,6 @@
-"""What a search costs (issue 57): repeated tasks answered from kept query vectors, numpy's BLAS on one thread, and
-the REST body serialised in one step, each leaving the answers as they were. The CPU figures themselves are
+"""What a search costs (issue 57): repeated tasks answered from kept query vectors, numpy's BLAS on one thread, the
+REST body serialised in one step, and each entry's terms, stored entry and validated result kept per version of it,
+each leaving the answers as they were. The CPU figures themselves are
 measured by `bench/throughput.py` (docs/benchmarks.md), not asserted here."""
 
 from __future__ import annotations
@@ -14,11 +15,15 @@ from threadpoolctl import threadpool_info
 
 from ard_mcp.formats.messages import ArdSearchResponse
 from ard_mcp.index import embedding
+from ard_mcp.index.lexical import Vocabulary
+from ard_mcp.index.records import StoredAgent
 from ard_mcp.registry import Registry
 from ard_mcp.search.blas import one_blas_thread
 from ard_mcp.search.query import SearchQuery
 from ard_mcp.search.ranking import split_intents
+from ard_mcp.search.results import _as_result
 from ard_mcp.surfaces.rest.routes import search_body
+from tests.conftest import PDF, entry
 
 pytestmark = pytest.mark.slow  # the model and Chroma
 
@@ -67,3 +72,33 @@ def test_blas_runs_on_one_thread_once_set(loaded: Registry) -> None:
     assert one_blas_thread() == one_blas_thread()  # once per process; the answer stays
     blas = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
     assert blas and (blas == [1] or "OPENBLAS_NUM_THREADS" in os.environ or "OMP_NUM_THREADS" in os.environ), blas
+
+
+def test_what_is_kept_of_an_entry_follows_its_re_registration(loaded: Registry) -> None:
+    loaded.warm_up()
+    assert loaded.resident.loaded
+    task = "merge several pdf documents into one"
+    before = loaded.search(SearchQuery.of(task)).results()
+    assert before[0].identifier == PDF["identifier"] and "documents" in before[0].evidence.matchedTags  # type: ignore[union-attr]
+    changed = entry(PDF, displayName="PDF Foundry", tags=["paperwork"], description="Document conversion and merging toolkit.")
+    assert loaded.indexer.register(changed).status == "updated"
+    after = loaded.search(SearchQuery.of(task)).results()
+    assert after[0].identifier == PDF["identifier"]
+    assert after[0].displayName == "PDF Foundry" and after[0].tags == ["paperwork"]  # the new entry, not the kept one
+    assert after[0].evidence is not None and "documents" not in after[0].evidence.matchedTags  # the new terms too
+    agent_id = loaded.store.id_of(PDF["identifier"])
+    assert agent_id is not None
+    kept = loaded.resident.agents([agent_id])[agent_id]
+    assert kept.entry == loaded.store.agents_by_id([agent_id])[agent_id].entry
+    assert kept is loaded.resident.agents([agent_id])[agent_id]  # read once for this version
+    _, vocabularies = loaded.resident.examples_and_vocabularies([agent_id])
+    _, terms = loaded.store.examples_and_terms([agent_id])
+    assert vocabularies[agent_id] == Vocabulary.of(terms[agent_id])
+
+
+def test_a_result_is_validated_once_per_stored_entry() -> None:
+    stored = StoredAgent(1, PDF["identifier"], entry(PDF), "hash", None, "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z")
+    first = _as_result(stored)
+    assert _as_result(stored) is first
+    renamed = StoredAgent(1, PDF["identifier"], entry(PDF, displayName="Renamed"), "hash", None, "x", "y")  # same id, new entry
+    assert _as_result(renamed).displayName == "Renamed"

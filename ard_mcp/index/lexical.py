@@ -23,11 +23,12 @@ import functools
 import math
 import re
 from collections.abc import Container, Iterable, Mapping, Sized
+from dataclasses import dataclass
 
 from ard_mcp.formats.catalog import CatalogEntry
 from ard_mcp.formats.untrusted import cap_keyword_runs
 from ard_mcp.index.example_texts import Example, humanize
-from ard_mcp.index.records import FtsDocument
+from ard_mcp.index.records import AgentTerms, FtsDocument
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
@@ -94,6 +95,13 @@ def terms(text: str) -> list[str]:
     return [w if _CJK.match(w) else stem(w.lower()) for w in words(humanize(text) + " " + text)]
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def word_terms(word: str) -> tuple[str, ...]:
+    """`terms` of one word as typed, cached: a search maps each word of its task to its terms (the evidence's
+    matched words show the words typed), and tasks' words repeat; uncached, 0.1 ms of a search."""
+    return tuple(terms(word))
+
+
 def query_terms(text: str) -> list[str]:
     """The terms of a query worth matching: no stop words, no lone characters or numbers, first-seen order."""
     kept = (t for t in terms(text) if (len(t) > 1 or _CJK.match(t)) and t not in STOPWORDS and not t.isdigit())
@@ -111,19 +119,59 @@ def idf(document_frequency: int, documents: int) -> float:
 
 def coverage(query: Iterable[str], agent_terms: Container[str], weights: Mapping[str, float]) -> float:
     """IDF-weighted share of the query's terms present in the agent's text (0-1, comparable across queries)."""
-    total = matched = 0.0
-    for term in query:
-        weight = weights.get(term, 0.0)
+    return coverages(query, [agent_terms], weights)[0]
+
+
+def coverages(query: Iterable[str], agents: Iterable[Container[str]], weights: Mapping[str, float]) -> list[float]:
+    """`coverage` for each of several agents' terms: the query's weights looked up and summed once, not per agent."""
+    weighted = [(term, weights.get(term, 0.0)) for term in query]
+    total = 0.0
+    for _, weight in weighted:
         total += weight
-        if term in agent_terms:
-            matched += weight
-    return matched / total if total > 0 else 0.0
+    out = []
+    for agent_terms in agents:
+        matched = 0.0
+        for term, weight in weighted:
+            if term in agent_terms:
+                matched += weight
+        out.append(matched / total if total > 0 else 0.0)
+    return out
 
 
 def named_keywords(named: Sized) -> float:
     """How many tags or capabilities the query names, as a share of three: an agent several of whose
     tools a task mentions is likelier to serve it than one with a single chance match."""
     return min(1.0, len(named) / 3)
+
+
+_EVERY_TERM = re.compile(" ([^ ]+)(?= )")  # a `term_finder` that finds every term of a `TermText`
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """An agent's terms, and those of each of its tags / capabilities (in `AgentTerms.keywords` order), as sets.
+
+    What ranking asks of a candidate's terms: which of a query's dozen terms it has, and which keyword groups
+    share one. Made once per entry version (`ard_mcp.index.resident` keeps them), each question is a few
+    set look-ups; asked of `AgentTerms` per search (its bytes decoded, a regex compiled for the query and
+    run over each candidate's text) the same answers cost ~0.85 ms of a search's CPU over 80 candidates, as
+    sets 0.15 (docs/benchmarks.md, "What one search costs")."""
+
+    terms: frozenset[str]
+    keywords: tuple[frozenset[str], ...]
+    keyword_terms: frozenset[str]  # of all the groups: most candidates share none with a query, told in one look
+
+    @classmethod
+    def of(cls, agent: AgentTerms) -> Vocabulary:
+        keywords = tuple(frozenset(k.present(_EVERY_TERM)) for k in agent.keywords)
+        return cls(frozenset(agent.vocabulary.present(_EVERY_TERM)), keywords, frozenset().union(*keywords))
+
+    def named(self, query: Iterable[str]) -> list[int]:
+        """The positions of the keyword groups sharing a term with the query."""
+        wanted = frozenset(query)
+        if wanted.isdisjoint(self.keyword_terms):
+            return []
+        return [i for i, group in enumerate(self.keywords) if not group.isdisjoint(wanted)]
 
 
 def _joined(texts: Iterable[str], budget: int | None = None) -> str:

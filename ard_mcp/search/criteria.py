@@ -10,7 +10,7 @@ with an OR filter of the same values (exact and cheap) and `Criteria.accepts` th
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -79,8 +79,9 @@ class Criteria:
         return self == Criteria()
 
     def key(self) -> dict[str, Any]:
-        """A JSON-able form, to bind page tokens to the criteria they page through."""
-        return asdict(self)
+        """A JSON-able form, to bind page tokens to the criteria they page through. Every field is flat (tuples of
+        strings, a number), so no `asdict`: its deep copy was 0.05 ms of every search (twice: the token read and made)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def narrowing(self) -> dict[str, list[str]]:
         """OR filters (field → wanted lower-case values) that every accepted entry satisfies."""

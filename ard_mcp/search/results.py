@@ -11,6 +11,7 @@ import itertools
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 from ard_mcp.formats.messages import (
     AGENT_RESOURCE,
@@ -25,6 +26,7 @@ from ard_mcp.formats.messages import (
     TrustFinding,
     fit_of,
 )
+from ard_mcp.index.records import StoredAgent
 from ard_mcp.search.selection import Candidate
 
 #: Characters of a brief result's description and evidence. At 160 and 120 (and with `type`) the largest page
@@ -37,6 +39,9 @@ BRIEF_MATCH = 80
 #: Chinese descriptions and tool texts made a 1,503-token page.
 WIDE = 4
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s")
+#: Entries kept validated as results (`_validated`); past this many agents it starts again.
+KEPT_RESULTS = 8_192
+_validated: dict[int, tuple[dict[str, Any], SearchResult]] = {}  # agent id -> (its stored entry, that entry as a result)
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -131,4 +136,19 @@ class SearchPage:
             trust=trust,
             warnings=[*claim, *(ranked.warnings or [])] or None,
         )
-        return SearchResult.model_validate({**agent.entry, "score": candidate.score, "source": self.source, "evidence": evidence})
+        return _as_result(agent).model_copy(update={"score": candidate.score, "source": self.source, "evidence": evidence})
+
+
+def _as_result(agent: StoredAgent) -> SearchResult:
+    """The stored entry validated as a result (score, source and evidence to be set), once per entry: the copy
+    of the store that searches read keeps one `entry` per version of an agent (`ard_mcp.index.resident`), so
+    one kept for that very object is current. Validating the page's ten entries again for every search cost
+    0.2 ms of its CPU; a copy with the search's values set is the same result (the same JSON, byte for byte)."""
+    kept = _validated.get(agent.id)
+    if kept is not None and kept[0] is agent.entry:
+        return kept[1]
+    result = SearchResult.model_validate({**agent.entry, "score": 0, "source": "", "evidence": None})
+    if len(_validated) >= KEPT_RESULTS:
+        _validated.clear()
+    _validated[agent.id] = (agent.entry, result)
+    return result

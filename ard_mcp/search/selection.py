@@ -63,17 +63,19 @@ def narrowed(store: Store, flt: Filter, criteria: Criteria) -> Filter | None:
     return out
 
 
-def ranked_page(ranking: Ranking, store: Store, criteria: Criteria, now: datetime, offset: int, size: int) -> Selection:
+def ranked_page(ranking: Ranking, criteria: Criteria, now: datetime, offset: int, size: int) -> Selection:
     """The page of a ranking at `offset`, best first (ties by agent id, so pages are stable). An agent of the
     page a read cannot have (deleted since it was ranked, or a row reads cannot use) is left out of the page
     and of the total alike: the total once counted it, and a search answered `totalResults: 1` with no
-    result (issue #44). Pages keep their places in the ranking, so none repeats another's entries."""
+    result (issue #44). Pages keep their places in the ranking, so none repeats another's entries. Entries are
+    read where the ranking read its candidates (`Ranker.examples`: each entry decoded and checked once per version)."""
+    read = ranking.ranker.examples.agents
     agents: dict[int, StoredAgent] = {}
     chosen: list[tuple[float, Hit, list[str]]]
     if criteria.empty:
         chosen = [(hit.relevance, hit, []) for hit in ranking]
     else:
-        agents = store.agents_by_id(hit.agent_id for hit in ranking)
+        agents = read(hit.agent_id for hit in ranking)
         chosen = []
         for hit in ranking:
             agent = agents.get(hit.agent_id)
@@ -85,7 +87,7 @@ def ranked_page(ranking: Ranking, store: Store, criteria: Criteria, now: datetim
         chosen.sort(key=lambda item: (-item[0], item[1].agent_id))
     page = chosen[offset : offset + size]
     if criteria.empty:
-        agents = store.agents_by_id(hit.agent_id for _, hit, _ in page)
+        agents = read(hit.agent_id for _, hit, _ in page)
     shown = [(relevance, hit, preferred) for relevance, hit, preferred in page if hit.agent_id in agents]
     ranking.show([hit for _, hit, _ in shown])
     candidates = [
