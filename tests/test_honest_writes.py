@@ -42,6 +42,7 @@ from tests.conftest import INVOICES, PDF, SKILL, TRANSLATE, WEATHER, entry, resu
 from tests.deployment_support import ChromaServer, until_status
 from tests.http_support import BASE_URL
 from tests.processes import serving
+from tests.test_monitoring import samples, value
 
 pytestmark = [pytest.mark.slow]
 
@@ -219,9 +220,12 @@ def test_rest_and_mcp_writes_are_acknowledged_iff_saved_across_a_chroma_outage(t
                 gone_over_mcp = mcp_call(base, "deregister_agent", {"identifier": _document(0)["identifier"]})
                 first = httpx.post(f"{base}/agents", json=keyed, headers={HEADER: f'"{key}"'}, timeout=60)
                 search = httpx.post(f"{base}/search", json={"query": {"text": "topic 3"}}, timeout=60)
+                queued_during = _queued(base)  # the operator sees the outage being ridden out
                 chroma.start()
                 started = time.monotonic()
                 assert until(lambda: sum(1 for a in writer.answers if a[3] > started) >= 6, within=60)
+            assert queued_during >= 1, queued_during
+            assert until(lambda: _queued(base) == 0, within=60)  # and the queue sent once Chroma answers
             assert not over_mcp.is_error and not gone_over_mcp.is_error, (over_mcp, gone_over_mcp, writer.answers[:8])
             assert first.status_code == 201, first.text
             assert search.status_code == 503 and "cannot be reached" in search.json()["message"]
@@ -264,6 +268,11 @@ def test_rest_and_mcp_writes_are_acknowledged_iff_saved_across_a_chroma_outage(t
             )
         finally:
             registry.close()
+
+
+def _queued(base: str) -> float:
+    """`ard_mcp_index_vectors_queued` as a scrape of `base` reads it."""
+    return value(samples(httpx.get(f"{base}/metrics", timeout=30).text), "ard_mcp_index_vectors_queued")
 
 
 # -- idempotency keys, in one process -----------------------------------------------------------------------

@@ -50,12 +50,12 @@ def test_the_index_size_is_kept_through_failures_and_hangs(caplog: pytest.LogCap
     state: dict[str, Any] = {"fail": False, "hang": threading.Event(), "calls": 0}
     state["hang"].set()
 
-    def sizes() -> tuple[int, int]:
+    def sizes() -> tuple[int, int, int]:
         state["calls"] += 1
         state["hang"].wait()
         if state["fail"]:
             raise StoreUnavailable("the PostgreSQL store at postgresql://postgres@127.0.0.1:5432/t1 is unavailable")
-        return (7, 21)
+        return (7, 21, 0)
 
     metrics.enable()  # as serving does; in a process that has served an app in-process, it already is
     index = IndexSize(sizes, deadline=0.3)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from prometheus_client.registry import Collector
 
 log = logging.getLogger(__name__)
-Sizes = Callable[[], tuple[int, int] | None]  # agents and examples, or None while no index is open
+Sizes = Callable[[], tuple[int, int, int] | None]  # agents, examples and agents with queued vectors; None while no index is open
 READ_SECONDS = 2.0  # how long a scrape waits for the store's counts before answering with the last ones
 FAILING_SECONDS = 0.25  # ... while the last read failed: a pool that cannot connect takes a second or more to say so
 
@@ -39,7 +39,7 @@ class IndexSize:
     def __init__(self, sizes: Sizes | None = None, deadline: float = READ_SECONDS) -> None:
         self.sizes = sizes
         self.deadline = deadline
-        self._last: tuple[int, int] | None = None
+        self._last: tuple[int, int, int] | None = None
         self._read_at = 0.0  # time.monotonic() of the last read that answered
         self._failing: str | None = None  # why the store does not answer, while it does not
         self._reading: threading.Event | None = None  # set when the read in flight has returned
@@ -90,10 +90,15 @@ class IndexSize:
             last, read_at = self._last, self._read_at
         if last is None:
             return
-        agents, examples = last
+        agents, examples, queued = last
         yield GaugeMetricFamily("ard_mcp_index_agents", "Entries in the catalog (as last read from the store)", value=agents)
         yield GaugeMetricFamily(
             "ard_mcp_index_examples", "Examples the index embeds (descriptions, tools, skills, queries; as last read)", value=examples
+        )
+        yield GaugeMetricFamily(
+            "ard_mcp_index_vectors_queued",
+            "Entries saved whose vectors wait for the vector index (Chroma): more than 0 for long is an outage being ridden out",
+            value=queued,
         )
         yield GaugeMetricFamily(
             "ard_mcp_index_age_seconds",

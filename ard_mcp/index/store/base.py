@@ -187,6 +187,11 @@ class Store(SideTables):
         """The number of examples the index embeds (the monitoring gauge, read at each scrape), kept until a change."""
         return self._kept("example count", lambda: int(self._tuples("SELECT count(*) FROM examples")[0][0]))
 
+    def pending_count(self) -> int:
+        """Agents whose vectors wait for the vector index (the monitoring gauge): each write's, for the moment
+        until Chroma has them; every one written while Chroma did not answer, until it does (`catch_up`)."""
+        return self._kept("pending count", lambda: int(self._tuples("SELECT count(*) FROM agents WHERE vectors_pending = 1")[0][0]))
+
     def write_many(self, agents: Sequence[AgentWrite], meta: Mapping[str, str] | None = None) -> list[tuple[int, list[int], list[int]]]:
         """Insert or replace agents with all their rows, and set `meta`, in one transaction: all of it is
         saved or none. Returns each agent's (id, removed and added example ids).

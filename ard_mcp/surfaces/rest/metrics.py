@@ -41,9 +41,11 @@ def metrics_routes(settings: HttpSettings) -> list[Route]:
     return [Route("/metrics", serve, methods=["GET"])]
 
 
-def index_size(registry: Registry | None) -> tuple[int, int] | None:
-    """The index's agents and examples; None while no registry is open."""
-    return (registry.store.count(), registry.store.example_count()) if registry is not None else None
+def index_size(registry: Registry | None) -> tuple[int, int, int] | None:
+    """The index's agents, examples and agents whose vectors are queued; None while no registry is open."""
+    if registry is None:
+        return None
+    return registry.store.count(), registry.store.example_count(), registry.store.pending_count()
 
 
 async def _metrics(request: Request, index: IndexSize) -> Response:
