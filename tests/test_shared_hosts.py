@@ -148,3 +148,34 @@ def test_a_data_directory_named_either_way_is_one_back_ends(tmp_path: Path, monk
     monkeypatch.setenv("ARD_MCP_DATA_DIR", str(tmp_path))
     assert socket_path(tmp_path, settings_of(["serve", "--shared"])) == by_flag
     assert socket_path(tmp_path, settings_of(["serve", "--shared", "--no-invocation"])) != by_flag  # other settings, another
+
+
+@pytest.mark.sqlite_only  # the back-end is found by the data directory it was given
+async def test_a_host_starting_plain_serve_joins_the_hosts_sharing_the_directory(tmp_path: Path) -> None:
+    """A host configured by hand with plain `serve` beside hosts `host-config` configured (`serve --shared`): it
+    joins their back-end as one more front-end, where it was refused "in use"; alone, plain `serve` is as before."""
+    data = tmp_path / "data"
+    env = {**quiet_env(data), "ARD_MCP_DATA_DIR": str(data), "ARD_MCP_BACKEND_IDLE": str(IDLE_S), "ARD_MCP_NO_SNAPSHOT": "1"}
+    shared = StdioServerParameters(command=sys.executable, args=["-m", "ard_mcp", "serve", "--shared"], env=env)
+    plain = StdioServerParameters(command=sys.executable, args=["-m", "ard_mcp", "serve"], env=env)
+    with anyio.fail_after(180):
+        async with Client(shared) as first:
+            registered = await first.call_tool("register_agent", {"entry": _weather(7)})
+            assert not registered.is_error, registered.content
+            (backend,) = _backends(data)
+            async with Client(plain) as second:
+                found = await second.call_tool("search_agents", {"text": "hourly weather forecast for a city"})
+                assert not found.is_error, found.content
+                assert _weather(7)["identifier"] in {r["identifier"] for r in found.structured_content["results"]}
+                again = await second.call_tool("register_agent", {"entry": _weather(8)})
+                assert not again.is_error, again.content
+            seen = await first.call_tool("search_agents", {"text": "hourly weather forecast for a city"})
+            assert _weather(8)["identifier"] in {r["identifier"] for r in seen.structured_content["results"]}
+            assert _backends(data) == [backend]  # one back-end served both
+        deadline = time.monotonic() + 30
+        while _backends(data):
+            assert time.monotonic() < deadline, "the back-end still runs after its last host left"
+            await anyio.sleep(0.2)
+        async with Client(plain) as alone:  # no back-end: plain `serve` holds the directory itself, as before
+            listed = await alone.call_tool("search_agents", {"text": "hourly weather forecast for a city"})
+            assert not listed.is_error and _backends(data) == []

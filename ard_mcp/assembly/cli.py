@@ -67,7 +67,14 @@ def _serve(args: argparse.Namespace) -> int:
         config = _config(args)
         # The server claims the directory as it starts; trying first makes a directory in use a clear error
         # and exit status, not a traceback out of the server's task group.
-        datadir.release(datadir.claim_for(config))
+        try:
+            datadir.release(datadir.claim_for(config))
+        except DataDirInUse:
+            if args.backend or not _joins_backend(args):
+                raise
+            from ard_mcp.surfaces.sharing import frontend
+
+            return frontend.shared(sys.argv[1:], args.data_dir)
         services = Services(
             config.source,
             _federation_settings(args),
@@ -88,6 +95,22 @@ def _serve(args: argparse.Namespace) -> int:
 
         return run_stdio(lambda closed: build_server(config, crawl=_crawl_settings(args), services=services, closed=closed))
     return _serve_http(args)
+
+
+def _joins_backend(args: argparse.Namespace) -> bool:
+    """Whether a plain `serve` a host started (stdin not a terminal) finds its directory held by a back-end of the
+    same settings, which other hosts' `serve --shared` use: it then joins as one more front-end instead of being
+    refused, so a host configured by hand with plain `serve` works beside those `host-config` configured."""
+    from ard_mcp.surfaces.sharing import frontend
+
+    if sys.stdin.isatty():
+        return False
+    path = frontend.socket_path(args.data_dir.expanduser().absolute(), frontend.settings_of(sys.argv[1:]))
+    connection = frontend.attach(path)
+    if connection is None:
+        return False
+    connection.close()
+    return True
 
 
 def _serve_http(args: argparse.Namespace) -> int:
