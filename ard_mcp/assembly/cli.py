@@ -55,62 +55,39 @@ def _config(args: argparse.Namespace) -> Config:
 
 def _serve(args: argparse.Namespace) -> int:
     tracing.configure()  # when the OTEL_* variables ask for traces
-    if args.transport == "stdio" and args.shared and not args.backend:
-        from ard_mcp.surfaces.sharing import frontend
-
-        return frontend.shared(sys.argv[1:], args.data_dir)
-    if args.transport == "stdio":
-        from ard_mcp.index import datadir
-        from ard_mcp.surfaces.mcp.server import build_server
-        from ard_mcp.surfaces.services import Services
-
-        config = _config(args)
-        # The server claims the directory as it starts; trying first makes a directory in use a clear error
-        # and exit status, not a traceback out of the server's task group.
-        try:
-            datadir.release(datadir.claim_for(config))
-        except DataDirInUse:
-            if args.backend or not _joins_backend(args):
-                raise
-            from ard_mcp.surfaces.sharing import frontend
-
-            return frontend.shared(sys.argv[1:], args.data_dir)
-        services = Services(
-            config.source,
-            _federation_settings(args),
-            _crawl_settings(args),
-            args.trust_policy,
-            invocation=invocation_policy(args, stdio=True),
-        )
-        if args.backend:
-            from ard_mcp.surfaces.sharing import backend, frontend
-
-            server = build_server(config, crawl=_crawl_settings(args), services=services)
-            path = frontend.socket_path(config.data_dir.expanduser().absolute(), frontend.settings_of(sys.argv[1:]))
-            import anyio
-
-            anyio.run(backend.serve, server, path, env_number("BACKEND_IDLE", backend.IDLE_S, float))
-            return 0
-        from ard_mcp.surfaces.cli.terminal import run_stdio
-
-        return run_stdio(lambda closed: build_server(config, crawl=_crawl_settings(args), services=services, closed=closed))
-    return _serve_http(args)
-
-
-def _joins_backend(args: argparse.Namespace) -> bool:
-    """Whether a plain `serve` a host started (stdin not a terminal) finds its directory held by a back-end of the
-    same settings, which other hosts' `serve --shared` use: it then joins as one more front-end instead of being
-    refused, so a host configured by hand with plain `serve` works beside those `host-config` configured."""
+    if args.transport != "stdio":
+        return _serve_http(args)
     from ard_mcp.surfaces.sharing import frontend
 
-    if sys.stdin.isatty():
-        return False
-    path = frontend.socket_path(args.data_dir.expanduser().absolute(), frontend.settings_of(sys.argv[1:]))
-    connection = frontend.attach(path)
-    if connection is None:
-        return False
-    connection.close()
-    return True
+    if args.shared and not args.backend:
+        return frontend.shared(sys.argv[1:], args.data_dir)
+    from ard_mcp.index import datadir
+    from ard_mcp.surfaces.mcp.server import build_server
+    from ard_mcp.surfaces.services import Services
+
+    config = _config(args)
+    # The server claims the directory as it starts; trying first makes a directory in use a clear error
+    # and exit status, not a traceback out of the server's task group.
+    try:
+        datadir.release(datadir.claim_for(config))
+    except DataDirInUse:
+        if args.backend or sys.stdin.isatty() or not frontend.joinable(args.data_dir, sys.argv[1:]):
+            raise
+        return frontend.shared(sys.argv[1:], args.data_dir)
+    invocation = invocation_policy(args, stdio=True)
+    services = Services(config.source, _federation_settings(args), _crawl_settings(args), args.trust_policy, invocation=invocation)
+    if args.backend:
+        from ard_mcp.surfaces.sharing import backend
+
+        server = build_server(config, crawl=_crawl_settings(args), services=services)
+        path = frontend.socket_path(config.data_dir.expanduser().absolute(), frontend.settings_of(sys.argv[1:]))
+        import anyio
+
+        anyio.run(backend.serve, server, path, env_number("BACKEND_IDLE", backend.IDLE_S, float))
+        return 0
+    from ard_mcp.surfaces.cli.terminal import run_stdio
+
+    return run_stdio(lambda closed: build_server(config, crawl=_crawl_settings(args), services=services, closed=closed))
 
 
 def _serve_http(args: argparse.Namespace) -> int:

@@ -310,6 +310,17 @@ def shared(argv: Sequence[str], data_dir: Path) -> int:
     return run(data_dir.expanduser().absolute(), settings_of(argv), backend_command(argv))
 
 
+def joinable(data_dir: Path, argv: Sequence[str]) -> bool:
+    """Whether a back-end of `ard-mcp ARGV`'s settings holds `data_dir` (other hosts' `serve --shared`): a plain
+    `serve` a host started then joins it as one more front-end instead of being refused, so a host configured
+    by hand with plain `serve` works beside those `host-config` configured."""
+    connection = attach(socket_path(data_dir.expanduser().absolute(), settings_of(argv)))
+    if connection is None:
+        return False
+    connection.close()
+    return True
+
+
 def stop_idle(data_dir: Path) -> bool:
     """Ask every back-end of `data_dir` (any settings) to stop if no host is attached, and wait until each that
     agreed has exited (so let the directory go): True when one did. Why: a back-end `ard-mcp search`
