@@ -104,7 +104,8 @@ class Index(BaseHTTPRequestHandler):
             if not found:
                 return self._send(404, b"no such project", "text/plain")
             links = "".join(
-                f'<a href="/files/{html.escape(f.name)}#sha256={hashlib.sha256(f.read_bytes()).hexdigest()}">{html.escape(f.name)}</a>\n'
+                f'<a href="/files/{html.escape(f.name)}#sha256={hashlib.sha256(f.read_bytes()).hexdigest()}"{_requires_python(f)}>'
+                f"{html.escape(f.name)}</a>\n"
                 for f in found
             )
             return self._send(200, f"<!DOCTYPE html><html><body>{links}</body></html>".encode(), "text/html")
@@ -121,6 +122,17 @@ class Index(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+
+def _requires_python(path: Path) -> str:
+    """A wheel's Requires-Python as PEP 503's `data-requires-python` attribute (pip and ard-mcp read it before
+    downloading), where its METADATA has one."""
+    if not path.name.endswith(".whl"):
+        return ""
+    with zipfile.ZipFile(path) as archive:
+        metadata = next((archive.read(n).decode() for n in archive.namelist() if n.endswith(".dist-info/METADATA")), "")
+    needs = next((line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Python:")), None)
+    return f' data-requires-python="{html.escape(needs)}"' if needs else ""
 
 
 @contextmanager

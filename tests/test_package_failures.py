@@ -158,7 +158,7 @@ def test_a_dependency_pip_found_nothing_of_is_named_with_its_cause(dated_index: 
         "nowhere": f"its dependency ard-probe-nowhere>=1 is not on {dated_index}",
         "sourceonly": "its dependency ard-probe-sourceonly: no wheel, only source distributions, and building one runs the publisher's",
         "windows": "its dependency ard-probe-windows: no wheel of it fits this platform (ard_probe_windows-1.0.0-cp311-cp311-win_amd64",
-        "py399": "its dependency ard-probe-py399 needs Python >=3.99, and ard-mcp runs package servers with its own Python 3.",
+        "py399": "its dependency ard-probe-py399 needs Python >=3.99, and it was installed for Python 3.",
         "later": f"its dependency ard-probe-later>=9: {dated_index} has no release of ard-probe-later in that range",
     }
     for name, reason in cases.items():

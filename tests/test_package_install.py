@@ -282,7 +282,7 @@ def test_loopback_index_refusals(index: tuple[str, list[str], Path], tmp_path: P
     cases = {
         _spec("pypi", "ard-probe-sdist", "1.0.0"): "no wheel, only a source distribution",
         _spec("pypi", "ard-probe-absent", "1.0.0"): f"no package ard-probe-absent on {url}",
-        _spec("pypi", "ard-probe-future", "1.0.0"): "it needs Python >=3.99, and ard-mcp runs package servers with its own Python 3.",
+        _spec("pypi", "ard-probe-future", "1.0.0"): "it needs Python >=3.99; this machine has 3.",
         _spec("pypi", "ard-probe-server", "9.9.9"): "has no version 9.9.9",
         _spec("pypi", "ard-probe-pair", "1.0.0"): "no console script is named ard-probe-pair, and it has pair-one, pair-two",
         _spec("pypi", "ard-probe-server", None): "version (none) does not pin one release",

@@ -149,7 +149,10 @@ class Installer:
             directory = version_dir(self.cache, spec.registry, spec.name, str(spec.version))
             async with locked(directory, self.timeout):
                 marker = completed(directory)
-                if marker is None or marker.get("from") != url or not isinstance(marker.get("integrity"), str):
+                # a PyPI install runs with a Python of the version it was made for: where it records none, or this machine
+                # no longer has that version, it is made again (for a Python that is here)
+                made_for = pypi.made_for(directory) if spec.registry == "pypi" else True
+                if marker is None or marker.get("from") != url or not isinstance(marker.get("integrity"), str) or made_for is None:
                     marker = await self._install(spec, url, directory)
                 command, runtime_dirs = (npm.command if spec.registry == "npm" else pypi.command)(spec, directory)
         except processes.TimedOut as exc:

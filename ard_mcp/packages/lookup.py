@@ -38,7 +38,8 @@ from ard_mcp.packages.names import canonical_pypi
 MAX_PAGE_BYTES = 16 * 1024 * 1024
 NPM_ACCEPT = "application/vnd.npm.install-v1+json"  # the abbreviated packument: what npm itself asks for
 PYPI_ACCEPT = "application/vnd.pypi.simple.v1+json, text/html;q=0.1"  # PEP 691, else PEP 503's HTML
-_ANCHOR = re.compile(r"<a\s[^>]*>([^<]+)</a>", re.IGNORECASE)
+_ANCHOR = re.compile(r"<a\s([^>]*)>([^<]+)</a>", re.IGNORECASE)
+_REQUIRES = re.compile(r"""data-requires-python\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.IGNORECASE)  # PEP 503's attribute
 _SEMVER = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
 
 
@@ -225,13 +226,20 @@ async def _pypi_page(client: httpx.AsyncClient, index: str, name: str) -> list[d
         return None
     body, content_type = answer
     if not content_type.startswith("application/vnd.pypi.simple"):
-        return [{"filename": html.unescape(m.strip())} for m in _ANCHOR.findall(body.decode("utf-8", "replace"))]
+        anchors = _ANCHOR.findall(body.decode("utf-8", "replace"))
+        return [{"filename": html.unescape(text.strip()), **_requires_python(attributes)} for attributes, text in anchors]
     try:
         page = read_json(body, max_bytes=MAX_PAGE_BYTES)
     except UnreadableJson as exc:
         raise LookupFailed(f"{url}: {exc}") from None
     files = page.get("files") if isinstance(page, dict) else None
     return [f for f in files or [] if isinstance(f, dict) and isinstance(f.get("filename"), str)]
+
+
+def _requires_python(attributes: str) -> dict[str, str]:
+    """A PEP 503 anchor's Requires-Python, as a PEP 691 file gives it (`requires-python`), where it has one."""
+    match = _REQUIRES.search(attributes)
+    return {"requires-python": html.unescape(match[1] or match[2] or "")} if match else {}
 
 
 def release_of(filename: str) -> tuple[str, str, bool] | None:

@@ -6,7 +6,9 @@ so only wheels are taken (`--only-binary=:all:`): a package or dependency with n
 refused, not built. pip's settings come from pip.conf files and `PIP_*` variables; `--isolated` drops the
 variables and the user's file, and `PIP_CONFIG_FILE=/dev/null` the rest (pip reads that one variable even
 isolated), so the index is the one given (`--index-url`) and nothing of the user's applies. pip itself is
-ard-mcp's own (`sys.executable`'s), which installs for this very interpreter version; pip 23 (what a new
+ard-mcp's own, run by the interpreter the release is installed for (`interpreters`): ard-mcp's own where the
+release's Requires-Python allows it, else the newest here that it allows, so wheel tags, Requires-Python and
+dependency markers are that interpreter's (`--python-version` keeps markers ard-mcp's). pip 23 (what a new
 venv has) reads only its own CA bundle, so it is given the operator's (`--cert`), or PyPI fails wherever TLS
 is inspected.
 
@@ -25,9 +27,10 @@ report's version is compared again. What is installed goes to `lib/` (`--target`
 wheel pip took and its sha256, the integrity the install records (the index's hash, which pip checked the
 download against).
 
-The server is started by the base interpreter (`sys.base_prefix`, never a virtual environment's, whose path
-is inside someone's project) as `python -I -S -B -c CODE ARGS`: `-I` ignores `PYTHON*` variables and the user's
-site directory, `-S` leaves out the interpreter's own site-packages (whatever is installed there would
+The server is started by a base interpreter of the version it was installed for (recorded in `PYTHON`;
+ard-mcp's own `sys.base_prefix` where it is that version; never a virtual environment's, whose path is inside
+someone's project), its installation mounted in the sandbox, as `python -I -S -B -c CODE ARGS`: `-I` ignores
+`PYTHON*` variables and the user's site directory, `-S` leaves out the interpreter's own site-packages (whatever is installed there would
 shadow the package's dependencies), `-B` writes no bytecode into the read-only cache (pip compiled it at
 install time). CODE puts `lib/` on the path with `site.addsitedir` (so `.pth` files of namespace packages
 work) and calls the console-script entry point as pip's generated script would.
@@ -38,7 +41,6 @@ from __future__ import annotations
 import configparser
 import os
 import re
-import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -50,9 +52,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from ard_mcp.formats.bounded_json import UnreadableJson, read_json
-from ard_mcp.packages import egress, lookup, processes
+from ard_mcp.packages import egress, interpreters, lookup, processes
 from ard_mcp.packages.cache import private_dirs
 from ard_mcp.packages.egress import Egress
+from ard_mcp.packages.interpreters import NO_PROGRAM, Interpreter
 from ard_mcp.packages.names import canonical_pypi, pinned_version, requirement
 from ard_mcp.packages.refusal import AsOf, InstallRefused, VersionGone, certificate, dependency_unavailable, pointed_elsewhere
 from ard_mcp.packages.specs import PackageSpec
@@ -61,31 +64,15 @@ LIB = "lib"
 RELEASE_SLACK = timedelta(minutes=10)  # after the release's last file: what was on the index when it was published
 MAX_LATER = 3  # how many times the date dependencies are resolved as of is moved later (`install`)
 REPORT = "pip-report.json"
+PYTHON = "python-version"  # the version the install was made for ("3.12"), which runs it
 _MAX_REPORT = 64 * 1024 * 1024
 _ENTRY = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*:\s*([A-Za-z_][\w.]*)\s*(?:\[[^\]]*\])?\s*$")
 
 
-# pip started through this, not as `python -m pip`: an audit hook refuses every program pip would start. pip
-# starts one to build a source distribution (a direct-URL or path dependency, which `--only-binary` does not
-# cover: measured, pip 23 and 26 both set up a build) and to check out a repository (git, hg, svn); the
-# programs a plain wheel install starts (lsb_release, uname, rustc for its User-Agent) it does without.
-NO_PROGRAM = "ard-mcp: pip may start no program here"
-_NO_PROGRAMS = f"""import runpy, sys
-def refuse(event, args):
-    if event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty"):
-        raise PermissionError({NO_PROGRAM!r} + " (" + repr(args)[:300] + ")")
-sys.addaudithook(refuse)
-sys.argv[0] = "pip"
-runpy.run_module("pip", run_name="__main__", alter_sys=True)
-"""
 # a dependency pip was sent elsewhere for: `Collecting dep @ https://host/x.whl` (pip 23: `dep@ ...`), `Processing ./dir`
 _REQUIRES_PYTHON = re.compile(r"requires a different Python: \S+ not in '([^']+)'|Requires-Python ([^\s,;]+)")
 _DIRECT = re.compile(r"^\s*Collecting ([A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])? ?@ \S+)|^\s*Processing (\S+)", re.MULTILINE)
 _NO_MATCH = re.compile(r"No matching distribution found for (\S+)")  # pip's last words, naming the requirement
-_OUR_PYTHON = (
-    f"and ard-mcp runs package servers with its own Python {sys.version_info.major}.{sys.version_info.minor}: run ard-mcp "
-    "with a Python that fits, or choose another server"
-)
 _CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")  # Debian's and Ubuntu's system store
 
 
@@ -95,8 +82,11 @@ def origins(allowed: Sequence[str]) -> tuple[str, ...]:
     return (*allowed, *(["https://files.pythonhosted.org"] if "pypi.org" in hosts else []))
 
 
-def _pip() -> list[str]:
-    return [sys.executable, "-c", _NO_PROGRAMS]
+def _our_python(python: Interpreter) -> str:
+    found = interpreters.versions()
+    return (
+        f"and it was installed for Python {python.label} (this machine has {found}): choose another server, or install a Python it supports"
+    )
 
 
 def _settings(cache: Path, index: str, out: Egress) -> list[str]:
@@ -186,10 +176,11 @@ def _check_origins(items: list[dict[str, Any]], spec: PackageSpec, allowed: Sequ
 
 
 async def _pip_run(
-    what: str, spec: PackageSpec, argv: list[str], index: str, allowed: Sequence[str], cache: Path, cwd: Path, timeout: float
+    what: str, python: Interpreter, argv: list[str], index: str, allowed: Sequence[str], cache: Path, cwd: Path, timeout: float
 ) -> tuple[processes.Finished, Egress]:
+    pip = interpreters.pip_command(python)
     async with egress.proxy(origins(allowed)) as out:
-        finished = await processes.run(what, [*_pip(), *argv, *_settings(cache, index, out)], _environment(cache, out), cwd, timeout)
+        finished = await processes.run(what, [*pip, *argv, *_settings(cache, index, out)], _environment(cache, out), cwd, timeout)
     return finished, out
 
 
@@ -218,7 +209,7 @@ async def newest(spec: PackageSpec, index: str, allowed: Sequence[str], cache: P
     report = cache / ".home" / f"newest-{os.getpid()}-{id(spec)}.json"
     argv = ["install", "--dry-run", "--ignore-installed", "--no-deps", "--report", str(report), wanted]
     try:
-        finished, out = await _pip_run("pip install --dry-run", spec, argv, index, allowed, cache, cache, timeout)
+        finished, out = await _pip_run("pip install --dry-run", interpreters.own(), argv, index, allowed, cache, cache, timeout)
         if finished.returncode != 0:
             raise _elsewhere(spec, index, finished, out) or InstallRefused(
                 f"{spec.key()}: no release of {spec.name} on {index} has a wheel for this platform: {finished.tail[-1500:]}"
@@ -233,7 +224,13 @@ async def newest(spec: PackageSpec, index: str, allowed: Sequence[str], cache: P
 
 
 async def _failure(
-    spec: PackageSpec, index: str, finished: processes.Finished, out: Egress, client: httpx.AsyncClient, as_of: AsOf | None
+    spec: PackageSpec,
+    index: str,
+    finished: processes.Finished,
+    out: Egress,
+    client: httpx.AsyncClient,
+    as_of: AsOf | None,
+    python: Interpreter,
 ) -> tuple[InstallRefused, datetime | None]:
     """Why pip found nothing to install: a dependency from elsewhere, a certificate, a dependency it found no
     release of (`_dependency`), a Python it does not support, else told from the index's own list of files where
@@ -243,12 +240,12 @@ async def _failure(
     refused = _elsewhere(spec, index, finished, out) or certificate(spec.key(), finished.tail, index, "SSL_CERT_FILE")
     if refused is not None:
         return refused, None
-    dependency = await _dependency(spec, index, finished.tail, client, as_of)
+    dependency = await _dependency(spec, index, finished.tail, client, as_of, python)
     if dependency is not None:
         return InstallRefused(f"{spec.key()}: {dependency[0]}"), dependency[1]
-    python = _REQUIRES_PYTHON.search(finished.tail)
-    if python is not None:
-        return InstallRefused(f"{spec.key()}: it needs Python {python[1] or python[2]}, {_OUR_PYTHON}"), None
+    needs = _REQUIRES_PYTHON.search(finished.tail)
+    if needs is not None:
+        return InstallRefused(f"{spec.key()}: it needs Python {needs[1] or needs[2]}, {_our_python(python)}"), None
     try:
         files = await lookup.pypi_listing(client, index, spec.name)
     except lookup.LookupFailed:
@@ -277,7 +274,7 @@ async def _failure(
 
 
 async def _dependency(
-    spec: PackageSpec, index: str, tail: str, client: httpx.AsyncClient, as_of: AsOf | None
+    spec: PackageSpec, index: str, tail: str, client: httpx.AsyncClient, as_of: AsOf | None, python: Interpreter
 ) -> tuple[str, datetime | None] | None:
     """Why pip found no release of a dependency it names (`No matching distribution found for rnet>=2.0.0`), told
     from the index's list of its files (`refusal.dependency_unavailable`); None where pip names no other package."""
@@ -289,7 +286,7 @@ async def _dependency(
         listed = await lookup.pypi_listing(client, index, wanted.name)
     except (InvalidRequirement, lookup.LookupFailed):
         return None
-    return dependency_unavailable(wanted, listed, index, as_of, _OUR_PYTHON)
+    return dependency_unavailable(wanted, listed, index, as_of, _our_python(python))
 
 
 async def install(
@@ -305,6 +302,7 @@ async def install(
     at. Not as of today: `mcp-rquest` 0.1.13 then got `mcp` 2.3 and crashed at start (`'Server' object has no
     attribute 'call_tool'`). The note says so (the install's marker keeps it)."""
     argv = ["install", "--no-warn-script-location", "--target", str(directory / LIB), "--report", str(directory / REPORT)]
+    python = await interpreters.for_release(spec, index, client)
     released = await lookup.uploaded(client, index, spec.name, str(spec.version))
     deadline = anyio.current_time() + timeout  # for pip's runs, however many
     # its dependencies as they were when it was released (pip >= 26)
@@ -313,10 +311,11 @@ async def install(
     while True:
         dated = ["--uploaded-prior-to", as_of.bound.astimezone(UTC).isoformat(timespec="seconds")] if as_of else []
         left = max(deadline - anyio.current_time(), 0.001) if moved else timeout
-        finished, out = await _pip_run("pip install", spec, [*argv, *dated, _exactly(spec)], index, allowed, cache, directory, left)
+        wanted = [*argv, *dated, _exactly(spec)]
+        finished, out = await _pip_run("pip install", python, wanted, index, allowed, cache, directory, left)
         if finished.returncode == 0:
             break
-        refused, later = await _failure(spec, index, finished, out, client, as_of)
+        refused, later = await _failure(spec, index, finished, out, client, as_of, python)
         if later is None or len(moved) == MAX_LATER:
             raise refused
         moved.append(str(refused).removeprefix(f"{spec.key()}: "))
@@ -337,6 +336,7 @@ async def install(
     sha256 = hashes.get("sha256") if isinstance(hashes, dict) else None
     if not isinstance(sha256, str) or not re.fullmatch(r"[0-9a-f]{64}", sha256):
         raise InstallRefused(f"{spec.key()}: {index} gave no sha256 for its wheel, so what was installed cannot be told")
+    (directory / PYTHON).write_text(python.label + "\n", encoding="utf-8")
     return f"sha256={sha256}", note
 
 
@@ -366,18 +366,22 @@ def _entry_point(spec: PackageSpec, lib: Path) -> tuple[str, str, str]:
     return name, match[1], match[2]
 
 
-def _interpreter() -> Path:
-    """The base interpreter of the one running ard-mcp (the same version, which the wheels were chosen for)."""
-    bin_dir = Path(sys.base_prefix) / "bin"
-    for name in (f"python{sys.version_info.major}.{sys.version_info.minor}", f"python{sys.version_info.major}"):
-        if (bin_dir / name).is_file():
-            return bin_dir / name
-    raise InstallRefused(f"no Python interpreter in {bin_dir} to run PyPI package servers with")
+def made_for(directory: Path) -> Interpreter | None:
+    """The interpreter that runs the install in `directory`: one of the version it was made for (`PYTHON`); None
+    where it records none (made before versions were recorded) or this machine no longer has that version."""
+    try:
+        label = (directory / PYTHON).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return interpreters.of_version(label)
 
 
 def command(spec: PackageSpec, directory: Path) -> tuple[tuple[str, ...], tuple[Path, ...]]:
     """The argv that starts the installed server, and the host directories it needs (the Python installation)."""
     lib = directory / LIB
+    python = made_for(directory)
+    if python is None:
+        raise InstallRefused(f"{spec.key()}: no Python on this machine is of the version it was installed for")
     script, module, attribute = _entry_point(spec, lib)
     code = "\n".join(
         [
@@ -389,5 +393,5 @@ def command(spec: PackageSpec, directory: Path) -> tuple[tuple[str, ...], tuple[
             "sys.exit(target())",
         ]
     )
-    argv = (str(_interpreter()), "-I", "-S", "-B", *spec.runtime_arguments, "-c", code, *spec.package_arguments)
-    return argv, (Path(sys.base_prefix),)
+    argv = (str(python.executable), "-I", "-S", "-B", *spec.runtime_arguments, "-c", code, *spec.package_arguments)
+    return argv, (python.prefix,)

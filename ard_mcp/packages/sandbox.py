@@ -24,8 +24,8 @@ What it covers: the server sees the system directories (/usr and the /lib, /bin 
 directories read-only; its state directory read-write (also its HOME and working directory); a private
 /tmp of `tmp_bytes`; /proc of its own pid namespace (ard-mcp and every other host process are invisible);
 a minimal /dev. /root, /home, the registry's data directory, token and credential files are not there
-unless they are a runtime directory, so callers bind the Python installation (sys.base_prefix), never a
-home directory. It has no network (its own namespace: loopback only) unless `network`, no controlling
+unless they are a runtime directory, so callers bind the Python installation (the interpreter's base prefix),
+never a home directory. It has no network (its own namespace: loopback only) unless `network`, no controlling
 terminal (a new session: no TIOCSTI), no capabilities, cannot make user namespaces, runs as a non-root
 uid, dies with ard-mcp, and is bounded in memory, processes, CPU time, open files and file size.
 
