@@ -234,7 +234,7 @@ def test_multiprocess_mode_adds_up_every_process(tmp_path: Path) -> None:
             sys.executable,
             "-c",
             "import sys; from ard_mcp.monitoring import metrics, exposition; metrics.enable(); "
-            "sys.stdout.write(exposition.render(lambda: (5, 7), None)[0].decode())",
+            "sys.stdout.write(exposition.render(lambda: (5, 7, 2), None)[0].decode())",
         ],
         env=env,
         capture_output=True,
@@ -247,6 +247,7 @@ def test_multiprocess_mode_adds_up_every_process(tmp_path: Path) -> None:
     assert value(found, "ard_mcp_search_results_sum") == 8
     assert value(found, "ard_mcp_package_servers_running") == 0  # "livesum": the processes that started them have ended
     assert value(found, "ard_mcp_index_agents") == 5 and value(found, "ard_mcp_index_examples") == 7
+    assert value(found, "ard_mcp_index_vectors_queued") == 2
 
 
 # -- traces ------------------------------------------------------------------------------------------------
