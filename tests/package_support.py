@@ -136,10 +136,13 @@ def _requires_python(path: Path) -> str:
 
 
 @contextmanager
-def serving_index(files: Path, asked: list[str] | None = None, tls: tuple[Path, Path] | None = None) -> Iterator[str]:
+def serving_index(
+    files: Path, asked: list[str] | None = None, tls: tuple[Path, Path] | None = None, shape: type[Index] | None = None, **given: Any
+) -> Iterator[str]:
     """The simple index of the wheels and sdists in `files`, on a loopback port; yields its URL (`.../simple`);
-    over https with `tls`, a certificate and its key (`certificates.self_signed`)."""
-    handler = type("Index", (Index,), {"files": files, "asked": asked if asked is not None else []})
+    over https with `tls`, a certificate and its key (`certificates.self_signed`). `shape`: an `Index` of another
+    shape, with the attributes it reads `given`."""
+    handler = type("Index", (shape or Index,), {"files": files, "asked": asked if asked is not None else [], **given})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     if tls is not None:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -10,10 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +20,7 @@ import pytest
 from ard_mcp.packages import npm
 from ard_mcp.packages.install import Installer, InstallRefused, Registries, VersionGone
 from ard_mcp.packages.specs import PackageSpec
-from tests.package_support import Index, NpmRegistry, serving_npm_registry, wheel
+from tests.package_support import Index, NpmRegistry, serving_index, serving_npm_registry, wheel
 
 pytestmark = pytest.mark.slow
 
@@ -82,17 +79,6 @@ def _add(files: Path, listed: dict[str, dict[str, Any]], name: str, version: str
     listed[made.name] = {"project": name, "upload-time": uploaded, **({"requires-python": given["python"]} if "python" in given else {})}
 
 
-@contextmanager
-def _serving(files: Path, listed: dict[str, dict[str, Any]]) -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Index", (_JsonIndex,), {"files": files, "listed": listed}))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @pytest.fixture(scope="module")
 def dated_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     files = tmp_path_factory.mktemp("dated-index")
@@ -115,7 +101,7 @@ def dated_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     _add(files, listed, "ard-probe-py399", "1.0.0", "2025-01-01T00:00:00Z", python=">=3.99")
     for version in ("1.0.0", "1.2.0", "1.10.0", "2.0.0rc1"):
         _add(files, listed, "ard-probe-gone", version, "2025-01-01T00:00:00Z")
-    with _serving(files, listed) as url:
+    with serving_index(files, shape=_JsonIndex, listed=listed) as url:
         yield url
 
 

@@ -28,10 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
 
 from ard_mcp.packages import lookup
+from ard_mcp.packages.names import same_release
 from ard_mcp.packages.refusal import InstallRefused
 from ard_mcp.packages.specs import PackageSpec
 
@@ -76,12 +75,8 @@ class Interpreter:
         return f"{self.version[0]}.{self.version[1]}"
 
     def fits(self, requires: str | None) -> bool:
-        """Whether this version meets `requires` (a Requires-Python), checked with the full version as pip does;
-        one that cannot be read is met, as pip ignores it."""
-        try:
-            return requires is None or SpecifierSet(requires).contains(self.full, prereleases=True)
-        except InvalidSpecifier:
-            return True
+        """Whether this version meets `requires` (a Requires-Python), as pip checks it (`lookup.python_fits`)."""
+        return lookup.python_fits(requires, self.full)
 
 
 def own() -> Interpreter:
@@ -209,9 +204,9 @@ def of_version(label: str) -> Interpreter | None:
     return next((i for i in found() if i.label == label), None)
 
 
-def versions() -> str:
-    """The versions found, oldest first, in words: "3.10, 3.11, 3.12"."""
-    return ", ".join(dict.fromkeys(i.label for i in sorted(found(), key=lambda i: i.version))) or "none"
+def versions(among: tuple[Interpreter, ...] | None = None) -> str:
+    """The versions found (or those `among`), oldest first, in words: "3.10, 3.11, 3.12"."""
+    return ", ".join(dict.fromkeys(i.label for i in sorted(found() if among is None else among, key=lambda i: i.version))) or "none"
 
 
 async def for_release(spec: PackageSpec, index: str, client: httpx.AsyncClient) -> Interpreter:
@@ -222,18 +217,11 @@ async def for_release(spec: PackageSpec, index: str, client: httpx.AsyncClient) 
         files = await lookup.pypi_listing(client, index, spec.name)
     except lookup.LookupFailed:
         files = None
-    needs = {f.requires_python for f in files or [] if f.is_wheel and _same(f.version, str(spec.version))}
+    needs = {f.requires_python for f in files or [] if f.is_wheel and same_release(f.version, str(spec.version))}
     if not needs:
         return own()
     chosen = fitting(needs, for_pip())
     if chosen is None:
-        labels = ", ".join(dict.fromkeys(i.label for i in sorted(for_pip())))
-        raise InstallRefused(f"{spec.key()}: it needs Python {' or '.join(sorted(str(n) for n in needs))}; this machine has {labels}")
+        needed = " or ".join(sorted(str(n) for n in needs))
+        raise InstallRefused(f"{spec.key()}: it needs Python {needed}; this machine has {versions(for_pip())}")
     return chosen
-
-
-def _same(one: str, other: str) -> bool:
-    try:
-        return Version(one) == Version(other)
-    except InvalidVersion:
-        return False

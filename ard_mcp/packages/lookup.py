@@ -127,7 +127,7 @@ async def pypi_listing(client: httpx.AsyncClient, index: str, name: str) -> list
                 uploaded = datetime.fromisoformat(f["upload-time"].replace("Z", "+00:00"))
         python = f.get("requires-python") if isinstance(f.get("requires-python"), str) else None
         tags = release[2] and _tags_fit(str(f["filename"]))
-        fits_python, yanked = _python_fits(python), bool(f.get("yanked"))
+        fits_python, yanked = python_fits(python), bool(f.get("yanked"))
         listed.append(PypiFile(str(f["filename"]), release[1], release[2], uploaded, tags, python, fits_python, yanked))
     return listed
 
@@ -144,9 +144,11 @@ def _tags_fit(filename: str) -> bool:
         return False
 
 
-def _python_fits(requires: str | None) -> bool:
+def python_fits(requires: str | None, version: str | None = None) -> bool:
+    """Whether Python `version` (this interpreter's where not given) meets `requires`, a Requires-Python,
+    checked with the full version as pip does."""
     try:
-        return requires is None or SpecifierSet(requires).contains(platform.python_version(), prereleases=True)
+        return requires is None or SpecifierSet(requires).contains(version or platform.python_version(), prereleases=True)
     except InvalidSpecifier:
         return True  # pip ignores a Requires-Python it cannot read
 

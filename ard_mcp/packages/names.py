@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from packaging.version import InvalidVersion, Version
+
 _NPM_NAME = re.compile(r"^(?:@[a-z0-9~][a-z0-9._~-]*/)?[a-zA-Z0-9~][a-zA-Z0-9._~-]*$")  # no leading "-": read as an option
 MAX_NPM_NAME = 214  # npm's own limit
 _PYPI_NAME = re.compile(r"^(?:[A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)  # PEP 508
@@ -65,6 +67,15 @@ def pinned_version(registry: str, version: str | None) -> str | None:
     if registry == "pypi" and _PEP440.match(text):
         return text.lower().removeprefix("v")
     return None
+
+
+def same_release(one: str, other: str) -> bool:
+    """Whether two PEP 440 versions are one release (`1.0` and `1.0.0`; `1.0+x` is another); False where either
+    is no version."""
+    try:
+        return Version(one) == Version(other)
+    except InvalidVersion:
+        return False
 
 
 def requirement(registry: str, name: str, version: str | None) -> str:

@@ -56,7 +56,7 @@ from ard_mcp.packages import egress, interpreters, lookup, processes
 from ard_mcp.packages.cache import private_dirs
 from ard_mcp.packages.egress import Egress
 from ard_mcp.packages.interpreters import NO_PROGRAM, Interpreter
-from ard_mcp.packages.names import canonical_pypi, pinned_version, requirement
+from ard_mcp.packages.names import canonical_pypi, pinned_version, requirement, same_release
 from ard_mcp.packages.refusal import AsOf, InstallRefused, VersionGone, certificate, dependency_unavailable, pointed_elsewhere
 from ard_mcp.packages.specs import PackageSpec
 
@@ -123,13 +123,6 @@ def _exactly(spec: PackageSpec) -> str:
         return f"{spec.name}==={Version(str(spec.version))}"
     except InvalidVersion:
         raise InstallRefused(f"{spec.key()}: {spec.version} is not a PEP 440 version") from None
-
-
-def _same(one: str, other: str) -> bool:
-    try:
-        return Version(one) == Version(other)
-    except InvalidVersion:
-        return False
 
 
 def _report(report_file: Path, spec: PackageSpec) -> list[dict[str, Any]]:
@@ -252,7 +245,7 @@ async def _failure(
         return InstallRefused(f"{spec.key()}: pip could not install it (exit {finished.returncode}): {said}"), None
     if files is None:
         return InstallRefused(f"{spec.key()}: no package {spec.name} on {index}"), None
-    releases = [f for f in files if _same(f.version, str(spec.version))]
+    releases = [f for f in files if same_release(f.version, str(spec.version))]
     if not releases:
         public = str(spec.version).partition("+")[0]
         near = sorted({f.version for f in files if f.version.partition("+")[0] == public and "+" in f.version})
@@ -328,7 +321,7 @@ async def install(
     requested = _requested(items, spec)
     metadata = requested.get("metadata")
     version = str(metadata.get("version")) if isinstance(metadata, dict) else None
-    if version is None or not _same(version, str(spec.version)):
+    if version is None or not same_release(version, str(spec.version)):
         raise InstallRefused(f"{spec.key()}: pip installed version {version} of {spec.name}, not {spec.version}")
     download = requested.get("download_info")
     archive = download.get("archive_info") if isinstance(download, dict) else None
