@@ -251,6 +251,11 @@ def tagged(group: list[Listing], found: dict[str, list[dict[str, Any]]]) -> dict
     lead = group[0]
     packages = [p for key in dict.fromkeys(g.key for g in group if g.key) for p in found.get(str(key), [])]
     document = _with_found(_joined([g.document for g in group]), packages)
+    images = {g.key for g in group if g.source == "docker-mcp-catalog" and g.key}
+    same_source = {_package_id(p) for g in group if g.key in images for p in g.document.get("packages") or []}
+    same_source |= {_package_id(p) for key in images for p in found.get(str(key), [])}
+    given = with_image_arguments(document, {i for i in same_source if i})
+    document, carried = given, given is not document
     try:
         entry = mcp_server.to_entry(document)
         read_entry(entry, entry["identifier"])
@@ -261,6 +266,8 @@ def tagged(group: list[Listing], found: dict[str, list[dict[str, Any]]]) -> dict
     catalogs = list(dict.fromkeys(g.source for g in group))
     if len(catalogs) > 1:
         facts["catalogs"] = ", ".join(catalogs)
+    if carried:
+        facts["packageArgumentsFrom"] = "docker-mcp-catalog: the image's run.command"
     if packages:
         facts["packagesFoundBy"] = "; ".join(f"{p['registryType']} {p['identifier']}: {p['evidence']}" for p in packages)
     entry["metadata"] = {**entry["metadata"], **facts}
@@ -293,7 +300,10 @@ def _docker_document(server: dict[str, Any], tools: list[dict[str, Any]]) -> dic
         if (server.get("source") or {}).get("directory"):
             document["repository"]["subfolder"] = server["source"]["directory"]
     if server.get("image"):
-        document["packages"] = [{"registryType": "oci", "identifier": f"docker.io/{server['image']}", "transport": {"type": "stdio"}}]
+        image = {"registryType": "oci", "identifier": f"docker.io/{server['image']}", "transport": {"type": "stdio"}}
+        run = server.get("run") or {}
+        arguments = image_arguments(run.get("command") or [], run.get("volumes") or [])
+        document["packages"] = [{**image, "packageArguments": arguments} if arguments else image]
     remote = server.get("remote") or {}
     if remote.get("url"):
         kind = {"sse": "sse", "http": "streamable-http", "streamable-http": "streamable-http"}.get(remote.get("transport_type", ""), "")
@@ -303,6 +313,69 @@ def _docker_document(server: dict[str, Any], tools: list[dict[str, Any]]) -> dic
     if named:
         document["tools"] = named
     return document
+
+
+_TEMPLATED = re.compile(r"\{\{|\$\{?[A-Za-z_]")
+
+
+def image_arguments(command: list[Any], volumes: list[Any]) -> list[dict[str, Any]]:
+    """Docker's `run.command` for an image as server.json `packageArguments`: `--name value`, `--name=value`
+    and a bare `--flag` named, anything else positional. A value inside one of the image's volumes (SQLite's
+    `--db-path /mcp/db.sqlite` in the volume `mcp-sqlite:/mcp`) is where the person's own data lives, so it
+    becomes a required `filepath` argument with no value: the person grants the file or folder when asked.
+    None where an item is a template of Docker's own settings (`{{server.paths|...}}`) or a `$VARIABLE`:
+    ard-mcp fills neither, and half a command line would start the server wrong."""
+    items = [str(item) for item in command]
+    if not all(isinstance(item, (str, int, float)) for item in command) or any(_TEMPLATED.search(i) for i in items):
+        return []
+    mounts = [str(v).split(":")[1].rstrip("/") + "/" for v in volumes if isinstance(v, str) and v.count(":") >= 1]
+
+    def valued(argument: dict[str, Any], value: str) -> dict[str, Any]:
+        if any(value.startswith(mount) or value == mount.rstrip("/") for mount in mounts):
+            kind = "file" if Path(value).suffix else "folder"
+            return {
+                **argument,
+                "isRequired": True,
+                "format": "filepath",
+                "description": f"a {kind} of yours (Docker's catalog keeps it at {value}, in a volume)",
+            }
+        return {**argument, "value": value}
+
+    arguments: list[dict[str, Any]] = []
+    position = 0
+    while position < len(items):
+        item = items[position]
+        following = items[position + 1] if position + 1 < len(items) else None
+        if item.startswith("-") and "=" in item:
+            name, _, value = item.partition("=")
+            arguments.append(valued({"type": "named", "name": name}, value))
+        elif item.startswith("-") and following is not None and not following.startswith("-"):
+            arguments.append(valued({"type": "named", "name": item}, following))
+            position += 1
+        elif item.startswith("-"):
+            arguments.append({"type": "named", "name": item})
+        else:
+            arguments.append(valued({"type": "positional"}, item))
+        position += 1
+    return arguments
+
+
+def with_image_arguments(document: dict[str, Any], same_source: set[str]) -> dict[str, Any]:
+    """The document with an image's command-line arguments (`image_arguments`) given to its npm and PyPI
+    packages built from the same source (`same_source`: their `_package_id`s) that give none of their own: the
+    image runs the package's program, and Docker's catalog is the only one of the three that says how (the
+    SQLite reference server needs `--db-path`; without it the snapshot's entry could not be run)."""
+    packages = [p for p in document.get("packages") or [] if isinstance(p, dict)]
+    given = next((p["packageArguments"] for p in packages if p.get("registryType") == "oci" and p.get("packageArguments")), None)
+    if given is None:
+        return document
+    shaped = [
+        {**p, "packageArguments": given}
+        if _package_id(p) in same_source and not (p.get("packageArguments") or p.get("package_arguments")) and "registryType" in p
+        else p
+        for p in packages
+    ]
+    return {**document, "packages": shaped} if shaped != packages else document
 
 
 def docker_entries(git_dir: Path) -> Iterator[Listing]:

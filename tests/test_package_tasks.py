@@ -163,9 +163,9 @@ async def test_five_everyday_tasks_from_a_fresh_install(tmp_path: Path) -> None:
     """Issue #54's five tasks, from a host attached only to ard-mcp over stdio on a fresh install (the bundled
     snapshot, nothing else), a person who answers each question: the time in a city, the files of a folder they
     give, something remembered and recalled after ard-mcp restarts, a page fetched as markdown (network ticked),
-    and a query on their SQLite file. Each server is the snapshot's entry found by a search, except SQLite's:
-    the snapshot lists `mcp-server-sqlite` with no argument (no catalog gives one), so the person's file goes
-    through the entry its server.json makes, registered first."""
+    and a query on their SQLite file (the file they give). Each server is the snapshot's entry found by a search;
+    SQLite's `--db-path` is the image command Docker's catalog gives, carried to its PyPI package when the
+    snapshot was built, so the person is asked for their file."""
     _sandbox_or_skip()
     data, project, web, databases = tmp_path / "data", tmp_path / "project", tmp_path / "web", tmp_path / "databases"
     for folder in (project, web, databases):
@@ -180,6 +180,7 @@ async def test_five_everyday_tasks_from_a_fresh_install(tmp_path: Path) -> None:
         "files": _bundled("@modelcontextprotocol/server-filesystem"),
         "memory": _bundled("@modelcontextprotocol/server-memory"),
         "fetch": _bundled("mcp-server-fetch"),
+        "sqlite": _bundled("mcp-server-sqlite"),
     }
     spec = package_of(servers["files"])
     assert isinstance(spec, PackageSpec) and needed(spec.package_arguments) is None  # no argument: roots are its folders
@@ -206,6 +207,7 @@ async def test_five_everyday_tasks_from_a_fresh_install(tmp_path: Path) -> None:
                 ("files", "read and list files in a folder"),
                 ("memory", "knowledge graph memory"),
                 ("fetch", "fetch a web page"),
+                ("sqlite", "run SQL queries on a SQLite database"),
             ):
                 answer = (await client.call_tool("search_agents", {"text": words, "pageSize": 10})).structured_content
                 found[task] = [r["identifier"] for r in (answer or {}).get("results", [])]
@@ -213,8 +215,7 @@ async def test_five_everyday_tasks_from_a_fresh_install(tmp_path: Path) -> None:
             listed = _result_text(await call(servers["files"], "list_directory", {"path": str(project)}))
             remembered = _result_text(await call(servers["memory"], "create_entities", sister))
             fetched = _result_text(await call(servers["fetch"], "fetch", {"url": page}))
-            assert not (await client.call_tool("register_agent", {"entry": SQLITE})).is_error
-            rows = _result_text(await call(SQLITE, "read_query", {"query": "SELECT name FROM fruit ORDER BY price"}))
+            rows = _result_text(await call(servers["sqlite"], "read_query", {"query": "SELECT name FROM fruit ORDER BY price"}))
         async with Client(server, elicitation_callback=person) as client:  # ard-mcp started again
             recalled = _result_text(
                 await client.call_tool("call_agent", {"identifier": servers["memory"]["identifier"], "tool": "read_graph"})
@@ -232,3 +233,4 @@ async def test_five_everyday_tasks_from_a_fresh_install(tmp_path: Path) -> None:
     }
     assert approved["@modelcontextprotocol/server-filesystem"] == (False, {"path": str(project), "kind": "folder", "writable": False})
     assert approved["mcp-server-fetch"][0] is True and approved["mcp-server-time"] == (False, None)
+    assert approved["mcp-server-sqlite"] == (False, {"path": str(database), "kind": "file", "writable": False})

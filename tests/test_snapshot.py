@@ -99,6 +99,41 @@ def test_the_snapshot_holds_a_thousand_attributed_servers(bundled: snapshot.Snap
     assert len({e["identifier"] for e in bundled.entries}) == len(bundled.entries)
 
 
+def test_an_image_command_line_becomes_the_arguments_of_its_package() -> None:
+    """Docker's `run.command` is the only place the three catalogs say how a server is started: a value in one
+    of the image's volumes is the person's own file or folder (asked for, never filled), the rest is kept; a
+    command with a template of Docker's settings or a $VARIABLE is not carried at all."""
+    sys.path.insert(0, str(REPO / "bench"))
+    from build_snapshot import image_arguments
+
+    assert image_arguments(["--db-path", "/mcp/db.sqlite", "--transport=stdio", "serve", "--verbose"], ["data:/mcp"]) == [
+        {
+            "type": "named",
+            "name": "--db-path",
+            "isRequired": True,
+            "format": "filepath",
+            "description": "a file of yours (Docker's catalog keeps it at /mcp/db.sqlite, in a volume)",
+        },
+        {"type": "named", "name": "--transport", "value": "stdio"},
+        {"type": "positional", "value": "serve"},
+        {"type": "named", "name": "--verbose"},
+    ]
+    assert image_arguments(["--root", "/data/"], ["store:/data"])[0]["description"].startswith("a folder of yours")
+    assert image_arguments(["{{fs.paths|volume-target|into}}"], ["{{fs.paths|volume|into}}"]) == []
+    assert image_arguments(["--auth-token", "$SENTRY_AUTH_TOKEN"], []) == []
+
+
+def test_the_sqlite_reference_server_asks_the_person_for_their_database_file(bundled: snapshot.Snapshot) -> None:
+    """The snapshot's SQLite server runs its PyPI package with `--db-path` and the file the person grants."""
+    from ard_mcp.packages.grants import needed
+    from ard_mcp.packages.specs import PackageSpec, package_of
+
+    (entry,) = [e for e in bundled.entries if e["metadata"].get("sourceId") == "com.docker/SQLite"]
+    spec = package_of(entry)
+    assert isinstance(spec, PackageSpec) and spec.name == "mcp-server-sqlite"
+    assert needed(spec.package_arguments) == "file" and spec.package_arguments[0] == "--db-path"
+
+
 def test_the_snapshot_has_a_vector_for_every_text_this_version_indexes(bundled: snapshot.Snapshot) -> None:
     """Built for the default model, and in step with how entries are read into examples today: a first start
     embeds nothing (a change to `example_texts` that changes a text means running bench/build_snapshot.py)."""
