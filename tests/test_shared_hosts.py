@@ -39,14 +39,16 @@ def _entry(home: Path, host: str) -> dict[str, Any]:
 
 
 def _backends(data: Path) -> list[int]:
-    """The back-ends serving `data` (the configurations name it in the environment, not the command line)."""
+    """The back-ends serving `data` (the configurations name it in the environment, a hand-written one on the
+    command line)."""
     found = []
     for pid in (p for p in os.listdir("/proc") if p.isdigit()):
         try:
             line, environ = Path(f"/proc/{pid}/cmdline").read_bytes(), Path(f"/proc/{pid}/environ").read_bytes()
         except OSError:
             continue
-        if b"--backend" in line.split(b"\0") and f"ARD_MCP_DATA_DIR={data}".encode() in environ.split(b"\0"):
+        named = f"ARD_MCP_DATA_DIR={data}".encode() in environ.split(b"\0") or str(data).encode() in line.split(b"\0")
+        if b"--backend" in line.split(b"\0") and named:
             found.append(int(pid))
     return found
 
@@ -179,3 +181,72 @@ async def test_a_host_starting_plain_serve_joins_the_hosts_sharing_the_directory
         async with Client(plain) as alone:  # no back-end: plain `serve` holds the directory itself, as before
             listed = await alone.call_tool("search_agents", {"text": "hourly weather forecast for a city"})
             assert not listed.is_error and _backends(data) == []
+
+
+def _plain_serves(data: Path) -> list[int]:
+    """The plain `serve` processes (no `--shared`, no `--backend`) on `data`."""
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"serve" in words and str(data).encode() in words and not {b"--shared", b"--backend"} & set(words):
+            found.append(int(pid))
+    return found
+
+
+@pytest.mark.sqlite_only  # the hosts find each other by the data directory
+async def test_hosts_join_the_plain_serve_that_started_first_and_outlive_it(tmp_path: Path) -> None:
+    """Two hosts configured by hand with plain `serve` and one with `serve --shared`, one data directory: the
+    first `serve` holds it and the others join it (they were refused "in use"). Its host leaving stops it, and
+    the ones left start a back-end of their own with nothing lost; the last process exits once the last host
+    has left."""
+    data = tmp_path / "data"
+    env = {**quiet_env(data), "ARD_MCP_BACKEND_IDLE": str(IDLE_S), "ARD_MCP_NO_SNAPSHOT": "1"}
+    plain = StdioServerParameters(command=sys.executable, args=["-m", "ard_mcp", "serve", "--data-dir", str(data)], env=env)
+    shared = StdioServerParameters(command=sys.executable, args=["-m", "ard_mcp", "serve", "--shared", "--data-dir", str(data)], env=env)
+    task = "hourly weather forecast for a city"
+
+    async def found(client: Client) -> set[str]:
+        result = await client.call_tool("search_agents", {"text": task})
+        assert not result.is_error, result.content
+        return {r["identifier"] for r in result.structured_content["results"]}
+
+    first_in, first_gone, leave = anyio.Event(), anyio.Event(), anyio.Event()
+    firsts: list[set[str]] = []
+
+    async def first_host() -> None:
+        async with Client(plain) as first:
+            assert not (await first.call_tool("register_agent", {"entry": _weather(1)})).is_error
+            first_in.set()
+            await leave.wait()
+            firsts.append(await found(first))
+        first_gone.set()
+
+    everyone = {_weather(i)["identifier"] for i in (1, 2, 3)}
+    with anyio.fail_after(240):
+        async with anyio.create_task_group() as group:
+            group.start_soon(first_host)
+            await first_in.wait()
+            (holder,) = _plain_serves(data)
+            async with Client(plain) as second, Client(shared) as third:
+                assert not (await second.call_tool("register_agent", {"entry": _weather(2)})).is_error
+                assert not (await third.call_tool("register_agent", {"entry": _weather(3)})).is_error
+                assert _backends(data) == []  # they joined the first `serve`: no back-end was started
+                leave.set()
+                await first_gone.wait()  # the first host saw the others' writes, and left
+                assert firsts[0] >= everyone
+                assert holder not in _plain_serves(data)  # it stopped with its host: the others carry on
+                for client in (second, third):
+                    try:
+                        seen = await found(client)
+                    except MCPError as exc:  # in flight as it stopped: said so, and the next one is served
+                        assert "back-end stopped while this request was in flight" in exc.message, exc.message
+                        seen = await found(client)
+                    assert seen >= everyone  # nothing acknowledged was lost
+                assert len(_backends(data)) == 1
+        deadline = time.monotonic() + IDLE_S + 15
+        while _backends(data) or _plain_serves(data):
+            assert time.monotonic() < deadline, "an ard-mcp process still runs after the last host left"
+            await anyio.sleep(0.2)

@@ -69,25 +69,24 @@ def _serve(args: argparse.Namespace) -> int:
     # The server claims the directory as it starts; trying first makes a directory in use a clear error
     # and exit status, not a traceback out of the server's task group.
     try:
-        datadir.release(datadir.claim_for(config))
+        datadir.release(datadir.claim_for(config, frontend.HANDOVER_S if args.backend else 0.0))
     except DataDirInUse:
         if args.backend or sys.stdin.isatty() or not frontend.joinable(args.data_dir, sys.argv[1:]):
             raise
         return frontend.shared(sys.argv[1:], args.data_dir)
     invocation = invocation_policy(args, stdio=True)
     services = Services(config.source, _federation_settings(args), _crawl_settings(args), args.trust_policy, invocation=invocation)
+    from ard_mcp.surfaces.sharing import backend
+
+    path = frontend.socket_path(config.data_dir.expanduser().absolute(), frontend.settings_of(sys.argv[1:]))
     if args.backend:
-        from ard_mcp.surfaces.sharing import backend
-
-        server = build_server(config, crawl=_crawl_settings(args), services=services)
-        path = frontend.socket_path(config.data_dir.expanduser().absolute(), frontend.settings_of(sys.argv[1:]))
-        import anyio
-
-        anyio.run(backend.serve, server, path, env_number("BACKEND_IDLE", backend.IDLE_S, float))
-        return 0
+        return backend.run(
+            build_server(config, crawl=_crawl_settings(args), services=services), path, env_number("BACKEND_IDLE", backend.IDLE_S, float)
+        )
     from ard_mcp.surfaces.cli.terminal import run_stdio
 
-    return run_stdio(lambda closed: build_server(config, crawl=_crawl_settings(args), services=services, closed=closed))
+    build = lambda closed: build_server(config, crawl=_crawl_settings(args), services=services, closed=closed)  # noqa: E731
+    return run_stdio(build, lambda server: backend.run(server, path, stdio=True))
 
 
 def _serve_http(args: argparse.Namespace) -> int:

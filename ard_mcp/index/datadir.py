@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from pathlib import Path
 from typing import IO
 
@@ -18,11 +19,20 @@ from ard_mcp.config import Config
 from ard_mcp.errors import DataDirInUse
 
 
-def claim_for(config: Config) -> IO[str] | None:
-    """Claim the directory `config` uses, if it uses one (see the module's docstring)."""
+def claim_for(config: Config, wait_s: float = 0.0) -> IO[str] | None:
+    """Claim the directory `config` uses, if it uses one (see the module's docstring); where another process
+    holds it, try again for up to `wait_s` seconds (one about to exit: a host's `serve` that the other hosts'
+    front-ends had joined hands over to the back-end they start, `sharing.backend`)."""
     if config.store_url is not None and config.chroma_url is not None:
         return None
-    return claim(config.data_dir, shared=config.chroma_url is not None, url=config.source_url)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return claim(config.data_dir, shared=config.chroma_url is not None, url=config.source_url)
+        except DataDirInUse:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
 
 
 def claim(data_dir: Path, *, shared: bool, url: str | None = None) -> IO[str]:

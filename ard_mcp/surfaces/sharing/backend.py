@@ -21,7 +21,8 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.server.mcpserver import MCPServer
 from mcp.server.runner import serve_dual_era_loop
+from mcp.server.stdio import stdio_server
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
@@ -81,12 +83,25 @@ async def _session(server: MCPServer[Any], state: Any, connection: SocketStream,
         group.cancel_scope.cancel()
 
 
-async def serve(server: MCPServer[Any], socket_path: Path, idle_s: float = IDLE_S) -> None:
+def run(server: MCPServer[Any], socket_path: Path, idle_s: float = IDLE_S, *, stdio: bool = False) -> int:
+    """`serve` from synchronous code (the command line); its exit status."""
+    anyio.run(partial(serve, server, socket_path, idle_s, stdio=stdio))
+    return 0
+
+
+async def serve(server: MCPServer[Any], socket_path: Path, idle_s: float = IDLE_S, *, stdio: bool = False) -> None:
     """Serve `server` to every connection on `socket_path` until `idle_s` seconds pass with none, or a signal.
     The server's lifespan (which claims the data directory) is entered first: a back-end that cannot have the
-    directory never listens."""
+    directory never listens.
+
+    `stdio`: this process's own host, on standard input and output, is one more session: a plain `serve` that
+    claimed the directory first is the back-end the hosts started after it join (their `serve --shared`, or a
+    plain `serve` finding it, `frontend.joinable`), where they were refused "in use" (issue #55). It stops when
+    its own host leaves, as a host expects of the process it started (the SDK's client kills it 2 s after
+    closing its input), or is signalled; the front-ends joined to it then start a back-end of their own
+    (`frontend`, which waits for the directory to be let go), a request of theirs in flight answered as lost."""
     lowlevel = server._lowlevel_server  # noqa: SLF001 - entered once here, shared by every session
-    connected = 0
+    connected = 1 if stdio else 0
     changed = anyio.Event()
     asked = False  # to stop, by a command that must claim the data directory
 
@@ -108,8 +123,13 @@ async def serve(server: MCPServer[Any], socket_path: Path, idle_s: float = IDLE_
             nonlocal connected
             connected += 1
             moved()
+            await own(_session(server, state, connection, stop))
+
+        async def own(session: Awaitable[None]) -> None:
+            """One host's session, counted until it ends."""
+            nonlocal connected
             try:
-                await _session(server, state, connection, stop)
+                await session
             except Exception:  # one host's session failing must not stop the others'
                 log.exception("ard-mcp back-end: a host's session failed")
             finally:
@@ -125,7 +145,16 @@ async def serve(server: MCPServer[Any], socket_path: Path, idle_s: float = IDLE_
             os.umask(previous)
         async with listener, anyio.create_task_group() as group:
             group.start_soon(listener.serve, one)
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            if stdio:
+
+                async def hosted() -> None:
+                    await own(_stdio_session(server, state))
+                    group.cancel_scope.cancel()
+
+                group.start_soon(hosted)
+            # Serving its own host, a signal ends the process at once, as it did the SDK's `run()`: the thread
+            # reading stdin cannot be cancelled, so a clean stop would wait for input that never comes.
+            with anyio.open_signal_receiver(*(() if stdio else (signal.SIGTERM, signal.SIGINT))) as signals:
                 group.start_soon(_stop_on, signals, group.cancel_scope)
                 while True:
                     waiting = changed
@@ -137,6 +166,15 @@ async def serve(server: MCPServer[Any], socket_path: Path, idle_s: float = IDLE_
                 group.cancel_scope.cancel()
     with contextlib.suppress(FileNotFoundError):
         socket_path.unlink()
+
+
+async def _stdio_session(server: MCPServer[Any], state: Any) -> None:
+    """The host's session on standard input and output, as the SDK's `run()` serves it, in the shared lifespan."""
+    lowlevel = server._lowlevel_server  # noqa: SLF001 - the lifespan `serve` entered
+    async with stdio_server() as (read_stream, write_stream):
+        await serve_dual_era_loop(
+            lowlevel, read_stream, write_stream, lifespan_state=state, init_options=lowlevel.create_initialization_options()
+        )
 
 
 async def _stop_on(signals: Any, scope: anyio.CancelScope) -> None:

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 START_S = 60.0  # the back-end's start: imports, the data directory claimed, the socket made (about 1 s here)
+HANDOVER_S = 20.0  # a back-end started waits this long for the directory: its holder, a host's `serve` others had joined, is exiting
 _POLL_S = 0.05
 GREETING = b"ard-mcp back-end\n"  # `backend.GREETING`: not imported, the front-end stays free of the back-end's imports
 GREETING_S = 10.0
