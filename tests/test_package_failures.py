@@ -10,17 +10,22 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types
 import pytest
+from mcp import Client, StdioServerParameters
 
 from ard_mcp.packages import npm
 from ard_mcp.packages.install import Installer, InstallRefused, Registries, VersionGone
 from ard_mcp.packages.specs import PackageSpec
-from tests.package_support import Index, NpmRegistry, serving_index, serving_npm_registry, wheel
+from tests.package_support import PROBE, Index, NpmRegistry, serving_index, serving_npm_registry, wheel
+from tests.processes import quiet_env
+from tests.test_package_hostile import SERVER_SOURCE, WHY_NOT
 
 pytestmark = pytest.mark.slow
 
@@ -73,7 +78,8 @@ class _JsonIndex(Index):
 def _add(files: Path, listed: dict[str, dict[str, Any]], name: str, version: str, uploaded: str, **given: Any) -> None:
     """A wheel of `name` (its requirements `requires`), listed as uploaded at `uploaded`, with a file name of the
     `tag` given (another platform's) and the index's `requires-python` where given."""
-    made = wheel(files, name, version, {name: f"{name.replace('-', '_')}:main"}, requires=given.get("requires", ()))
+    module = given.get("module", PROBE)
+    made = wheel(files, name, version, {name: f"{name.replace('-', '_')}:main"}, module=module, requires=given.get("requires", ()))
     if "tag" in given:
         made = made.rename(made.with_name(made.name.replace("py3-none-any", given["tag"])))
     listed[made.name] = {"project": name, "upload-time": uploaded, **({"requires-python": given["python"]} if "python" in given else {})}
@@ -85,6 +91,7 @@ def dated_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     listed: dict[str, dict[str, Any]] = {}
     _add(files, listed, "ard-probe-dated", "1.0.0", RELEASED, requires=["ard-probe-later>=2.0.0"])
     _add(files, listed, "ard-probe-steady", "1.0.0", RELEASED, requires=["ard-probe-later"])
+    _add(files, listed, "ard-probe-dated-server", "1.0.0", RELEASED, requires=["ard-probe-later>=2.0.0"], module=SERVER_SOURCE.read_text())
     _add(files, listed, "ard-probe-later", "1.0.0", "2025-01-01T00:00:00Z")
     _add(files, listed, "ard-probe-later", "2.0.0", "2025-08-02T12:00:00Z")
     _add(files, listed, "ard-probe-later", "2.1.0", "2025-09-01T12:00:00Z")
@@ -136,6 +143,50 @@ def _versions(directory: Path) -> dict[str, str]:
     """What pip installed into `directory`: name and version of each dist-info."""
     found = (p.name.removesuffix(".dist-info").rpartition("-") for p in (directory / "lib").glob("*.dist-info"))
     return {name.replace("_", "-"): version for name, _, version in found}
+
+
+@pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")
+def test_a_call_says_the_dependencies_were_resolved_as_of_another_date(dated_index: str, tmp_path: Path) -> None:
+    """What the install did otherwise than the entry asked reaches the person, beside the answer: a real `ard-mcp
+    serve` over stdio, a host that says yes, a package server whose dependency had no release by its date."""
+    entry = {
+        "identifier": "urn:air:dated.example:mcp:server",
+        "displayName": "Dated server",
+        "type": "application/mcp-server-card+json",
+        "description": "A package server whose dependency came out after it.",
+        "data": {
+            "name": "example.dated/server",
+            "description": "Answers probes.",
+            "version": "1.0.0",
+            "packages": [
+                {"registryType": "pypi", "identifier": "ard-probe-dated-server", "version": "1.0.0", "transport": {"type": "stdio"}}
+            ],
+        },
+    }
+    data = tmp_path / "data"
+    args = [
+        "-m",
+        "ard_mcp",
+        "serve",
+        "--data-dir",
+        str(data),
+        "--package-registry",
+        f"pypi={dated_index}",
+        "--no-public-package-registries",
+    ]
+
+    async def yes(context: Any, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+        return mcp_types.ElicitResult(action="accept", content={"network": False, "path": "", "writable": False})
+
+    async def called() -> Any:
+        async with Client(StdioServerParameters(command=sys.executable, args=args, env=quiet_env(data)), elicitation_callback=yes) as host:
+            assert not (await host.call_tool("register_agent", {"entry": entry})).is_error
+            return await host.call_tool("call_agent", {"identifier": entry["identifier"], "tool": "probe", "arguments": {"secret": "none"}})
+
+    result = anyio.run(called)
+    assert not result.is_error and result.structured_content is not None, result.content
+    (said,) = [w for w in result.structured_content.get("warnings") or [] if w.startswith("package pypi:ard-probe-dated-server@1.0.0: ")]
+    assert "its dependencies were resolved as of 2025-08-02, not of its release" in said
 
 
 def test_a_dependency_pip_found_nothing_of_is_named_with_its_cause(dated_index: str, tmp_path: Path) -> None:

@@ -75,7 +75,9 @@ class AgentTools(WireModel):
         default=True, description="Always true: tool names and descriptions were written by the agent, not by this registry."
     )
     warnings: list[str] | None = Field(
-        default=None, description="Set by the registry: tools left out, and text in names or descriptions that looks aimed at a model."
+        default=None,
+        description="Set by the registry: tools left out, text in names or descriptions that looks aimed at a model, and what "
+        "the install of a package server did otherwise than its entry asked.",
     )
 
 
@@ -93,7 +95,11 @@ class Invocation(WireModel):
     thirdPartyContent: bool = Field(
         default=True, description="Always true: everything in `result` was written by the agent, not by this registry."
     )
-    warnings: list[str] | None = Field(default=None, description="Set by the registry: text in the result that looks aimed at a model.")
+    warnings: list[str] | None = Field(
+        default=None,
+        description="Set by the registry: text in the result that looks aimed at a model, and what the install of a package "
+        "server did otherwise than its entry asked.",
+    )
 
 
 @dataclass

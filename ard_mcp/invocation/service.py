@@ -176,9 +176,10 @@ class Invoker:
             if isinstance(target, Offline):
                 return AgentTools(identifier=identifier, tools=[], offline=target.reason, trust=trust)
             record.endpoint, record.protocol = target.url, target.protocol
+            said: list[str] = []
             if target.protocol == "mcp":
                 self.policy.check(identifier, trust.status if trust else None, caller.may_invoke)
-                target = await self._started(target, consent, record)
+                target, said = await self._started(target, consent, record)
             with _serving(host), _agent_span("tools", target):
                 listed, fetched = await self._listed(target)
             shown = screened([ToolSummary.model_validate(self.redactor.value(t.model_dump())) for t in listed] if self.redactor else listed)
@@ -202,7 +203,7 @@ class Invoker:
             total=len(shown.tools),
             nextPageToken=following,
             trust=trust,
-            warnings=shown.warnings or None,
+            warnings=[*said, *shown.warnings] or None,
         )
         if fetched:
             record.outcome, record.bytes = "ok", len(answer.model_dump_json())
@@ -260,7 +261,7 @@ class Invoker:
             record.endpoint, record.protocol = target.url, target.protocol
             if not isinstance(arguments, dict):
                 raise InvalidArgument("arguments: must be a JSON object")
-            target = await self._started(target, consent, record)
+            target, said = await self._started(target, consent, record)
             tool = record.tool = checked_name(tool) if tool is not None else await self._only_tool(target)
             with _serving(host), _agent_span("call", target, tool):
                 outcome = await self._client(target.protocol).call(target, self._transport_for(target), tool, arguments, progress)
@@ -268,7 +269,8 @@ class Invoker:
             self._failed(record, started, exc)
             raise
         texts = [self.redactor.text(text) for text in outcome.texts]
-        warnings = list(dict.fromkeys(f.message() for i, text in enumerate(texts) for f in text_findings(f"result[{i}]", text)))
+        found = (f.message() for i, text in enumerate(texts) for f in text_findings(f"result[{i}]", text))
+        warnings = list(dict.fromkeys([*said, *found]))
         answer = Invocation(
             identifier=identifier,
             tool=tool,
@@ -295,13 +297,17 @@ class Invoker:
             return None
         return await self.packages.question(target.package, identifier, trust.status if trust else "self-asserted")
 
-    async def _started(self, target: Target, consent: Consent | None, record: AuditRecord) -> Target:
-        """A package server's target, consented to and installed (`packages.runtime`); any other as it is."""
+    async def _started(self, target: Target, consent: Consent | None, record: AuditRecord) -> tuple[Target, list[str]]:
+        """A package server's target, consented to and installed (`packages.runtime`), and what its install did
+        otherwise than the entry asked (`Installed.note`: dependencies resolved as of a later date than the
+        release's), for the person to read beside the answer: said at every call, since a warm server was
+        installed before this caller asked; any other target as it is."""
         if target.package is None:
-            return target
+            return target, []
         start, installed = await self.packages.prepare(target.package, consent)
         record.endpoint, record.integrity = start.key, installed.integrity
-        return dataclasses.replace(target, url=start.key, start=start)
+        said = [f"package {installed.spec.key()}: {installed.note}"] if installed.note else []
+        return dataclasses.replace(target, url=start.key, start=start), said
 
     async def _only_tool(self, target: Target) -> str:
         """The tool to call when none is named: the agent's only one (an MCP server's from its tools/list, kept
