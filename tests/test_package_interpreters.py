@@ -17,8 +17,9 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from packaging.tags import platform_tags
 
-from ard_mcp.packages import interpreters, pypi
+from ard_mcp.packages import interpreters, lookup, pypi
 from ard_mcp.packages.install import Installed, Installer, InstallRefused, Registries
 from ard_mcp.packages.sandbox import Confinement, Launch, sandboxed
 from ard_mcp.packages.specs import PackageSpec
@@ -129,6 +130,11 @@ def newer_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     needs = f">={min(NEWER, key=lambda i: i.version).label}"
     wheel(files, "ard-probe-newer", "1.0.0", {"ard-probe-newer": "ard_probe_newer:main"}, module=VERSION_PROBE, python=needs)
     wheel(files, "ard-probe-beyond", "1.0.0", {"ard-probe-beyond": "ard_probe_beyond:main"}, python=">=3.99")
+    # built for one newer CPython only, with no Requires-Python: its wheel's tags are all that says so
+    older = min(NEWER, key=lambda i: i.version)
+    built = wheel(files, "ard-probe-built", "1.0.0", {"ard-probe-built": "ard_probe_built:main"}, module=VERSION_PROBE)
+    tag = f"cp{older.version[0]}{older.version[1]}"
+    built.rename(built.with_name(built.name.replace("py3-none-any", f"{tag}-{tag}-{next(iter(platform_tags()))}")))
     with serving_index(files) as url:
         yield url
 
@@ -156,6 +162,18 @@ def test_a_release_needing_a_newer_python_is_installed_for_it_and_runs_with_it_i
     (installed.directory / pypi.PYTHON).write_text("3.98\n")
     again = anyio.run(Installer(tmp_path / "cache", Registries(pypi=(newer_index,))).install, _spec("ard-probe-newer", "1.0.0"))
     assert again.command[0] == str(chosen.executable) and (installed.directory / pypi.PYTHON).read_text().strip() == chosen.label
+
+
+def test_a_release_built_for_another_python_only_is_installed_for_it(newer_index: str, tmp_path: Path) -> None:
+    """A wheel tagged for one CPython (`cp312-cp312-manylinux...`) and no Requires-Python: installed for, and
+    run with, that version, where ard-mcp's own pip refused it as "no wheel fits this platform"."""
+    installer = Installer(tmp_path / "cache", Registries(pypi=(newer_index,)))
+    installed = anyio.run(installer.install, _spec("ard-probe-built", "1.0.0"))
+    older = min(NEWER, key=lambda i: i.version)
+    assert (installed.directory / pypi.PYTHON).read_text().strip() == older.label
+    assert installed.command[0] == str(next(i for i in interpreters.for_pip() if i.version == older.version).executable)
+    assert lookup.tags_fit(f"x-1-cp{older.version[0]}{older.version[1]}-abi3-{next(iter(platform_tags()))}.whl", older.version)
+    assert not lookup.tags_fit(f"x-1-cp{older.version[0]}{older.version[1]}-abi3-{next(iter(platform_tags()))}.whl", (3, 9))
 
 
 def test_a_release_no_python_here_fits_is_refused_naming_the_version_needed(newer_index: str, tmp_path: Path) -> None:

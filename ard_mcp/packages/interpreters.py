@@ -173,9 +173,8 @@ def fitting(requires: Collection[str | None], among: tuple[Interpreter, ...] | N
     one met is enough): ard-mcp's own where it fits, else the newest that does; None where none does."""
     candidates = found() if among is None else among
     fit = [i for i in candidates if any(i.fits(r) for r in requires)]
-    if fit and fit[0] is candidates[0]:
-        return fit[0]
-    return max(fit, key=lambda i: i.version, default=None)
+    mine = own()
+    return mine if mine in fit else max(fit, key=lambda i: i.version, default=None)
 
 
 def for_pip() -> tuple[Interpreter, ...]:
@@ -210,17 +209,22 @@ def versions(among: tuple[Interpreter, ...] | None = None) -> str:
 
 
 async def for_release(spec: PackageSpec, index: str, client: httpx.AsyncClient) -> Interpreter:
-    """The interpreter to install `spec` for: what its wheels' Requires-Python allows (`fitting`);
-    ard-mcp's own where the index does not say (pip then says what it needs). InstallRefused where no Python
+    """The interpreter to install `spec` for: one its wheels are built for (their tags: a release with wheels
+    for `cp312` and `cp313` only, and no Requires-Python, failed on ard-mcp's 3.11 as "no wheel fits this
+    platform"), among those what their Requires-Python allows (`fitting`); ard-mcp's own where the index does
+    not say, or no wheel's tags fit any Python here (pip then says what it needs). InstallRefused where no Python
     pip can run on fits, naming the version needed and those found."""
     try:
         files = await lookup.pypi_listing(client, index, spec.name)
     except lookup.LookupFailed:
         files = None
-    needs = {f.requires_python for f in files or [] if f.is_wheel and same_release(f.version, str(spec.version))}
-    if not needs:
+    wheels = [f for f in files or [] if f.is_wheel and same_release(f.version, str(spec.version))]
+    if not wheels:
         return own()
-    chosen = fitting(needs, for_pip())
+    needs = {f.requires_python for f in wheels}
+    runs_pip = for_pip()
+    built_for = tuple(i for i in runs_pip if any(lookup.tags_fit(f.filename, i.version) for f in wheels))
+    chosen = fitting(needs, built_for or runs_pip)
     if chosen is None:
         needed = " or ".join(sorted(str(n) for n in needs))
         raise InstallRefused(f"{spec.key()}: it needs Python {needed}; this machine has {versions(for_pip())}")

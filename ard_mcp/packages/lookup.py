@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 import httpx
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.tags import Tag, sys_tags
+from packaging.tags import Tag, compatible_tags, cpython_tags, platform_tags, sys_tags
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
@@ -126,7 +126,7 @@ async def pypi_listing(client: httpx.AsyncClient, index: str, name: str) -> list
             with contextlib.suppress(ValueError):
                 uploaded = datetime.fromisoformat(f["upload-time"].replace("Z", "+00:00"))
         python = f.get("requires-python") if isinstance(f.get("requires-python"), str) else None
-        tags = release[2] and _tags_fit(str(f["filename"]))
+        tags = release[2] and tags_fit(str(f["filename"]))
         fits_python, yanked = python_fits(python), bool(f.get("yanked"))
         listed.append(PypiFile(str(f["filename"]), release[1], release[2], uploaded, tags, python, fits_python, yanked))
     return listed
@@ -137,9 +137,17 @@ def _our_tags() -> frozenset[Tag]:
     return frozenset(sys_tags())
 
 
-def _tags_fit(filename: str) -> bool:
+@functools.cache
+def _tags_of(version: tuple[int, int]) -> frozenset[Tag]:
+    """The wheel tags a CPython of `version` supports on this machine: its ABI, abi3, pure Python, this platform."""
+    platforms = list(platform_tags())
+    return frozenset([*cpython_tags(version, platforms=platforms), *compatible_tags(version, platforms=platforms)])
+
+
+def tags_fit(filename: str, version: tuple[int, int] | None = None) -> bool:
+    """Whether the wheel `filename` installs for this interpreter, or for a CPython of `version` on this machine."""
     try:
-        return not _our_tags().isdisjoint(parse_wheel_filename(filename)[3])
+        return not (_our_tags() if version is None else _tags_of(version)).isdisjoint(parse_wheel_filename(filename)[3])
     except (InvalidWheelFilename, InvalidVersion):
         return False
 
