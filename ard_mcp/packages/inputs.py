@@ -8,7 +8,7 @@ named one with neither and no `valueHint` a bare flag (`--stdio`). A value that 
 something the person must supply cannot be filled here: `<absolute_path_to_folder>`, `${input:apiKey}`,
 `$REPOSITORY_DIRECTORY`, an unresolved `{variable}`, `YOUR_API_KEY`, `/path/to/...`, a Windows or home
 directory path. A required one makes the package unusable (`Unfillable`, naming it); an optional one is left
-out. Measured on the 471 seed records: 84 packages are unusable for such a placeholder. In a current
+out. Measured on the 471 seed records: 30 packages are unusable for such a placeholder. In a current
 server.json, a required argument that takes a path of the person's (`format: filepath`, or words such as
 folder, directory, path or file) is a slot instead (`FOLDER`, `FILE`): the person grants one when asked,
 and it is mounted into the sandbox (`grants`). The seed's placeholders are source checkouts, not data.
@@ -16,8 +16,11 @@ and it is mounted into the sandbox (`grants`). The seed's placeholders are sourc
 The seed's arguments were copied from READMEs' host configurations, so some of them are the launcher's, not
 the server's: uv's `--directory`, `--with`, `--from git+...`, `--python`, Python's `-m`, and script files of
 a source checkout (`server.py`, `build/index.js`). Passed to the installed server these break its command
-line, so in the seed shape they make the package unusable too (33 of the seed's packages). The seed writes a named argument whole in
-both `name` and `value` (`"--directory <path>"`), which is read as the flag and its value.
+line, so they are left out with everything before them (`_after_launcher`): the package's own entry point is
+what the launcher ran. A git source (`--from git+...`) is another package than the registry's, so it still
+makes the package unusable (5 of the seed's packages; 33 were refused before the launcher's part was left
+out). The seed writes a named argument whole in both `name` and `value` (`"--directory <path>"`), which is
+read as the flag and its value.
 """
 
 from __future__ import annotations
@@ -100,7 +103,7 @@ def _same_name(a: str, b: str) -> bool:
 
 def _launcher_reason(items: list[str], package: str) -> str | None:
     first = items[0].split()[0] if items and items[0].split() else ""
-    if first.startswith(("git+", "git@")):
+    if any(item.startswith(("git+", "git@")) for item in items):
         return "is the launcher's (a git source to build from, as `uvx --from` takes)"
     if len(items) == 1 and _same_name(first, package.rpartition("/")[2]):
         return "is the launcher's (the package's own name, as `uvx NAME` or `npx NAME` takes it)"
@@ -165,12 +168,35 @@ def _items(argument: Mapping[str, Any], seed: bool, package: str) -> list[str]:
 def arguments(raw: Any, seed: bool, package: str = "") -> tuple[str, ...]:
     """The argv items of an argument list (anything but a list is none); Unfillable naming the first that cannot
     be filled. `package`, the package's name, is how a seed record's launcher command (`uvx NAME`) is told apart."""
+    listed = raw if isinstance(raw, list) else []
+    if not all(isinstance(argument, Mapping) for argument in listed):
+        raise Unfillable(f"an argument that is not an object ({next(a for a in listed if not isinstance(a, Mapping))!r})", "malformed")
     found: list[str] = []
-    for argument in raw if isinstance(raw, list) else []:
-        if not isinstance(argument, Mapping):
-            raise Unfillable(f"an argument that is not an object ({argument!r})", "malformed")
+    for argument in _after_launcher(listed, package) if seed else listed:
         found += _items(argument, seed, package)
     return tuple(found)
+
+
+def _after_launcher(listed: list[Mapping[str, Any]], package: str) -> list[Mapping[str, Any]]:
+    """A seed record's arguments after its launcher's. The seed copied READMEs' host configurations, which start
+    a source checkout or a launcher (`uv --directory DIR run server.py`, `uvx --with mcp[cli] NAME`, `python -m
+    NAME`, `node /path/to/dist/index.js`) and then give the server its own arguments: ard-mcp installs the
+    package and starts its own entry point, which is what `uvx NAME` or `npx NAME` runs, so everything up to
+    the last item that is the launcher's (its flags and words, the package's name, a script file of the
+    checkout) is left out and the rest kept. Measured on the seed: 28 packages refused for a launcher's
+    argument and 54 for a checkout's placeholder (`--directory /path/to/...`) start this way (usable 244 ->
+    326 of 471). A git source (`--from git+https://...`) is another package than the registry's: still refused."""
+    last = -1
+    for position, argument in enumerate(listed):
+        words = [w for w in (_text(argument.get("name")), _text(argument.get("value"))) if w is not None]
+        if words[1:] and (words[1] == words[0] or words[1].startswith(f"{words[0]} ")):
+            words = words[1:]  # the seed writes a flag whole, name and value alike
+        items = [piece for word in words for piece in word.split(None, 1)]
+        if any(item.startswith(("git+", "git@")) for item in items):
+            return listed  # refused as it stands (`_launcher_reason`)
+        if items and _launcher_reason(items, package) is not None:
+            last = position
+    return listed[last + 1 :]
 
 
 def environment(raw: Any, seed: bool) -> tuple[EnvVar, ...]:
