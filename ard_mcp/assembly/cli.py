@@ -86,7 +86,8 @@ def _serve(args: argparse.Namespace) -> int:
     from ard_mcp.surfaces.cli.terminal import run_stdio
 
     build = lambda closed: build_server(config, crawl=_crawl_settings(args), services=services, closed=closed)  # noqa: E731
-    return run_stdio(build, lambda server: backend.run(server, path, stdio=True))
+    # hosts join a `serve` holding the directory alone; with a Chroma server each host may have its own
+    return run_stdio(build, (lambda server: backend.run(server, path, stdio=True)) if datadir.exclusive(config) else None)
 
 
 def _serve_http(args: argparse.Namespace) -> int:

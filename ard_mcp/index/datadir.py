@@ -19,6 +19,11 @@ from ard_mcp.config import Config
 from ard_mcp.errors import DataDirInUse
 
 
+def exclusive(config: Config) -> bool:
+    """Whether one process alone may use the directory `config` uses (embedded Chroma)."""
+    return config.chroma_url is None
+
+
 def claim_for(config: Config, wait_s: float = 0.0) -> IO[str] | None:
     """Claim the directory `config` uses, if it uses one (see the module's docstring); where another process
     holds it, try again for up to `wait_s` seconds (one about to exit: a host's `serve` that the other hosts'
@@ -28,7 +33,7 @@ def claim_for(config: Config, wait_s: float = 0.0) -> IO[str] | None:
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            return claim(config.data_dir, shared=config.chroma_url is not None, url=config.source_url)
+            return claim(config.data_dir, shared=not exclusive(config), url=config.source_url)
         except DataDirInUse:
             if time.monotonic() >= deadline:
                 raise

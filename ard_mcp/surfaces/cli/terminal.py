@@ -52,18 +52,21 @@ def _no_input() -> bool:
     return stat.S_ISCHR(found.st_mode) and found.st_rdev == os.stat(os.devnull).st_rdev
 
 
-def run_stdio(build: Callable[[Callable[[], None]], Any], shared: Callable[[Any], int]) -> int:
+def run_stdio(build: Callable[[Callable[[], None]], Any], shared: Callable[[Any], int] | None) -> int:
     """Serve MCP over stdio; `build(closed)` makes the server (`mcp.server.build_server` with `closed`).
-    Outside a terminal `shared(server)` serves it: to the host that started it, and to the hosts that join it
-    (`sharing.backend.serve` with `stdio`); a host stops it by closing stdin. With nothing on stdin it says so
-    and stops: it once exited 0 without a word (issue #55)."""
+    Outside a terminal `shared(server)` serves it, to the host that started it and to the hosts that join it
+    (`sharing.backend.serve` with `stdio`), else the SDK's own `run()`; a host stops it by closing stdin. With
+    nothing on stdin it says so and stops: it once exited 0 without a word (issue #55)."""
     if _no_input():
         print(NO_INPUT, file=sys.stderr, flush=True)
         return 0
     closed = threading.Event()
     server = build(closed.set)
     if not sys.stdin.isatty():
-        return shared(server)
+        if shared is not None:
+            return shared(server)
+        server.run()
+        return 0
     return int(anyio.run(_until_stopped, server, closed))
 
 
