@@ -61,6 +61,9 @@ once per query by `suite.collect`):
 
 Leave-one-source-out: for each dev source, steps 1-5 run on the other sources only and the held-out
 source is scored with the result; `quality.py` prints those figures beside the product's.
+
+The held-out public sets (`suite.HELD_OUT_SOURCES`) are never fitted on: `suite.sources` leaves them out of
+"every source", and `fit` refuses them.
 """
 
 from __future__ import annotations
@@ -223,7 +226,9 @@ def mean_ndcg(registry_of: Mapping[str, Registry], tuning: Tuning, dev: Mapping[
 
 
 def fit(registry_of: Mapping[str, Registry], dev: Mapping[str, Sequence[Collected]], no_answer: Sequence[Collected]) -> Tuning:
-    """Steps 1-5 on the given sources (answerable queries in `dev`, no-answer queries in `no_answer`)."""
+    """Steps 1-5 on the given sources (answerable queries in `dev`, no-answer queries in `no_answer`). A held-out
+    source (`suite.HELD_OUT_SOURCES`) among them is refused: nothing may be fitted on one."""
+    suite.refuse_held_out(dev)
     rows = [(name, item.found.signals, suite.labels(item)) for name, items in dev.items() for item in items if item.found is not None]
     ranking = fit_pairwise(rows)
     x = np.vstack([signals for _, signals, _ in rows])

@@ -8,7 +8,9 @@
 Every source of `suite.py` (LiveMCPBench and MetaTool over the shared data's 740 entries; Seal-Tools,
 ToolAlpaca and mcp-bench over their own catalogs; two no-answer sets) runs through the product's own
 ingest and ranking, and so does `everyday` (issue #56's dev set of everyday tasks over the bundled snapshot),
-whose own table (right first, in the top 3, confident and wrong: `everyday.py`) follows. For each source it
+whose own table (right first, in the top 3, confident and wrong: `everyday.py`) follows. The held-out public
+sets (`suite.HELD_OUT_SOURCES`: APIBench, RestBench, NESTFUL; `build_sources.py --held-out`) run only when
+`--sources` names them, with the product's tuning: no fit here or anywhere sees them. For each source it
 prints:
 
 * ard-mcp: the product's tuning (fitted on every dev source by `fit_fusion.py`), and held-out: tuning
@@ -422,7 +424,7 @@ def run(
     blends: Sequence[float] = (),
 ) -> int:
     chosen = suite.sources(shared, built, only)
-    every_index = suite.catalogs(shared, built)
+    every_index = suite.catalogs(shared, built, held_out=True)  # a held-out source's index is opened only when chosen
     indexes = {name: files for name, files in every_index.items() if any(s.index == name for s in chosen)}
     memo: dict[tuple[str, tuple[str, ...]], np.ndarray] = {}
     spec = RerankerSpec.load(rerank_dir) if rerank_dir else None
@@ -445,13 +447,16 @@ def run(
             registry.warm_up()
         registry_of = {s.name: registries[s.index] for s in chosen}
         collected = {s.name: suite.collect(registry_of[s.name], s.queries) for s in chosen}
-        dev = {n: items for n, items in collected.items() if n not in suite.NO_ANSWER}
-        refit = fit(registry_of, dev, collected.get("no-answer", []))
-        same = refit == product
-        print(
-            f"refit on every dev source: {describe(refit)}".replace("\n", "; ")
-            + ("  (= the product's)" if same else "  (DIFFERS from the product's)")
-        )
+        answerable = {n: items for n, items in collected.items() if n not in suite.NO_ANSWER}
+        # the held-out sets (suite.HELD_OUT_SOURCES) are scored with the product's tuning only: no fit sees them
+        dev = {n: items for n, items in answerable.items() if n not in suite.HELD_OUT_SOURCES}
+        if dev:
+            refit = fit(registry_of, dev, collected.get("no-answer", []))
+            same = refit == product
+            print(
+                f"refit on every dev source: {describe(refit)}".replace("\n", "; ")
+                + ("  (= the product's)" if same else "  (DIFFERS from the product's)")
+            )
         held_out = {}
         for name in dev:
             others = {n: items for n, items in dev.items() if n != name}
@@ -473,14 +478,16 @@ def run(
                     rows[label] = reranked(registry, reranker, collected[source.name])
             if source.name in held_out:
                 rows["held-out"] = ranked_under(registry, held_out[source.name], collected[source.name])
-            if source.name in dev:
+            if source.name in answerable:
                 if source.index not in reference:
-                    texts = [j.query for s in chosen if s.index == source.index and s.name in dev for j in s.queries]
+                    texts = [j.query for s in chosen if s.index == source.index and s.name in answerable for j in s.queries]
                     reference[source.index] = baselines(registry, indexes[source.index], texts)
                 for method, fn in reference[source.index].items():
                     rows[method] = evaluate(fn, source.queries)
             results[source.name] = rows
             print(f"{source.name}: {len(source.queries)} queries in {time.perf_counter() - t0:.1f} s", flush=True)
+        # right first, in the top 3, doubted, confident and wrong, as the everyday set reports them
+        outside = {s.name: everyday.table(everyday.run(registry_of[s.name], s.queries)) for s in chosen if s.name in suite.HELD_OUT_SOURCES}
     finally:
         for registry in registries.values():
             registry.close()
@@ -508,6 +515,10 @@ def run(
     if any(s.name == "everyday" for s in chosen):
         print()
         print(everyday.report(everyday.TASKS, root / "everyday", model_dir, show_misses=False))
+    for name, shown in outside.items():
+        print()
+        print(f"{name} (held out), as the everyday set is reported:")
+        print(shown)
 
     if json_out is not None:
         payload = {
@@ -553,7 +564,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     args = parser.parse_args(list(argv) if argv is not None else None)
     if not (args.shared / "data").is_dir():
         parser.error(f"{args.shared / 'data'} does not exist; pass --shared DIR")
-    known = {s.name for s in suite.sources(args.shared, args.built)}
+    known = {s.name for s in suite.sources(args.shared, args.built, held_out=True)}
     if set(args.sources) - known:
         parser.error(f"unknown source(s) {', '.join(sorted(set(args.sources) - known))}; known: {', '.join(sorted(known))}")
     root = args.data_dir or Path(tempfile.mkdtemp(prefix="ard-mcp-quality-"))

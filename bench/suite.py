@@ -10,7 +10,13 @@ A *source* is a set of labelled queries over an *index*:
 * `everyday`: the everyday tasks (`bench/everyday_tasks.jsonl`, `everyday.py`) over an index of the bundled
   snapshot of public MCP servers, whose entries are written as a catalog into `bench/.data/snapshot/`;
 * `no-answer` (25 queries) and `no-answer-hard` (our own, written to be hard: near-miss topics, word-sense near misses, absent
-  tools, other languages, long tasks), over the shared index: no entry fits any of them.
+  tools, other languages, long tasks), over the shared index: no entry fits any of them;
+* held out (issue #56), `apibench`, `restbench` and `nestful` (`HELD_OUT_SOURCES`): public tool-retrieval sets built
+  by `bench/build_sources.py --held-out`, each over an index of its own catalog, that no tuning has touched.
+  They are scored, never fitted: `sources` and `catalogs` leave them out unless asked for by name (so
+  `fit_fusion.py`, which asks for every source, never sees them, and neither does a plain `quality.py`),
+  `fit_fusion.fit` refuses them (`refuse_held_out`), and `quality.py --sources` ranks them with the product's
+  tuning only. `build_sources.BUILDERS`, which `train_pairs.py` trains the encoder on, does not hold them.
 
 Every dev source is ranked from the same collected candidates under any tuning (`Ranker.select`), so a
 leave-one-source-out fit costs no second search. The ranking from collected candidates is the product's
@@ -45,6 +51,8 @@ BUILT = BENCH / ".data"
 #: The shared catalogs, in ingest order: 8 identifiers are in both the seed and LiveMCPBench, and the later copy wins.
 SHARED_CATALOGS = ("mcp-registry-seed", "metatool", "livemcpbench")
 BUILT_SOURCES = ("seal-tools", "toolalpaca", "mcp-bench")
+#: Built like BUILT_SOURCES but never fitted or trained on: an outside check of the ranking and its confidence.
+HELD_OUT_SOURCES = ("apibench", "restbench", "nestful")
 EVERYDAY = BENCH / "everyday_tasks.jsonl"
 NO_ANSWER = {"no-answer": BENCH / "no_answer.jsonl", "no-answer-hard": BENCH / "no_answer_hard.jsonl"}
 
@@ -65,10 +73,11 @@ class Collected:
     identifiers: list[str]
 
 
-def catalogs(shared: Path, built: Path) -> dict[str, list[Path]]:
-    """Index name -> the catalog files it is built from, in ingest order; built sources that are missing are left out."""
+def catalogs(shared: Path, built: Path, held_out: bool = False) -> dict[str, list[Path]]:
+    """Index name -> the catalog files it is built from, in ingest order; built sources that are missing are left out,
+    and so are the held-out sources' indexes unless `held_out`."""
     out = {"shared": [shared / "data" / name / "catalog.json" for name in SHARED_CATALOGS]}
-    for name in BUILT_SOURCES:
+    for name in BUILT_SOURCES + (HELD_OUT_SOURCES if held_out else ()):
         if (built / name / "catalog.json").is_file():
             out[name] = [built / name / "catalog.json"]
     out["snapshot"] = [snapshot_catalog(built)]
@@ -86,16 +95,31 @@ def snapshot_catalog(built: Path) -> Path:
     return path
 
 
-def sources(shared: Path, built: Path, only: Iterable[str] | None = None) -> list[Source]:
-    """Every source whose files exist (or those named in `only`), dev sources first."""
+def sources(shared: Path, built: Path, only: Iterable[str] | None = None, held_out: bool = False) -> list[Source]:
+    """Every source whose files exist (or those named in `only`), dev sources first. A held-out source is there
+    only when `only` names it or `held_out` asks for all of them: asking for "every source", as a fit does,
+    never gives one."""
+    wanted = set(only) if only else None
     found = [Source(d, "shared", load_queries(shared / "data" / d / "queries.dev.jsonl")) for d in ("livemcpbench", "metatool")]
     found += [
         Source(n, n, load_queries(built / n / "queries.dev.jsonl")) for n in BUILT_SOURCES if (built / n / "queries.dev.jsonl").is_file()
     ]
     found += [Source("everyday", "snapshot", load_queries(EVERYDAY))] if EVERYDAY.is_file() else []
     found += [Source(n, "shared", load_queries(p)) for n, p in NO_ANSWER.items() if p.is_file()]
-    wanted = set(only) if only else None
+    found += [
+        Source(n, n, load_queries(built / n / "queries.dev.jsonl"))
+        for n in HELD_OUT_SOURCES
+        if (held_out or (wanted is not None and n in wanted)) and (built / n / "queries.dev.jsonl").is_file()
+    ]
     return [s for s in found if wanted is None or s.name in wanted]
+
+
+def refuse_held_out(names: Iterable[str]) -> None:
+    """Raise ValueError if a held-out source is among `names` (the sources a fit is about to use): figures on a
+    held-out set mean something only while no choice has been made on it."""
+    among = sorted(set(names) & set(HELD_OUT_SOURCES))
+    if among:
+        raise ValueError(f"{', '.join(among)}: held-out source(s), never fitted on (suite.HELD_OUT_SOURCES)")
 
 
 def open_index(name: str, files: list[Path], root: Path, model_dir: Path | None = None) -> Registry:
