@@ -91,13 +91,18 @@ def sdist(directory: Path, name: str, version: str, files: Mapping[str, str]) ->
 
 class Index(BaseHTTPRequestHandler):
     """A PEP 503 simple index of the files in `files` (each request noted in `asked`); `_send` answers, for
-    indexes of other shapes built on it."""
+    indexes of other shapes built on it. With `credentials` ("user:password"), a request without them in its
+    basic Authorization is answered 401."""
 
     files: Path
     asked: list[str]
+    credentials: str | None = None
 
     def do_GET(self) -> None:
         self.asked.append(self.path)
+        wanted = f"Basic {base64.b64encode(self.credentials.encode()).decode()}" if self.credentials is not None else None
+        if wanted is not None and self.headers.get("Authorization") != wanted:
+            return self._send(401, b"credentials needed", "text/plain")
         parts = self.path.strip("/").split("/")
         if parts[0] == "simple" and len(parts) == 2:
             found = sorted(f for f in self.files.iterdir() if (r := release_of(f.name)) and r[0] == parts[1])
@@ -135,6 +140,13 @@ def _requires_python(path: Path) -> str:
     return f' data-requires-python="{html.escape(needs)}"' if needs else ""
 
 
+def _over_tls(server: ThreadingHTTPServer, tls: tuple[Path, Path]) -> None:
+    """`server` answering over https with `tls`, a certificate and its key (`certificates.self_signed`)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*tls)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+
+
 @contextmanager
 def serving_index(
     files: Path, asked: list[str] | None = None, tls: tuple[Path, Path] | None = None, shape: type[Index] | None = None, **given: Any
@@ -145,9 +157,7 @@ def serving_index(
     handler = type("Index", (shape or Index,), {"files": files, "asked": asked if asked is not None else [], **given})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     if tls is not None:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(*tls)
-        server.socket = context.wrap_socket(server.socket, server_side=True)
+        _over_tls(server, tls)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}/simple"
@@ -238,9 +248,15 @@ class NpmRegistry:
 class _Npm(BaseHTTPRequestHandler):
     documents: dict[str, bytes]
     asked: list[str]
+    token: str | None
 
     def do_GET(self) -> None:
         self.asked.append(self.path)
+        if self.token is not None and self.headers.get("Authorization") != f"Bearer {self.token}":
+            self.send_response(401)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         body = self.documents.get(self.path)
         self.send_response(200 if body is not None else 404)
         self.send_header("Content-Type", "application/octet-stream" if self.path.endswith(".tgz") else "application/json")
@@ -253,14 +269,17 @@ class _Npm(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def serving_npm_registry() -> Iterator[NpmRegistry]:
-    """An empty npm registry on a loopback port, to `publish` into."""
+def serving_npm_registry(token: str | None = None, tls: tuple[Path, Path] | None = None) -> Iterator[NpmRegistry]:
+    """An empty npm registry on a loopback port, to `publish` into; with `token`, one that answers 401 to a request
+    without `Authorization: Bearer <token>`; over https with `tls`, a certificate and its key."""
     documents: dict[str, bytes] = {}
     asked: list[str] = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Registry", (_Npm,), {"documents": documents, "asked": asked}))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Registry", (_Npm,), {"documents": documents, "asked": asked, "token": token}))
+    if tls is not None:
+        _over_tls(server, tls)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield NpmRegistry(f"http://127.0.0.1:{server.server_address[1]}", documents, asked)
+        yield NpmRegistry(f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}", documents, asked)
     finally:
         server.shutdown()
         server.server_close()

@@ -12,6 +12,11 @@ make goes through `egress`, which lets through only the allowed registries), and
 than the approved one (`npm`, `pypi`). A pinned version the registry does not have is `VersionGone`, which
 names the nearest newer release (a consent flow may offer it as a new question).
 
+Where the operator opts in (`Registries.installer_config`), the installers read the operator's own npm and pip
+configuration for the allowed registries (credentials, a CA, timeouts: `installer_config`), and so does the
+registry lookup (the operator's netrc). A refusal never holds a credential: those files' and the registry URLs'
+own (`https://user:password@host/simple`) are redacted from it.
+
 An install is done once: a complete one in the cache is reused without running anything (its marker is
 written last), a half-done one is removed and done again, and two installs of one version wait for each
 other (a lock file).
@@ -19,20 +24,24 @@ other (a lock file).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import netrc
 import shutil
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 
 from ard_mcp.formats.timestamps import utc_text
-from ard_mcp.packages import lookup, names, npm, processes, pypi, shared_files
+from ard_mcp.packages import installer_config, lookup, names, npm, processes, pypi, shared_files
 from ard_mcp.packages.cache import completed, fresh, locked, mark_complete, version_dir
 from ard_mcp.packages.refusal import InstallRefused, VersionGone
 from ard_mcp.packages.specs import PackageSpec
+from ard_mcp.redaction import Redactor
 
 __all__ = ["InstallRefused", "Installed", "Installer", "Registries", "VersionGone"]
 
@@ -45,10 +54,11 @@ _UNPINNED_HINT = "pin one release in the server description, or the operator all
 class Registries:
     """The registries the operator allows: the public npm registry and PyPI's simple index unless told
     otherwise. A package's `registryBaseUrl` is honoured only when it is among these; without one, the first
-    of its registry is used."""
+    of its registry is used. `installer_config`: npm and pip reach them with the operator's own configuration."""
 
     npm: tuple[str, ...] = ("https://registry.npmjs.org",)
     pypi: tuple[str, ...] = ("https://pypi.org/simple",)
+    installer_config: bool = False
 
     def urls(self, registry: str) -> tuple[str, ...]:
         return tuple(url.rstrip("/") for url in (self.npm if registry == "npm" else self.pypi if registry == "pypi" else ()))
@@ -90,12 +100,29 @@ class Installer:
         self.timeout = timeout
 
     def _client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(timeout=LOOKUP_TIMEOUT_S, follow_redirects=False)
+        """For the lookups: with the operator's netrc where they opted in, as pip has it (`installer_config`)."""
+        auth = None
+        if self.registries.installer_config and installer_config.netrc().is_file():
+            with contextlib.suppress(OSError, netrc.NetrcParseError):  # pip, which reads it too, says nothing of one it cannot read
+                auth = httpx.NetRCAuth(str(installer_config.netrc()))
+        return httpx.AsyncClient(timeout=LOOKUP_TIMEOUT_S, follow_redirects=False, auth=auth)
+
+    def _redact(self, refused: InstallRefused) -> None:
+        """Take every credential out of `refused`'s message: the registry URLs' own passwords, and those of the
+        operator's npm and pip configuration where it is read."""
+        urls = [*self.registries.npm, *self.registries.pypi]
+        known = [password for url in urls if (password := urlsplit(url).password)]
+        redactor = Redactor([*known, *(installer_config.secrets() if self.registries.installer_config else [])])
+        refused.args = (redactor.text(str(refused)),)
 
     async def resolve(self, spec: PackageSpec) -> PackageSpec:
         """`spec` with an `unknown` registry made npm or pypi: the one allowed registry that has the name;
         InstallRefused when both have it, neither has, or they cannot be asked. Other specs are returned as they are."""
-        return (await self._resolved(spec))[0]
+        try:
+            return (await self._resolved(spec))[0]
+        except InstallRefused as refused:
+            self._redact(refused)
+            raise
 
     async def _resolved(self, spec: PackageSpec) -> tuple[PackageSpec, str | None]:
         if not names.valid_name(spec.registry, spec.name) or spec.registry not in (*names.REGISTRIES, "unknown"):
@@ -137,11 +164,20 @@ class Installer:
             if not self.allow_unpinned:
                 raise InstallRefused(f"{spec.key()}: version {spec.version or '(none)'} does not pin one release; {_UNPINNED_HINT}")
             newest = npm.newest if spec.registry == "npm" else pypi.newest
-            version = await newest(spec, url, self.registries.urls(spec.registry), self.cache, self.timeout)
+            async with self._client() as client:  # the registry is asked why, where none is found
+                allowed, own = self.registries.urls(spec.registry), self.registries.installer_config
+                version = await newest(spec, url, allowed, self.cache, self.timeout, client, own)
         return dataclasses.replace(spec, version=version)
 
     async def install(self, spec: PackageSpec) -> Installed:
         """Install `spec` (or reuse its install in the cache) and say how to start it; InstallRefused saying why not."""
+        try:
+            return await self._installed(spec)
+        except InstallRefused as refused:
+            self._redact(refused)
+            raise
+
+    async def _installed(self, spec: PackageSpec) -> Installed:
         spec, how = await self._resolved(spec)
         url = self.registries.url_for(spec)
         try:
@@ -171,10 +207,11 @@ class Installer:
         note = None
         try:
             async with self._client() as client:  # the registry is asked why, where an install fails
+                own = self.registries.installer_config
                 if spec.registry == "npm":
-                    integrity = await npm.install(spec, directory, url, allowed, self.cache, self.timeout, client)
+                    integrity = await npm.install(spec, directory, url, allowed, self.cache, self.timeout, client, own)
                 else:
-                    integrity, note = await pypi.install(spec, directory, url, allowed, self.cache, self.timeout, client)
+                    integrity, note = await pypi.install(spec, directory, url, allowed, self.cache, self.timeout, client, own)
             (npm.command if spec.registry == "npm" else pypi.command)(spec, directory)
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)

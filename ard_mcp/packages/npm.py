@@ -5,7 +5,8 @@ starts it.
 (`preinstall`, `install`, `postinstall`, `prepare`: the way an npm package runs code on the machine that
 installs it). npm reads its settings from `~/.npmrc`, the global npmrc, `npm_config_*` variables and the
 project's `.npmrc`; here it gets an empty user and global config, a clean environment (`processes`) and a
-cache of its own, so the registry it uses is the one given (`--registry`) and nothing of the user's applies.
+cache of its own, so the registry it uses is the one given (`--registry`) and nothing of the user's applies;
+where the operator opts in, the operator's user config, under the command line's settings (`installer_config`).
 
 Dependencies come from the allowed registries only. A package's dependency can name a tarball URL, a git
 repository (`git+https://...`, `user/repo`) or a path (`file:`), and npm fetches each from there, even when the
@@ -51,7 +52,7 @@ import anyio
 import httpx
 
 from ard_mcp.formats.bounded_json import UnreadableJson, read_json
-from ard_mcp.packages import egress, lookup, processes
+from ard_mcp.packages import egress, installer_config, lookup, processes
 from ard_mcp.packages.cache import private_dirs
 from ard_mcp.packages.egress import Egress
 from ard_mcp.packages.names import pinned_version, requirement
@@ -87,7 +88,8 @@ def _node() -> Path:
     return Path(found).resolve()
 
 
-def _settings(cache: Path, registry: str, out: Egress, logs: Path) -> list[str]:
+def _settings(cache: Path, registry: str, out: Egress, logs: Path, own: bool) -> list[str]:
+    """npm's settings: on its command line, so they beat any npmrc; the operator's user config only where `own`."""
     home, npm_cache, _ = private_dirs(cache)
     for name in ("npmrc", "global-npmrc"):  # npm refuses one file as both
         (home / name).touch()
@@ -95,7 +97,7 @@ def _settings(cache: Path, registry: str, out: Egress, logs: Path) -> list[str]:
         "--registry",
         registry,
         "--userconfig",
-        str(home / "npmrc"),
+        str(installer_config.npmrc() if own else home / "npmrc"),
         "--globalconfig",
         str(home / "global-npmrc"),
         "--cache",
@@ -108,6 +110,11 @@ def _settings(cache: Path, registry: str, out: Egress, logs: Path) -> list[str]:
         "--https-proxy",
         out.url,
         "--noproxy=",  # loopback and private registries go through `egress` too
+        # what an operator's npmrc could otherwise change (`installer_config`), as npm has it by default
+        "--strict-ssl=true",
+        "--git=git",  # the bare PATH has no git
+        "--global=false",
+        "--dry-run=false",
     ]
 
 
@@ -174,7 +181,7 @@ async def _missing(spec: PackageSpec, registry: str, tail: str, client: httpx.As
 
 
 async def _failure(
-    spec: PackageSpec, registry: str, finished: processes.Finished, out: Egress, logs: Path, client: httpx.AsyncClient | None
+    spec: PackageSpec, registry: str, finished: processes.Finished, out: Egress, logs: Path, client: httpx.AsyncClient | None, own: bool
 ) -> InstallRefused:
     kinds = "a tarball URL, a git repository or a path on this machine"
     said = out.said() if out.refused else ""
@@ -184,6 +191,9 @@ async def _failure(
     unverified = certificate(spec.key(), finished.tail, registry, "NODE_EXTRA_CA_CERTS")
     if unverified is not None:
         return unverified
+    denied = installer_config.refused(spec.key(), f"the registry {registry}", finished.tail, "npm", own)
+    if denied is not None:
+        return denied
     if "spawn git" in finished.tail:
         return InstallRefused(f"{spec.key()}: a dependency is a git repository, and git is not run here: only packages from {registry}")
     missing = await _missing(spec, registry, finished.tail, client)
@@ -205,28 +215,33 @@ async def _npm_run(
     cwd: Path,
     timeout: float,
     client: httpx.AsyncClient | None = None,
+    own: bool = False,
 ) -> str:
-    """Run npm with `argv` (its settings appended) through `egress`; its stdout, or InstallRefused saying why it failed."""
+    """Run npm with `argv` (its settings appended) through `egress`; its stdout, or InstallRefused saying why it
+    failed. `own`: with the operator's own npm configuration (`installer_config`)."""
     home, _, _ = private_dirs(cache)
     logs = Path(tempfile.mkdtemp(prefix="npm-logs-", dir=home))
     try:
         async with egress.proxy(allowed) as out:
-            env = processes.clean_environment(cache, out.environment())
-            finished = await processes.run(what, [*argv, *_settings(cache, registry, out, logs)], env, cwd, timeout)
+            env = processes.clean_environment(cache, {**(installer_config.npm_environment() if own else {}), **out.environment()})
+            finished = await processes.run(what, [*argv, *_settings(cache, registry, out, logs, own)], env, cwd, timeout)
         if finished.returncode != 0:
-            raise await _failure(spec, registry, finished, out, logs, client)
+            raise await _failure(spec, registry, finished, out, logs, client, own)
         return finished.stdout
     finally:
         shutil.rmtree(logs, ignore_errors=True)
 
 
-async def newest(spec: PackageSpec, registry: str, allowed: Sequence[str], cache: Path, timeout: float) -> str:
+async def newest(
+    spec: PackageSpec, registry: str, allowed: Sequence[str], cache: Path, timeout: float, client: httpx.AsyncClient, own: bool
+) -> str:
     """The release npm would install for an unpinned version (a range, a dist-tag, none: `latest`)."""
     try:
         wanted = requirement("npm", spec.name, spec.version)
     except ValueError as exc:
         raise InstallRefused(f"{spec.key()}: {exc}") from None
-    said = await _npm_run("npm view", spec, [_npm(), "view", wanted, "version", "--json"], registry, allowed, cache, cache, timeout)
+    argv = [_npm(), "view", wanted, "version", "--json"]
+    said = await _npm_run("npm view", spec, argv, registry, allowed, cache, cache, timeout, client, own)
     if not said:
         raise InstallRefused(f"{spec.key()}: no release of {spec.name} on {registry} matches {spec.version or 'latest'}")
     try:
@@ -273,11 +288,19 @@ def _locked(spec: PackageSpec, directory: Path, registry: str) -> str:
 
 
 async def install(
-    spec: PackageSpec, directory: Path, registry: str, allowed: Sequence[str], cache: Path, timeout: float, client: httpx.AsyncClient
+    spec: PackageSpec,
+    directory: Path,
+    registry: str,
+    allowed: Sequence[str],
+    cache: Path,
+    timeout: float,
+    client: httpx.AsyncClient,
+    own: bool,
 ) -> str:
     """Install `spec` (pinned) into `directory`; the package's integrity. First the tree is resolved into a
     lockfile alone (packuments only), which is checked before any package is fetched; then exactly that
-    lockfile is installed, and checked again with the package's own package.json."""
+    lockfile is installed, and checked again with the package's own package.json. `own`: with the
+    operator's own npm configuration (`installer_config`)."""
     common = ["--prefix", str(directory), "--ignore-scripts", "--no-audit", "--no-fund", "--omit=dev"]
     deadline = anyio.current_time() + timeout
 
@@ -285,13 +308,13 @@ async def install(
         return max(deadline - anyio.current_time(), 0.001)
 
     argv = [_npm(), "install", f"{spec.name}@{spec.version}", "--package-lock-only", "--save-exact", *common]
-    await _npm_run("npm install --package-lock-only", spec, argv, registry, allowed, cache, directory, timeout, client)
+    await _npm_run("npm install --package-lock-only", spec, argv, registry, allowed, cache, directory, timeout, client, own)
     _locked(spec, directory, registry)
     checked = _tree(spec, directory)
     try:
-        await _npm_run("npm ci", spec, [_npm(), "ci", *common], registry, allowed, cache, directory, left(), client)
+        await _npm_run("npm ci", spec, [_npm(), "ci", *common], registry, allowed, cache, directory, left(), client, own)
     except _LockRefused as refused:
-        await _npm_run("npm install", spec, [_npm(), "install", *common], registry, allowed, cache, directory, left(), client)
+        await _npm_run("npm install", spec, [_npm(), "install", *common], registry, allowed, cache, directory, left(), client, own)
         if _tree(spec, directory) != checked:
             raise InstallRefused(f"{spec.key()}: installing the lockfile npm ci refused changed what it resolved ({refused})") from None
     integrity = _locked(spec, directory, registry)

@@ -12,7 +12,9 @@ only the registry and settings this room gives it. What is passed on is what rea
 this machine: the CA bundle the operator set for TLS (`NODE_EXTRA_CA_CERTS`, `SSL_CERT_FILE`); on a machine
 whose TLS goes through an inspecting proxy npm fails with SELF_SIGNED_CERT_IN_CHAIN without
 `NODE_EXTRA_CA_CERTS`. The operator's proxy variables are not passed on: the installer's one way out is
-`egress`, which chains to that proxy itself.
+`egress`, which chains to that proxy itself. Where the operator opts in to their own npm and pip configuration
+(`installer_config`), npm is also given the operator's HOME and the variables their npmrc names, and pip their
+netrc; nothing else of theirs.
 
 PATH is a directory of the cache's (`.bin/`) holding `node` alone: npm is a `#!/usr/bin/env node` script and
 needs nothing else, and with no `git`, `hg` or `svn` to be found a dependency on a repository cannot be
@@ -63,7 +65,8 @@ def bare_path(cache: Path) -> str:
 
 def clean_environment(cache: Path, extra: Mapping[str, str]) -> dict[str, str]:
     """The variables an installer runs with: PASSED_ON from ours, HOME set to `<cache>/.home` (so no dotfile of
-    the user's is read), PATH set to `bare_path`, and `extra` (the proxy variables of `egress`, ...)."""
+    the user's is read), PATH set to `bare_path`, and `extra` (the proxy variables of `egress`, ...), which wins
+    (the operator's HOME, where npm reads their npmrc: `installer_config`)."""
     found = {name: os.environ[name] for name in PASSED_ON if name in os.environ}
     return {**found, "HOME": str(cache / ".home"), "PATH": bare_path(cache), **extra}
 

@@ -5,7 +5,8 @@ pip runs a package's code when it builds one from source (`setup.py`, or any PEP
 so only wheels are taken (`--only-binary=:all:`): a package or dependency with no wheel for this platform is
 refused, not built. pip's settings come from pip.conf files and `PIP_*` variables; `--isolated` drops the
 variables and the user's file, and `PIP_CONFIG_FILE=/dev/null` the rest (pip reads that one variable even
-isolated), so the index is the one given (`--index-url`) and nothing of the user's applies. pip itself is
+isolated), so the index is the one given (`--index-url`) and nothing of the user's applies (where the operator
+opts in, the keys of their files that reach an index, and their netrc: `installer_config`). pip itself is
 ard-mcp's own, run by the interpreter the release is installed for (`interpreters`): ard-mcp's own where the
 release's Requires-Python allows it, else the newest here that it allows, so wheel tags, Requires-Python and
 dependency markers are that interpreter's (`--python-version` keeps markers ard-mcp's). pip 23 (what a new
@@ -52,7 +53,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from ard_mcp.formats.bounded_json import UnreadableJson, read_json
-from ard_mcp.packages import egress, interpreters, lookup, processes
+from ard_mcp.packages import egress, installer_config, interpreters, lookup, processes
 from ard_mcp.packages.cache import private_dirs
 from ard_mcp.packages.egress import Egress
 from ard_mcp.packages.interpreters import NO_PROGRAM, Interpreter
@@ -89,11 +90,12 @@ def _our_python(python: Interpreter) -> str:
     )
 
 
-def _settings(cache: Path, index: str, out: Egress) -> list[str]:
+def _settings(cache: Path, index: str, out: Egress, own: bool) -> list[str]:
     _, _, pip_cache = private_dirs(cache)
     # pip 23 reads only its own CA bundle (`--isolated` drops pip.conf's `cert`): where TLS is inspected, the
-    # operator's bundle is the one that verifies
+    # operator's bundle is the one that verifies; the operator's pip.conf's `cert` where they opted in to it
     bundle = os.environ.get("SSL_CERT_FILE") or (str(_CA_BUNDLE) if _CA_BUNDLE.is_file() else None)
+    tls = installer_config.pip_settings(bundle) if own else ["--cert", bundle] if bundle else []
     return [
         "--isolated",
         "--disable-pip-version-check",
@@ -107,12 +109,13 @@ def _settings(cache: Path, index: str, out: Egress) -> list[str]:
         str(pip_cache),
         "--proxy",
         out.url,
-        *(["--cert", bundle] if bundle else []),
+        *tls,
     ]
 
 
-def _environment(cache: Path, out: Egress) -> dict[str, str]:
-    return processes.clean_environment(cache, {"PIP_CONFIG_FILE": os.devnull, "PYTHONNOUSERSITE": "1", **out.environment()})
+def _environment(cache: Path, out: Egress, own: bool) -> dict[str, str]:
+    netrc = installer_config.pip_environment() if own else {}
+    return processes.clean_environment(cache, {"PIP_CONFIG_FILE": os.devnull, "PYTHONNOUSERSITE": "1", **netrc, **out.environment()})
 
 
 def _exactly(spec: PackageSpec) -> str:
@@ -169,11 +172,12 @@ def _check_origins(items: list[dict[str, Any]], spec: PackageSpec, allowed: Sequ
 
 
 async def _pip_run(
-    what: str, python: Interpreter, argv: list[str], index: str, allowed: Sequence[str], cache: Path, cwd: Path, timeout: float
+    what: str, python: Interpreter, argv: list[str], index: str, allowed: Sequence[str], cache: Path, cwd: Path, timeout: float, own: bool
 ) -> tuple[processes.Finished, Egress]:
     pip = interpreters.pip_command(python)
     async with egress.proxy(origins(allowed)) as out:
-        finished = await processes.run(what, [*pip, *argv, *_settings(cache, index, out)], _environment(cache, out), cwd, timeout)
+        env = _environment(cache, out, own)
+        finished = await processes.run(what, [*pip, *argv, *_settings(cache, index, out, own)], env, cwd, timeout)
     return finished, out
 
 
@@ -193,8 +197,11 @@ def _elsewhere(spec: PackageSpec, index: str, finished: processes.Finished, out:
     return None
 
 
-async def newest(spec: PackageSpec, index: str, allowed: Sequence[str], cache: Path, timeout: float) -> str:
-    """The release pip would install for an unpinned version: the newest with a wheel for this platform."""
+async def newest(
+    spec: PackageSpec, index: str, allowed: Sequence[str], cache: Path, timeout: float, client: httpx.AsyncClient, own: bool
+) -> str:
+    """The release pip would install for an unpinned version: the newest with a wheel for this platform (`client`
+    asks the index why, where pip found none; `own`: with the operator's own settings, `installer_config`)."""
     try:
         wanted = requirement("pypi", spec.name, spec.version)
     except ValueError as exc:
@@ -202,9 +209,11 @@ async def newest(spec: PackageSpec, index: str, allowed: Sequence[str], cache: P
     report = cache / ".home" / f"newest-{os.getpid()}-{id(spec)}.json"
     argv = ["install", "--dry-run", "--ignore-installed", "--no-deps", "--report", str(report), wanted]
     try:
-        finished, out = await _pip_run("pip install --dry-run", interpreters.own(), argv, index, allowed, cache, cache, timeout)
+        finished, out = await _pip_run("pip install --dry-run", interpreters.own(), argv, index, allowed, cache, cache, timeout, own)
         if finished.returncode != 0:
-            raise _elsewhere(spec, index, finished, out) or InstallRefused(
+            said = finished.tail + await installer_config.unlisted(client, index, spec.name)
+            found = _elsewhere(spec, index, finished, out) or installer_config.refused(spec.key(), f"the index {index}", said, "pip", own)
+            raise found or InstallRefused(
                 f"{spec.key()}: no release of {spec.name} on {index} has a wheel for this platform: {finished.tail[-1500:]}"
             )
         metadata = _requested(_report(report, spec), spec).get("metadata")
@@ -224,6 +233,7 @@ async def _failure(
     client: httpx.AsyncClient,
     as_of: AsOf | None,
     python: Interpreter,
+    own: bool,
 ) -> tuple[InstallRefused, datetime | None]:
     """Why pip found nothing to install: a dependency from elsewhere, a certificate, a dependency it found no
     release of (`_dependency`), a Python it does not support, else told from the index's own list of files where
@@ -231,6 +241,7 @@ async def _failure(
     is the first moment that obstacle is gone."""
     said = finished.tail[-1500:]
     refused = _elsewhere(spec, index, finished, out) or certificate(spec.key(), finished.tail, index, "SSL_CERT_FILE")
+    refused = refused or installer_config.refused(spec.key(), f"the index {index}", finished.tail, "pip", own)
     if refused is not None:
         return refused, None
     dependency = await _dependency(spec, index, finished.tail, client, as_of, python)
@@ -241,8 +252,9 @@ async def _failure(
         return InstallRefused(f"{spec.key()}: it needs Python {needs[1] or needs[2]}, {_our_python(python)}"), None
     try:
         files = await lookup.pypi_listing(client, index, spec.name)
-    except lookup.LookupFailed:
-        return InstallRefused(f"{spec.key()}: pip could not install it (exit {finished.returncode}): {said}"), None
+    except lookup.LookupFailed as exc:  # pip says nothing of an index page it was refused: what the index answered does
+        denied = installer_config.refused(spec.key(), f"the index {index}", str(exc), "pip", own)
+        return denied or InstallRefused(f"{spec.key()}: pip could not install it (exit {finished.returncode}): {said}"), None
     if files is None:
         return InstallRefused(f"{spec.key()}: no package {spec.name} on {index}"), None
     releases = [f for f in files if same_release(f.version, str(spec.version))]
@@ -283,7 +295,14 @@ async def _dependency(
 
 
 async def install(
-    spec: PackageSpec, directory: Path, index: str, allowed: Sequence[str], cache: Path, timeout: float, client: httpx.AsyncClient
+    spec: PackageSpec,
+    directory: Path,
+    index: str,
+    allowed: Sequence[str],
+    cache: Path,
+    timeout: float,
+    client: httpx.AsyncClient,
+    own: bool,
 ) -> tuple[str, str | None]:
     """Install `spec` (pinned) into `directory/lib`; the sha256 of its wheel, and a note when its dependencies
     could not be resolved as of its release. Every package must be a release of an allowed index, and the one
@@ -305,10 +324,10 @@ async def install(
         dated = ["--uploaded-prior-to", as_of.bound.astimezone(UTC).isoformat(timespec="seconds")] if as_of else []
         left = max(deadline - anyio.current_time(), 0.001) if moved else timeout
         wanted = [*argv, *dated, _exactly(spec)]
-        finished, out = await _pip_run("pip install", python, wanted, index, allowed, cache, directory, left)
+        finished, out = await _pip_run("pip install", python, wanted, index, allowed, cache, directory, left, own)
         if finished.returncode == 0:
             break
-        refused, later = await _failure(spec, index, finished, out, client, as_of, python)
+        refused, later = await _failure(spec, index, finished, out, client, as_of, python, own)
         if later is None or len(moved) == MAX_LATER:
             raise refused
         moved.append(str(refused).removeprefix(f"{spec.key()}: "))

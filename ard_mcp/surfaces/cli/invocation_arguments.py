@@ -87,6 +87,15 @@ def package_options(parser: argparse.ArgumentParser) -> None:
         "(ARD_MCP_NO_PUBLIC_PACKAGE_REGISTRIES)",
     )
     parser.add_argument(
+        "--package-installer-config",
+        action="store_true",
+        default=truthy(env("PACKAGE_INSTALLER_CONFIG")),
+        help="let npm and pip reach the allowed registries with your own configuration: npm reads your user npmrc (~/.npmrc, or "
+        "npm_config_userconfig), pip your netrc and the cert, client-cert, timeout, retries and trusted-host of your pip.conf; the "
+        "registry, the proxy that allows only the allowed registries and scripts off still win; off by default "
+        "(ARD_MCP_PACKAGE_INSTALLER_CONFIG)",
+    )
+    parser.add_argument(
         "--allow-unpinned-packages",
         action="store_true",
         default=truthy(env("ALLOW_UNPINNED_PACKAGES")),

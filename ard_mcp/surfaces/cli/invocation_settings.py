@@ -14,13 +14,16 @@ from ard_mcp.surfaces.cli.terminal_text import shown, shown_json
 
 def invocation_policy(args: argparse.Namespace, *, stdio: bool) -> InvocationPolicy:
     """On over stdio unless --no-invocation (the caller is the local user's own host), off over HTTP unless
-    --allow-invocation; the crawler's network rules (--allow-private-networks) for the agents' addresses."""
+    --allow-invocation; the crawler's network rules (--allow-private-networks) for the agents' addresses; the package
+    installers with the operator's own npm and pip configuration where --package-installer-config says so."""
     if args.invoke_timeout <= 0:
         raise SystemExit("ard-mcp: --invoke-timeout must be positive")
     try:
         credentials = AgentCredentials.load(args.agent_credentials) if args.agent_credentials else AgentCredentials()
     except ValueError as exc:
         raise SystemExit(f"ard-mcp: {exc}") from None
+    packages = package_policy(args, stdio=stdio)
+    registries = dataclasses.replace(packages.registries, installer_config=args.package_installer_config)
     return InvocationPolicy(
         enabled=not args.no_invocation if stdio else args.allow_invocation,
         turned_on_by="it was started with --no-invocation; start it without to call agents" if stdio else InvocationPolicy.turned_on_by,
@@ -28,7 +31,7 @@ def invocation_policy(args: argparse.Namespace, *, stdio: bool) -> InvocationPol
         allow_private_networks=args.allow_private_networks,
         limits=dataclasses.replace(Limits(), total=args.invoke_timeout),
         credentials=credentials,
-        packages=package_policy(args, stdio=stdio),
+        packages=dataclasses.replace(packages, registries=registries),
     )
 
 
