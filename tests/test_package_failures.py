@@ -29,6 +29,11 @@ from tests.test_package_hostile import SERVER_SOURCE, WHY_NOT
 
 pytestmark = pytest.mark.slow
 
+DIES = """import sys
+def main():
+    print("the server needs a program it cannot find", file=sys.stderr)
+    return 3
+"""
 RELEASED = "2025-03-22T10:00:00Z"  # when ard-probe-dated 1.0.0 was uploaded: its dependencies are resolved as of then
 
 
@@ -92,6 +97,7 @@ def dated_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     _add(files, listed, "ard-probe-dated", "1.0.0", RELEASED, requires=["ard-probe-later>=2.0.0"])
     _add(files, listed, "ard-probe-steady", "1.0.0", RELEASED, requires=["ard-probe-later"])
     _add(files, listed, "ard-probe-dated-server", "1.0.0", RELEASED, requires=["ard-probe-later>=2.0.0"], module=SERVER_SOURCE.read_text())
+    _add(files, listed, "ard-probe-dies", "1.0.0", RELEASED, module=DIES)
     _add(files, listed, "ard-probe-later", "1.0.0", "2025-01-01T00:00:00Z")
     _add(files, listed, "ard-probe-later", "2.0.0", "2025-08-02T12:00:00Z")
     _add(files, listed, "ard-probe-later", "2.1.0", "2025-09-01T12:00:00Z")
@@ -145,35 +151,22 @@ def _versions(directory: Path) -> dict[str, str]:
     return {name.replace("_", "-"): version for name, _, version in found}
 
 
-@pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")
-def test_a_call_says_the_dependencies_were_resolved_as_of_another_date(dated_index: str, tmp_path: Path) -> None:
-    """What the install did otherwise than the entry asked reaches the person, beside the answer: a real `ard-mcp
-    serve` over stdio, a host that says yes, a package server whose dependency had no release by its date."""
+def _called_through_serve(index: str, data: Path, package: str) -> Any:
+    """`call_agent` of the `probe` tool of an entry running `package` (1.0.0, from `index`), through a real `ard-mcp
+    serve` over stdio whose host says yes to its question."""
     entry = {
-        "identifier": "urn:air:dated.example:mcp:server",
-        "displayName": "Dated server",
+        "identifier": f"urn:air:probes.example:mcp:{package}",
+        "displayName": package,
         "type": "application/mcp-server-card+json",
-        "description": "A package server whose dependency came out after it.",
+        "description": "A package server of the tests.",
         "data": {
-            "name": "example.dated/server",
+            "name": f"example.probes/{package}",
             "description": "Answers probes.",
             "version": "1.0.0",
-            "packages": [
-                {"registryType": "pypi", "identifier": "ard-probe-dated-server", "version": "1.0.0", "transport": {"type": "stdio"}}
-            ],
+            "packages": [{"registryType": "pypi", "identifier": package, "version": "1.0.0", "transport": {"type": "stdio"}}],
         },
     }
-    data = tmp_path / "data"
-    args = [
-        "-m",
-        "ard_mcp",
-        "serve",
-        "--data-dir",
-        str(data),
-        "--package-registry",
-        f"pypi={dated_index}",
-        "--no-public-package-registries",
-    ]
+    args = ["-m", "ard_mcp", "serve", "--data-dir", str(data), "--package-registry", f"pypi={index}", "--no-public-package-registries"]
 
     async def yes(context: Any, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
         return mcp_types.ElicitResult(action="accept", content={"network": False, "path": "", "writable": False})
@@ -183,10 +176,27 @@ def test_a_call_says_the_dependencies_were_resolved_as_of_another_date(dated_ind
             assert not (await host.call_tool("register_agent", {"entry": entry})).is_error
             return await host.call_tool("call_agent", {"identifier": entry["identifier"], "tool": "probe", "arguments": {"secret": "none"}})
 
-    result = anyio.run(called)
+    return anyio.run(called)
+
+
+@pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")
+def test_a_call_says_the_dependencies_were_resolved_as_of_another_date(dated_index: str, tmp_path: Path) -> None:
+    """What the install did otherwise than the entry asked reaches the person, beside the answer: a real `ard-mcp
+    serve` over stdio, a host that says yes, a package server whose dependency had no release by its date."""
+    result = _called_through_serve(dated_index, tmp_path / "data", "ard-probe-dated-server")
     assert not result.is_error and result.structured_content is not None, result.content
     (said,) = [w for w in result.structured_content.get("warnings") or [] if w.startswith("package pypi:ard-probe-dated-server@1.0.0: ")]
     assert "its dependencies were resolved as of 2025-08-02, not of its release" in said
+
+
+@pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")
+def test_a_server_that_exits_before_the_handshake_is_said_to_with_its_last_words(dated_index: str, tmp_path: Path) -> None:
+    """Not the MCP SDK's "unhandled errors in a TaskGroup" around "Connection closed", as a snapshot server that
+    needed a program it lacked was reported: that it exited before answering, and the end of its stderr."""
+    result = _called_through_serve(dated_index, tmp_path / "data", "ard-probe-dies")
+    said = " ".join(block.text for block in result.content if isinstance(block, mcp_types.TextContent))
+    assert result.is_error and "the package server pypi:ard-probe-dies@1.0.0 did not start: it exited before answering the MCP" in said
+    assert "its stderr ends: the server needs a program it cannot find" in said and "TaskGroup" not in said
 
 
 def test_a_dependency_pip_found_nothing_of_is_named_with_its_cause(dated_index: str, tmp_path: Path) -> None:

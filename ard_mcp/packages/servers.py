@@ -189,6 +189,7 @@ class PackageServers:
         """Start the server, hold it until it is closed, idle or ends; never raise (this task's failure must not
         end the registry's background task group)."""
         start = running.start
+        transport: BoundedStdio | None = None
         try:
             command = await anyio.to_thread.run_sync(self.command, start, running.state_dir)
             with anyio.CancelScope(deadline=anyio.current_time() + open_within) as scope:
@@ -217,7 +218,13 @@ class PackageServers:
         except (PermissionDenied, AgentTimeout) as exc:
             running.ended = exc.message
         except Exception as exc:  # a crash, a refused start, a message over the limit: said to the callers
-            reason = str(exc) if isinstance(exc, MessageTooLarge) else f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, MessageTooLarge):
+                reason = str(exc)
+            elif transport is not None and transport.ended.is_set() and running.client is None:
+                # the SDK's client says only "unhandled errors in a TaskGroup" around "Connection closed"
+                reason = "it exited before answering the MCP handshake"
+            else:
+                reason = _innermost(exc)
             running.ended = reason + _said(running)
             log.info("package server %s ended: %s", start.key, running.ended)
         finally:
@@ -251,6 +258,13 @@ def _how_it_ended(running: _Running) -> str:
     the operator to an empty stderr for a crash that never happened."""
     too_large = running.transport.too_large if running.transport is not None else None
     return f"was stopped: {too_large}" if too_large else "exited" + _said(running)
+
+
+def _innermost(exc: BaseException) -> str:
+    """What went wrong, out of the exception groups a task group wraps one failure in."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def _said(running: _Running) -> str:
