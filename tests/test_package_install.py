@@ -63,12 +63,12 @@ def test_the_seed_catalog_gives_a_spec_or_a_reason_for_each_server() -> None:
     kinds = collections.Counter(s.kind if isinstance(s, Unusable) else f"usable {s.registry}" for s in specs)
     print(f"\nMCP registry seed, {len(specs)} servers:", dict(sorted(kinds.items())))
     assert kinds == {
-        "usable unknown": 222,
-        "usable npm": 62,
-        "usable pypi": 42,
-        "needs-input": 30,
+        "usable unknown": 182,
+        "usable npm": 61,
+        "usable pypi": 21,
+        "needs-input": 72,
         "name": 77,
-        "launcher": 5,
+        "launcher": 25,
         "container": 26,
         "no-package": 7,
     }
@@ -80,13 +80,16 @@ def test_seed_records_read_exactly() -> None:
     assert magic == PackageSpec("npm", "@21st-dev/magic", "0.0.46", None, (), (), (EnvVar("API_KEY", True, True, None, None),))
     assert magic.key() == "npm:@21st-dev/magic@0.0.46"
 
-    # a source checkout's launcher (`uv --directory <checkout> run main_adfin_mcp.py`): left out, the package's own entry point runs
-    adfin = package_of(_seed("io.github.adfin-engineering/mcp-server-adfin"))
-    assert isinstance(adfin, PackageSpec) and adfin.key() == "pypi:adfinmcp@0.1.0" and adfin.package_arguments == ()
+    adfin = package_of(_seed("io.github.adfin-engineering/mcp-server-adfin"))  # a checkout's own script: another program
+    assert isinstance(adfin, Unusable) and adfin.kind == "needs-input"
+    assert "'--directory <absolute_path_to_adfin_mcp_folder>'" in adfin.reason and "adfinmcp" in adfin.reason
     clickhouse = package_of(_seed("io.github.clickhouse/mcp-clickhouse"))  # `uvx --with mcp-clickhouse --python 3.13 mcp-clickhouse`
-    assert isinstance(clickhouse, PackageSpec) and clickhouse.package_arguments == ()
-    milvus = package_of(_seed("io.github.zilliztech/mcp-server-milvus"))  # the server's own arguments after the launcher's are kept
-    assert isinstance(milvus, PackageSpec) and milvus.package_arguments == ("--milvus-uri", "http://127.0.0.1:19530")
+    assert isinstance(clickhouse, Unusable) and clickhouse.kind == "launcher" and "'--with mcp-clickhouse'" in clickhouse.reason
+    # a launcher that runs the package itself (`uv --directory <checkout> run kagimcp`, `uvx blender-mcp`): left out
+    kagi = package_of(_seed("io.github.kagisearch/kagimcp"))
+    assert isinstance(kagi, PackageSpec) and kagi.key() == "pypi:kagimcp@0.1.3" and kagi.package_arguments == ()
+    ramp = package_of(_seed("io.github.ramp-public/ramp-mcp"))  # the server's own arguments after it are kept
+    assert isinstance(ramp, PackageSpec) and ramp.package_arguments == ("-s", "transactions:read,reimbursements:read")
     bitrise = package_of(_seed("io.github.bitrise-io/bitrise-mcp"))  # `uvx --from git+https://...`: another package than the registry's
     assert isinstance(bitrise, Unusable) and bitrise.kind == "launcher" and "git source" in bitrise.reason
     axiom = package_of(_seed("io.github.axiomhq/mcp-server-axiom"))

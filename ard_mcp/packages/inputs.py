@@ -8,7 +8,7 @@ named one with neither and no `valueHint` a bare flag (`--stdio`). A value that 
 something the person must supply cannot be filled here: `<absolute_path_to_folder>`, `${input:apiKey}`,
 `$REPOSITORY_DIRECTORY`, an unresolved `{variable}`, `YOUR_API_KEY`, `/path/to/...`, a Windows or home
 directory path. A required one makes the package unusable (`Unfillable`, naming it); an optional one is left
-out. Measured on the 471 seed records: 30 packages are unusable for such a placeholder. In a current
+out. Measured on the 471 seed records: 72 packages are unusable for such a placeholder. In a current
 server.json, a required argument that takes a path of the person's (`format: filepath`, or words such as
 folder, directory, path or file) is a slot instead (`FOLDER`, `FILE`): the person grants one when asked,
 and it is mounted into the sandbox (`grants`). The seed's placeholders are source checkouts, not data.
@@ -16,10 +16,9 @@ and it is mounted into the sandbox (`grants`). The seed's placeholders are sourc
 The seed's arguments were copied from READMEs' host configurations, so some of them are the launcher's, not
 the server's: uv's `--directory`, `--with`, `--from git+...`, `--python`, Python's `-m`, and script files of
 a source checkout (`server.py`, `build/index.js`). Passed to the installed server these break its command
-line, so they are left out with everything before them (`_after_launcher`): the package's own entry point is
-what the launcher ran. A git source (`--from git+...`) is another package than the registry's, so it still
-makes the package unusable (5 of the seed's packages; 33 were refused before the launcher's part was left
-out). The seed writes a named argument whole in both `name` and `value` (`"--directory <path>"`), which is
+line, so in the seed shape they make the package unusable too (25 of the seed's packages), except a prefix
+that only runs the package itself (`uvx NAME`, `uv --directory CHECKOUT run NAME`), which is left out
+(`_after_launcher`). The seed writes a named argument whole in both `name` and `value` (`"--directory <path>"`), which is
 read as the flag and its value.
 """
 
@@ -41,6 +40,8 @@ _PLACEHOLDERS = (
 )
 _LAUNCHER_FLAGS = {"--directory", "--with", "--with-editable", "--with-requirements", "--from", "--python", "-m"}
 _LAUNCHER_WORDS = {"python", "python3", "uv", "uvx", "node", "npx", "run"}
+_RUNS_THE_PACKAGE = {"--directory", "--with", "--with-editable", "--with-requirements"}  # launcher flags that still run it
+_LAUNCHERS = {"uv", "uvx", "npx", "run"}
 _SCRIPT = re.compile(r"\.(?:py|js|mjs|cjs|ts)$", re.IGNORECASE)
 _SECRET_NAME = re.compile(r"(?:KEY|TOKEN)$|PASSWORD|PASSWD|SECRET|CREDENTIAL", re.IGNORECASE)
 _INPUT = re.compile(r"^\s*\$\{input:[^}]*\}\s*$")
@@ -178,25 +179,24 @@ def arguments(raw: Any, seed: bool, package: str = "") -> tuple[str, ...]:
 
 
 def _after_launcher(listed: list[Mapping[str, Any]], package: str) -> list[Mapping[str, Any]]:
-    """A seed record's arguments after its launcher's. The seed copied READMEs' host configurations, which start
-    a source checkout or a launcher (`uv --directory DIR run server.py`, `uvx --with mcp[cli] NAME`, `python -m
-    NAME`, `node /path/to/dist/index.js`) and then give the server its own arguments: ard-mcp installs the
-    package and starts its own entry point, which is what `uvx NAME` or `npx NAME` runs, so everything up to
-    the last item that is the launcher's (its flags and words, the package's name, a script file of the
-    checkout) is left out and the rest kept. Measured on the seed: 28 packages refused for a launcher's
-    argument and 54 for a checkout's placeholder (`--directory /path/to/...`) start this way (usable 244 ->
-    326 of 471). A git source (`--from git+https://...`) is another package than the registry's: still refused."""
-    last = -1
+    """A seed record's arguments after its launcher's, where the launcher runs the package itself. The seed
+    copied READMEs' host configurations, some of which start the package through uv or npx: `uvx NAME`, `uvx
+    --with X NAME`, `uv --directory CHECKOUT run NAME`. ard-mcp installs the package and starts its own entry
+    point, which is what those run, so a prefix made only of such words and ending with the package's own name
+    is left out, the server's own arguments after it kept. Any other launcher word leaves the record as it is
+    (refused, `_launcher_reason`): `--from X CMD` and `-m MODULE` name another program of the package, `--python`
+    a version, a script file or `node` a source checkout's program, `git+` another package (the page's host
+    command reads those, `surfaces.host_launch`). Measured on the seed: usable 244 -> 264 of 471."""
     for position, argument in enumerate(listed):
         words = [w for w in (_text(argument.get("name")), _text(argument.get("value"))) if w is not None]
         if words[1:] and (words[1] == words[0] or words[1].startswith(f"{words[0]} ")):
             words = words[1:]  # the seed writes a flag whole, name and value alike
         items = [piece for word in words for piece in word.split(None, 1)]
-        if any(item.startswith(("git+", "git@")) for item in items):
-            return listed  # refused as it stands (`_launcher_reason`)
-        if items and _launcher_reason(items, package) is not None:
-            last = position
-    return listed[last + 1 :]
+        if len(items) == 1 and _same_name(items[0], package.rpartition("/")[2]):
+            return listed[position + 1 :]
+        if not items or not (items[0] in _RUNS_THE_PACKAGE or (len(items) == 1 and items[0] in _LAUNCHERS)):
+            return listed
+    return listed
 
 
 def environment(raw: Any, seed: bool) -> tuple[EnvVar, ...]:
