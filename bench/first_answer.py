@@ -10,7 +10,10 @@ client, and times from starting the process to the MCP handshake and to the firs
 - snapshot, another model: `--model-dir minilm`, whose id is not the one the vectors were made with, so
   every text of the snapshot is embedded at the first start (what shipping the vectors saves);
 - empty: `--no-snapshot`, the model and an empty registry only;
-- second start: the snapshot's data directory started again.
+- second start: the snapshot's data directory started again;
+- shared, kept answers: `serve --shared` (what `host-config` writes) started again on a directory whose
+  back-end has stopped: its front-end answers the handshake from what it kept the last time
+  (`sharing.link.Hello`) while the back-end starts, and the first search goes through that back-end.
 
 `--quick` leaves out the other model's case (10-30 s a run here), for comparing changes to the first start
 in one sitting on a shared machine. Prints one line per case: the median and each run's seconds.
@@ -31,11 +34,13 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 TASK = "read and write files in a folder"
+IDLE_S = 0.5  # the back-end's idle time in the shared case
 
 
 async def first_answer(data_dir: Path, *flags: str) -> tuple[float, float, str]:
     """(seconds to the handshake, seconds to the first answer, its first result's name)."""
     env = {k: v for k, v in os.environ.items() if k != "ARD_MCP_NO_SNAPSHOT"} | {"ARD_MCP_LOG_LEVEL": "WARNING"}
+    env["ARD_MCP_BACKEND_IDLE"] = str(IDLE_S)
     server = StdioServerParameters(command=sys.executable, args=["-m", "ard_mcp", "serve", "--data-dir", str(data_dir), *flags], env=env)
     started = time.monotonic()
     async with Client(server) as client:
@@ -61,6 +66,10 @@ def main() -> None:
                 data_dir = Path(tmp) / f"{case}-{run}"
                 cases.setdefault(case, []).append(anyio.run(first_answer, data_dir, *flags))
             cases.setdefault("second start", []).append(anyio.run(first_answer, Path(tmp) / f"snapshot-{run}"))
+            shared = Path(tmp) / f"shared-{run}"
+            anyio.run(first_answer, shared, "--shared")  # the front-end keeps the back-end's answers
+            time.sleep(IDLE_S + 2)  # the back-end stops after its idle time
+            cases.setdefault("shared, kept answers", []).append(anyio.run(first_answer, shared, "--shared"))
     print(f"{os.cpu_count()} CPUs; seconds from starting `ard-mcp serve` over stdio, median of {args.runs}")
     for case, runs in cases.items():
         handshake = statistics.median(r[0] for r in runs)

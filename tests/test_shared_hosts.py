@@ -250,3 +250,49 @@ async def test_hosts_join_the_plain_serve_that_started_first_and_outlive_it(tmp_
         while _backends(data) or _plain_serves(data):
             assert time.monotonic() < deadline, "an ard-mcp process still runs after the last host left"
             await anyio.sleep(0.2)
+
+
+@pytest.mark.sqlite_only  # the kept answers are beside the data directory's socket
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_hosts_first_answers_come_from_the_last_back_ends_while_the_next_starts(tmp_path: Path, mode: str) -> None:
+    """A front-end keeps the back-end's answers to the handshake (`initialize`, or the 2026 protocol's
+    `server/discover`) and to a first `tools/list` beside the socket, and gives them at once on the next start,
+    while the back-end starts: the host's session then goes on through it (the handshake replayed). A kept tool
+    list that is no longer the back-end's is replaced, and the host told the list changed."""
+    data = tmp_path / "data"
+    env = {**quiet_env(data), "ARD_MCP_BACKEND_IDLE": "0.5", "ARD_MCP_NO_SNAPSHOT": "1"}
+    shared = StdioServerParameters(command=sys.executable, args=["-m", "ard_mcp", "serve", "--shared", "--data-dir", str(data)], env=env)
+    notified: list[str] = []
+
+    async def noted(message: Any) -> None:
+        notified.append(getattr(getattr(message, "root", message), "method", "") or type(message).__name__)
+
+    async def session() -> tuple[list[str], bool, list[str]]:
+        async with Client(shared, mode=mode, message_handler=noted) as host:  # type: ignore[arg-type]
+            names = [t.name for t in (await host.list_tools()).tools]
+            found = await host.call_tool("search_agents", {"text": "hourly weather forecast for a city"})
+            return names, not found.is_error, [t.name for t in (await host.list_tools()).tools]
+
+    async def gone() -> None:
+        deadline = time.monotonic() + 30
+        while _backends(data):
+            assert time.monotonic() < deadline
+            await anyio.sleep(0.1)
+
+    with anyio.fail_after(180):
+        first, searched, _ = await session()
+        (kept,) = data.glob("ard-mcp-*.hello.json")
+        assert searched and "search_agents" in first
+        await gone()
+        second, searched, again = await session()  # answered from what was kept, the search through the back-end it started
+        assert second == first == again and searched and notified == []
+        stale = json.loads(kept.read_text())
+        for answer in stale.values():
+            if "tools" in answer:
+                answer["tools"] = [t for t in answer["tools"] if t["name"] != "search_agents"]
+        kept.write_text(json.dumps(stale))
+        await gone()
+        third, searched, again = await session()  # a stale list given, then replaced and said to have changed
+        assert "search_agents" not in third and searched and again == first
+        assert notified == ["notifications/tools/list_changed"], notified
+        assert "search_agents" in json.dumps(json.loads(kept.read_text()))

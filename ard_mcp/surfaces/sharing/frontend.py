@@ -9,7 +9,8 @@ milliseconds. A back-end that dies (a crash, `kill -9`) is started again, and th
 `notifications/initialized` are sent to it anew (its answer dropped), so the host's next request is served
 as if nothing happened. A request in flight at that moment is answered with an error saying it may or may
 not have been carried out (sent again, a tool call could run twice); no write the back-end acknowledged is
-lost (it is saved before it is answered).
+lost (it is saved before it is answered). The host's session is `link.Link`'s, which also answers a host's
+handshake and first `tools/list` from the back-end's answers kept the last time, while the back-end starts.
 
 The back-end is one per data directory and settings: the socket's name holds a digest of the command line
 and `ARD_MCP_*` variables it was started with, so a front-end never attaches to a back-end with other
@@ -22,9 +23,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import json
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -33,15 +32,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-START_S = 60.0  # the back-end's start: imports, the data directory claimed, the socket made (about 1 s here)
+from ard_mcp.surfaces.sharing.link import POLL_S, START_S, Hello, Link
+
 HANDOVER_S = 20.0  # a back-end started waits this long for the directory: its holder, a host's `serve` others had joined, is exiting
-_POLL_S = 0.05
 GREETING = b"ard-mcp back-end\n"  # `backend.GREETING`: not imported, the front-end stays free of the back-end's imports
 GREETING_S = 10.0
 STOP = b"ard-mcp stop-if-idle\n"  # `backend.STOP`: a connection's first line asking an idle back-end to stop
 STOP_S = 30.0  # a stopping back-end closes its registry (Chroma flushed) before it exits
-_ANSWER = re.compile(rb'^\{"jsonrpc":"2\.0","id":("(?:[^"\\]|\\.)*"|-?\d+),"(?:result|error)"')  # the back-end's answers, as it writes them
-LOST = -32001  # the error code of a request the back-end stopped during (JSON-RPC's server-defined range)
 _MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
 
 
@@ -127,7 +124,7 @@ def connected(path: Path, start: Sequence[str], log: Path) -> socket.socket:
                 return found
             if process.poll() is not None:
                 raise OSError(f"the ard-mcp back-end stopped as it started: {_tail(log)}")
-            time.sleep(_POLL_S)
+            time.sleep(POLL_S)
     raise OSError(f"the ard-mcp back-end did not answer within {START_S:g} s: {_tail(log)}")
 
 
@@ -136,137 +133,6 @@ def _tail(log: Path) -> str:
         lines = [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
         return " / ".join(lines[-3:])[-1500:] or "it said nothing"
     return "its log cannot be read"
-
-
-class _Link:
-    """The host's session through the back-end: the socket, and the handshake to send a new back-end."""
-
-    def __init__(self, path: Path, start: Sequence[str], log: Path) -> None:
-        self._path, self._start, self._log = path, start, log
-        self._lock = threading.Lock()
-        self._socket = connected(path, start, log)
-        self._handshake: list[bytes] = []  # initialize and notifications/initialized, as the host sent them
-        self._initialize_id: object = None
-        self._pending: dict[str, object] = {}  # the host's requests not answered yet, by their id as JSON
-        self._out = threading.Lock()  # answers and lost-request errors never interleave on stdout
-        self.stdout = sys.stdout.fileno()
-
-    def send(self, line: bytes) -> None:
-        message = _message(line)
-        if "method" in message and "id" in message:
-            self._pending[json.dumps(message["id"])] = message["id"]
-        if message.get("method") == "initialize":
-            self._handshake, self._initialize_id = [line], message.get("id")
-        elif message.get("method") == "notifications/initialized":
-            self._handshake.append(line)
-        for attempt in range(2):
-            with self._lock:
-                current = self._socket
-            try:
-                current.sendall(line)
-                return
-            except OSError:
-                if attempt:
-                    raise
-                self.reconnect(current)
-
-    def reconnect(self, broken: socket.socket) -> socket.socket:
-        """A new connection in place of `broken` (another thread may have made it already), the handshake replayed."""
-        with self._lock:
-            if self._socket is not broken:
-                return self._socket
-            with contextlib.suppress(OSError):
-                broken.shutdown(socket.SHUT_RDWR)  # wakes the reader blocked on it (a close alone does not)
-            broken.close()
-            fresh = self._handshaken(time.monotonic() + START_S)
-            self._socket = fresh
-            self._answer_lost()
-            return fresh
-
-    def _handshaken(self, deadline: float) -> socket.socket:
-        """A new connection with the host's handshake replayed. A back-end killed a moment ago may still accept a
-        connection while its process exits, and then reset it: tried again until `deadline`."""
-        while True:
-            fresh = connected(self._path, self._start, self._log)
-            try:
-                for line in self._handshake:
-                    fresh.sendall(line)
-                if self._initialize_id is not None:
-                    _drop_answer(fresh, self._initialize_id)
-                return fresh
-            except OSError:
-                fresh.close()
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(_POLL_S)
-
-    def _answer_lost(self) -> None:
-        """Tell the host which of its requests the back-end stopped during (the handshake's it has answered)."""
-        lost, self._pending = self._pending, {}
-        for key, request_id in lost.items():
-            if key == json.dumps(self._initialize_id):
-                continue
-            error = {
-                "code": LOST,
-                "message": "the ard-mcp back-end stopped while this request was in flight, and was started "
-                "again: it may or may not have been carried out; send it again if it is safe to",
-            }
-            self._write(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode() + b"\n")
-
-    def _write(self, data: bytes) -> None:
-        with self._out:
-            while data:
-                data = data[os.write(self.stdout, data) :]
-
-    def pump(self, stdin_open: threading.Event) -> None:
-        """The back-end's messages to stdout, a line at a time (its answers noted), until it ends after the host
-        closed stdin (else reconnect and go on)."""
-        current, pending = self._socket, b""
-        while True:
-            try:
-                chunk = current.recv(65536)
-            except OSError:
-                chunk = b""
-            if chunk:
-                *lines, pending = (pending + chunk).split(b"\n")
-                for line in lines:
-                    answered = _ANSWER.match(line)
-                    if answered is not None:
-                        self._pending.pop(answered[1].decode(), None)
-                    self._write(line + b"\n")
-                continue
-            if not stdin_open.is_set():
-                return
-            pending = b""
-            current = self.reconnect(current)
-
-    def close_writing(self) -> None:
-        with contextlib.suppress(OSError):
-            self._socket.shutdown(socket.SHUT_WR)
-
-
-def _message(line: bytes) -> dict[str, object]:
-    try:
-        found = json.loads(line)
-    except ValueError:
-        return {}
-    return found if isinstance(found, dict) else {}
-
-
-def _drop_answer(connection: socket.socket, request_id: object) -> None:
-    """Read the new back-end's answer to the replayed `initialize`: the host has its answer already."""
-    pending = b""
-    while True:
-        chunk = connection.recv(65536)
-        if not chunk:
-            raise OSError("the ard-mcp back-end closed the connection during the handshake")
-        pending += chunk
-        while b"\n" in pending:
-            line, pending = pending.split(b"\n", 1)
-            if _message(line).get("id") == request_id:
-                if pending:
-                    raise OSError("the ard-mcp back-end said more than its handshake")  # nothing else was asked yet
-                return
 
 
 def quick(argv: Sequence[str]) -> int | None:
@@ -343,7 +209,7 @@ def stop_idle(data_dir: Path) -> bool:
                 stopping.append(int(said[1]))
     deadline = time.monotonic() + STOP_S
     while any(_alive(pid) for pid in stopping) and time.monotonic() < deadline:
-        time.sleep(_POLL_S)
+        time.sleep(POLL_S)
     return bool(stopping)
 
 
@@ -363,7 +229,8 @@ def run(data_dir: Path, settings: Sequence[str], start: Sequence[str]) -> int:
     log = data_dir / "backend.log"
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
-        link = _Link(socket_path(data_dir, settings), start, log)
+        path = socket_path(data_dir, settings)
+        link = Link(lambda: connected(path, start, log), Hello(path.with_suffix(".hello.json")))
     except OSError as exc:
         print(f"ard-mcp: {exc}", file=sys.stderr, flush=True)
         return 1

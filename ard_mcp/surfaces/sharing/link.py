@@ -1,0 +1,302 @@
+"""A host's session through the back-end (`frontend`): its lines passed through to the back-end's socket and
+back, the handshake replayed to a back-end started again, and the first answers a host waits for given at once.
+
+Why the last: a host's first `tools/list` took 0.8-1.1 s through a front-end whose back-end had to start
+(its imports alone, the MCP SDK's above all, take 0.6 s), where issue #55 asks for 0.5 s. What the back-end
+answers to `initialize` or `server/discover` (the 2026 protocol's first request) and to a first page of
+`tools/list` depends only on the ard-mcp version, its settings (the socket's name holds their digest) and
+what the host asked, less the host's name (its protocol version and capabilities). So those answers are kept
+beside the socket (`Hello`) and given at once the next time, while the back-end starts in the background;
+an `initialize` answered so is replayed to the back-end with `notifications/initialized`, as to a back-end
+started again, its answer dropped. Every other request waits for the back-end. Once it is there, the
+`tools/list` answered so is sent to it again, and where its answer is not the one given (ard-mcp upgraded in
+place, its version unchanged) the host is sent `notifications/tools/list_changed` and the kept answer
+replaced. Standard library only, as `frontend`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ard_mcp import __version__
+
+START_S = 60.0  # the back-end's start: imports, the data directory claimed, the socket made (about 1 s here)
+POLL_S = 0.05
+_ANSWER = re.compile(rb'^\{"jsonrpc":"2\.0","id":("(?:[^"\\]|\\.)*"|-?\d+),"(?:result|error)"')  # the back-end's answers, as it writes them
+LOST = -32001  # the error code of a request the back-end stopped during (JSON-RPC's server-defined range)
+_CHECK = "ard-mcp-front-end-tools"  # the id of the front-end's own tools/list, never passed to the host
+_MAX_HELLO = 1 << 20
+_KEPT = ("initialize", "server/discover", "tools/list")
+
+
+class Hello:
+    """The back-end's answers to the requests `key` names, in one file beside the socket (in the data directory,
+    or the owner's runtime folder); a file that cannot be read is no answer."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @staticmethod
+    def key(message: dict[str, object]) -> str | None:
+        """What a kept answer to `message` is found by, where it may have one: `initialize`, `server/discover`,
+        a first page of `tools/list`; the host's name and version left out (legacy `clientInfo`, or the 2026
+        protocol's in `_meta`)."""
+        method, params = message.get("method"), message.get("params")
+        params = params if isinstance(params, dict) else {}
+        if method not in _KEPT or (method == "tools/list" and "cursor" in params):
+            return None
+        meta = params.get("_meta")
+        asked = {k: v for k, v in params.items() if k not in ("clientInfo", "_meta")}
+        if isinstance(meta, dict):
+            asked["_meta"] = {k: v for k, v in meta.items() if not k.endswith("/clientInfo")}
+        return hashlib.sha256(json.dumps([__version__, method, asked], sort_keys=True).encode()).hexdigest()
+
+    def _all(self) -> dict[str, object]:
+        with contextlib.suppress(OSError, ValueError):
+            if self.path.stat().st_size <= _MAX_HELLO:
+                found = json.loads(self.path.read_text(encoding="utf-8"))
+                return found if isinstance(found, dict) else {}
+        return {}
+
+    def get(self, key: str) -> dict[str, object] | None:
+        kept = self._all().get(key)
+        return kept if isinstance(kept, dict) else None
+
+    def put(self, key: str, result: object) -> None:
+        """Keep `result` for `key` (written to a temporary file renamed into place: a reader sees all or none)."""
+        kept = {**self._all(), key: result}
+        with contextlib.suppress(OSError):
+            temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}")
+            temporary.write_text(json.dumps(kept), encoding="utf-8")
+            os.replace(temporary, self.path)
+
+
+class Link:
+    """The host's session through the back-end: the socket (made by `connect`, in the background), the handshake
+    to send a new back-end, and what the host asked that `hello` may answer."""
+
+    def __init__(self, connect: Callable[[], socket.socket], hello: Hello) -> None:
+        self._connect, self._hello = connect, hello
+        self._lock = threading.Lock()
+        self._socket: socket.socket | None = None
+        self._ready = threading.Event()
+        self._handshake: list[bytes] = []  # initialize and notifications/initialized, as the host sent them
+        self._initialize_id: object = None
+        self._replay = False  # the host's initialize was answered from `hello`: the back-end is to hear it
+        self._check: tuple[bytes, str, object] | None = None  # the tools/list answered from `hello`: (line, key, answer)
+        self._watched: dict[str, str] = {}  # requests whose answers `hello` keeps: key by the request's id as JSON
+        self._pending: dict[str, object] = {}  # the host's requests not answered yet, by their id as JSON
+        self._out = threading.Lock()  # answers and lost-request errors never interleave on stdout
+        self._closing = False  # the host closed its input
+        self.stdout = sys.stdout.fileno()
+        threading.Thread(target=self._first, daemon=True).start()
+
+    def _first(self) -> None:
+        """The first connection, made while the host's first lines are answered; a back-end that cannot be had
+        ends the front-end, saying why (the host sees its server exit, as it did when this came first)."""
+        try:
+            fresh = self._connect()
+            with self._lock:  # what the host sent so far is in `_handshake`; what it sends next goes to `_socket`
+                if self._replay:  # the host's initialize was answered from `hello`: the back-end hears it now
+                    try:
+                        fresh = self._replayed(fresh)
+                    except OSError:
+                        fresh = self._handshaken(time.monotonic() + START_S)
+                self._socket = fresh
+                self._ready.set()
+                check = self._check
+                if self._closing:  # the host left before it was there: the back-end ends this session too
+                    with contextlib.suppress(OSError):
+                        fresh.shutdown(socket.SHUT_WR)
+        except OSError as exc:
+            print(f"ard-mcp: {exc}", file=sys.stderr, flush=True)
+            os._exit(1)
+        if check is not None:  # the same request as the host's, under an id of the front-end's own
+            checked = {**_message(check[0]), "id": _CHECK}
+            with contextlib.suppress(OSError):
+                fresh.sendall(json.dumps(checked).encode() + b"\n")
+
+    def send(self, line: bytes) -> None:
+        message = _message(line)
+        request = json.dumps(message.get("id"))
+        with self._lock:
+            if self._socket is None and self._from_hello(line, message):
+                return
+            if message.get("method") == "initialize":
+                self._handshake, self._initialize_id = [line], message.get("id")
+            elif message.get("method") == "notifications/initialized":
+                self._handshake.append(line)
+                if self._replay and self._socket is None:
+                    return  # sent to the back-end with the handshake, once it is there
+        kept = Hello.key(message) if "id" in message else None
+        if kept is not None:
+            self._watched[request] = kept
+        if "method" in message and "id" in message:
+            self._pending[request] = message["id"]
+        self._ready.wait()
+        self._sent(line)
+
+    def _from_hello(self, line: bytes, message: dict[str, object]) -> bool:
+        """Answer `message` from `hello` where it keeps the answer (the back-end not there yet); True when it did."""
+        key = Hello.key(message) if "id" in message else None
+        answer = self._hello.get(key) if key is not None else None
+        if key is None or answer is None or (message.get("method") == "tools/list" and self._check is not None):
+            return False
+        if message.get("method") == "initialize":
+            self._handshake, self._initialize_id, self._replay = [line], message.get("id"), True
+        elif message.get("method") == "tools/list":
+            self._check = (line, key, answer)
+        self._write(json.dumps({"jsonrpc": "2.0", "id": message.get("id"), "result": answer}).encode() + b"\n")
+        return True
+
+    def _sent(self, line: bytes) -> None:
+        """`line` to the back-end, through a new connection where the one there broke."""
+        for attempt in range(2):
+            with self._lock:
+                current = self._socket
+            assert current is not None  # `_ready` is set
+            try:
+                current.sendall(line)
+                return
+            except OSError:
+                if attempt:
+                    raise
+                self.reconnect(current)
+
+    def reconnect(self, broken: socket.socket) -> socket.socket:
+        """A new connection in place of `broken` (another thread may have made it already), the handshake replayed."""
+        with self._lock:
+            if self._socket is not broken:
+                assert self._socket is not None
+                return self._socket
+            with contextlib.suppress(OSError):
+                broken.shutdown(socket.SHUT_RDWR)  # wakes the reader blocked on it (a close alone does not)
+            broken.close()
+            fresh = self._handshaken(time.monotonic() + START_S)
+            self._socket = fresh
+            self._answer_lost()
+            return fresh
+
+    def _handshaken(self, deadline: float) -> socket.socket:
+        """A new connection with the host's handshake replayed. A back-end killed a moment ago may still accept a
+        connection while its process exits, and then reset it: tried again until `deadline`."""
+        while True:
+            try:
+                return self._replayed(self._connect())
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(POLL_S)
+
+    def _replayed(self, fresh: socket.socket) -> socket.socket:
+        """`fresh` with the host's handshake sent and the back-end's answer to it read; OSError (closed) where it fails."""
+        try:
+            for line in self._handshake:
+                fresh.sendall(line)
+            if self._initialize_id is not None:
+                _drop_answer(fresh, self._initialize_id)
+        except OSError:
+            fresh.close()
+            raise
+        return fresh
+
+    def _answer_lost(self) -> None:
+        """Tell the host which of its requests the back-end stopped during (the handshake's it has answered)."""
+        lost, self._pending = self._pending, {}
+        for key, request_id in lost.items():
+            if key == json.dumps(self._initialize_id):
+                continue
+            error = {
+                "code": LOST,
+                "message": "the ard-mcp back-end stopped while this request was in flight, and was started "
+                "again: it may or may not have been carried out; send it again if it is safe to",
+            }
+            self._write(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode() + b"\n")
+
+    def _write(self, data: bytes) -> None:
+        with self._out:
+            while data:
+                data = data[os.write(self.stdout, data) :]
+
+    def _noted(self, line: bytes) -> bool:
+        """Note an answer the host awaited (and keep those `hello` keeps); True for the front-end's own check,
+        which the host never sees: a tool list other than the one given is said to the host as changed."""
+        answered = _ANSWER.match(line)
+        if answered is None:
+            return False
+        request = answered[1].decode()
+        self._pending.pop(request, None)
+        result = _message(line).get("result") if request in self._watched or request == json.dumps(_CHECK) else None
+        if request == json.dumps(_CHECK):
+            if self._check is not None and isinstance(result, dict) and result != self._check[2]:
+                self._hello.put(self._check[1], result)
+                self._write(b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n')
+            return True
+        key = self._watched.pop(request, None)
+        if key is not None and isinstance(result, dict):
+            self._hello.put(key, result)
+        return False
+
+    def pump(self, stdin_open: threading.Event) -> None:
+        """The back-end's messages to stdout, a line at a time (its answers noted), until it ends after the host
+        closed stdin (else reconnect and go on)."""
+        self._ready.wait()
+        with self._lock:
+            current = self._socket
+        pending = b""
+        while current is not None:
+            try:
+                chunk = current.recv(65536)
+            except OSError:
+                chunk = b""
+            if chunk:
+                *lines, pending = (pending + chunk).split(b"\n")
+                for line in lines:
+                    if not self._noted(line):
+                        self._write(line + b"\n")
+                continue
+            if not stdin_open.is_set():
+                return
+            pending = b""
+            current = self.reconnect(current)
+
+    def close_writing(self) -> None:
+        with self._lock:
+            self._closing = True
+            if self._socket is not None:
+                with contextlib.suppress(OSError):
+                    self._socket.shutdown(socket.SHUT_WR)
+
+
+def _message(line: bytes) -> dict[str, object]:
+    try:
+        found = json.loads(line)
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _drop_answer(connection: socket.socket, request_id: object) -> None:
+    """Read the new back-end's answer to the replayed `initialize`: the host has its answer already."""
+    pending = b""
+    while True:
+        chunk = connection.recv(65536)
+        if not chunk:
+            raise OSError("the ard-mcp back-end closed the connection during the handshake")
+        pending += chunk
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            if _message(line).get("id") == request_id:
+                if pending:
+                    raise OSError("the ard-mcp back-end said more than its handshake")  # nothing else was asked yet
+                return
