@@ -6,6 +6,8 @@ the spec's error object, so a caller on any surface sees the same specific messa
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 
 class ArdError(Exception):
     """Base of every error the registry reports to a caller on purpose."""
@@ -182,3 +184,12 @@ class AgentTimeout(ArdError):
 
     code = "GATEWAY_TIMEOUT"
     http_status = 504
+
+
+def leaves(exc: BaseException) -> Iterator[BaseException]:
+    """The exceptions inside (nested) exception groups, in order: the SDKs' task groups wrap what failed."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from leaves(inner)
+    else:
+        yield exc

@@ -9,6 +9,7 @@ import html
 import io
 import json
 import os
+import shutil
 import socket
 import ssl
 import tarfile
@@ -31,6 +32,16 @@ def main():
 def helper():
     return 3
 """
+
+
+def why_not_confined() -> str | None:
+    """Why the sandbox cannot run here (None where it can): its launcher needs bubblewrap, and root to drop to the
+    sandbox's uid, as a registry running as root does in CI."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
+    if os.geteuid() != 0:
+        return "runs the argv a registry running as root builds (setpriv to the sandbox uid needs root), as CI does"
+    return None
 
 
 def wheel(

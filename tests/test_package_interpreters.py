@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import venv
@@ -23,7 +22,7 @@ from ard_mcp.packages import interpreters, lookup, pypi
 from ard_mcp.packages.install import Installed, Installer, InstallRefused, Registries
 from ard_mcp.packages.sandbox import Confinement, Launch, sandboxed
 from ard_mcp.packages.specs import PackageSpec
-from tests.package_support import serving_index, wheel
+from tests.package_support import serving_index, wheel, why_not_confined
 
 pytestmark = pytest.mark.slow
 
@@ -38,15 +37,7 @@ def main():
 """
 
 
-def _why_no_sandbox() -> str | None:
-    if shutil.which("bwrap") is None:
-        return "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
-    if os.geteuid() != 0:
-        return "runs the argv a registry running as root builds (setpriv to the sandbox uid needs root), as CI does"
-    return None
-
-
-NO_SANDBOX = _why_no_sandbox()
+NO_SANDBOX = why_not_confined()
 
 
 def _spec(name: str, version: str) -> PackageSpec:

@@ -36,7 +36,7 @@ from ard_mcp.packages.sandbox import (
     sandboxed,
     unsandboxed,
 )
-from tests.package_support import loopback_listener, running_with
+from tests.package_support import loopback_listener, running_with, why_not_confined
 
 pytestmark = pytest.mark.slow
 
@@ -48,15 +48,7 @@ MIB, GIB = 1 << 20, 1 << 30
 LIMITS = tuple(getattr(resource, f"RLIMIT_{name}") for name in "NPROC AS DATA CPU NOFILE FSIZE".split())
 
 
-def _why_not() -> str | None:
-    if shutil.which("bwrap") is None:
-        return "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
-    if os.geteuid() != 0:
-        return "runs the argv a registry running as root builds (setpriv to the sandbox uid needs root), as CI does"
-    return None
-
-
-WHY_NOT = _why_not()
+WHY_NOT = why_not_confined()
 confined = pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")
 
 

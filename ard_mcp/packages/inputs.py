@@ -126,6 +126,15 @@ def _slot(argument: Mapping[str, Any]) -> str | None:
     return FILE if _FILELIKE.search(words) else FOLDER
 
 
+def _written(kind: Any, name: str | None, value: str, seed: bool) -> list[str]:
+    """The argv items an argument with `value` is: `name value` (named) or the value (positional); a seed flag
+    written whole in `name` and `value` alike (`"--directory <path>"`) read as the flag and its value."""
+    written_whole = value == name or value.startswith((f"{name} ", f"{name}=")) or " " in str(name)
+    if seed and kind == "named" and name is not None and written_whole:
+        return value.split(None, 1)
+    return [str(name), value] if kind == "named" else [value]
+
+
 def _items(argument: Mapping[str, Any], seed: bool, package: str) -> list[str]:
     """The argv items of one argument; [] when it is optional and has no value; Unfillable when it cannot be filled."""
     kind = argument.get("type")
@@ -150,10 +159,7 @@ def _items(argument: Mapping[str, Any], seed: bool, package: str) -> list[str]:
         else:
             return []
     else:
-        value = _substituted(value, argument.get("variables"))
-        written_whole = value == name or value.startswith((f"{name} ", f"{name}=")) or " " in str(name)
-        whole = seed and kind == "named" and name is not None and written_whole
-        items = value.split(None, 1) if whole else [str(name), value] if kind == "named" else [value]
+        items = _written(kind, name, _substituted(value, argument.get("variables")), seed)
     found = next((what for item in items if (what := placeholder(item))), None)
     if found is not None:
         if required and slot is not None:
@@ -188,10 +194,8 @@ def _after_launcher(listed: list[Mapping[str, Any]], package: str) -> list[Mappi
     a version, a script file or `node` a source checkout's program, `git+` another package (the page's host
     command reads those, `surfaces.host_launch`). Measured on the seed: usable 244 -> 264 of 471."""
     for position, argument in enumerate(listed):
-        words = [w for w in (_text(argument.get("name")), _text(argument.get("value"))) if w is not None]
-        if words[1:] and (words[1] == words[0] or words[1].startswith(f"{words[0]} ")):
-            words = words[1:]  # the seed writes a flag whole, name and value alike
-        items = [piece for word in words for piece in word.split(None, 1)]
+        name, value = _text(argument.get("name")), _text(argument.get("value"))
+        items = _written(argument.get("type"), name, value, seed=True) if value is not None else [name] if name else []
         if len(items) == 1 and _same_name(items[0], package.rpartition("/")[2]):
             return listed[position + 1 :]
         if not items or not (items[0] in _RUNS_THE_PACKAGE or (len(items) == 1 and items[0] in _LAUNCHERS)):

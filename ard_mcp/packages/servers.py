@@ -34,7 +34,7 @@ from anyio.abc import TaskGroup
 from mcp import Client
 
 from ard_mcp import __version__
-from ard_mcp.errors import AgentTimeout, AgentUnreachable, PermissionDenied
+from ard_mcp.errors import AgentTimeout, AgentUnreachable, PermissionDenied, leaves
 from ard_mcp.monitoring import metrics
 from ard_mcp.packages import grants, views
 from ard_mcp.packages.consent import Approvals
@@ -261,10 +261,10 @@ def _how_it_ended(running: _Running) -> str:
 
 
 def _innermost(exc: BaseException) -> str:
-    """What went wrong, out of the exception groups a task group wraps one failure in."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    """What went wrong, out of the exception groups a task group wraps one failure in (`errors.leaves`)."""
+    found = list(leaves(exc))
+    named = found[0] if len(found) == 1 else exc
+    return f"{type(named).__name__}: {named}" if str(named) else type(named).__name__
 
 
 def _said(running: _Running) -> str:

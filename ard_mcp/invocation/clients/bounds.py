@@ -17,7 +17,7 @@ from typing import Any, NoReturn, TypeVar
 import anyio
 import httpx
 
-from ard_mcp.errors import AgentTimeout, AgentUnreachable, ArdError
+from ard_mcp.errors import AgentTimeout, AgentUnreachable, ArdError, leaves
 from ard_mcp.invocation.calls import Progress
 from ard_mcp.invocation.policy import Limits
 from ard_mcp.monitoring import tracing
@@ -115,15 +115,6 @@ def transport_failure(exc: BaseException) -> ArdError | None:
     if isinstance(exc, httpx.TransportError):
         return AgentUnreachable(f"could not reach the agent ({type(exc).__name__}: {exc})")
     return None
-
-
-def leaves(exc: BaseException) -> Iterator[BaseException]:
-    """The exceptions inside (nested) exception groups, in order: the SDKs' task groups wrap what failed."""
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from leaves(inner)
-    else:
-        yield exc
 
 
 def failure_of(exc: Exception, bounded: Bounded, protocol: Callable[[BaseException], ArdError | None]) -> ArdError | None:

@@ -35,6 +35,7 @@ POLL_S = 0.05
 _ANSWER = re.compile(rb'^\{"jsonrpc":"2\.0","id":("(?:[^"\\]|\\.)*"|-?\d+),"(?:result|error)"')  # the back-end's answers, as it writes them
 LOST = -32001  # the error code of a request the back-end stopped during (JSON-RPC's server-defined range)
 _CHECK = "ard-mcp-front-end-tools"  # the id of the front-end's own tools/list, never passed to the host
+_CHECK_ID = json.dumps(_CHECK)  # as the answers' ids are noted
 _MAX_HELLO = 1 << 20
 _KEPT = ("initialize", "server/discover", "tools/list")
 
@@ -129,8 +130,9 @@ class Link:
     def send(self, line: bytes) -> None:
         message = _message(line)
         request = json.dumps(message.get("id"))
+        kept = Hello.key(message) if "id" in message else None
         with self._lock:
-            if self._socket is None and self._from_hello(line, message):
+            if self._socket is None and kept is not None and self._from_hello(line, message, kept):
                 return
             if message.get("method") == "initialize":
                 self._handshake, self._initialize_id = [line], message.get("id")
@@ -138,7 +140,6 @@ class Link:
                 self._handshake.append(line)
                 if self._replay and self._socket is None:
                     return  # sent to the back-end with the handshake, once it is there
-        kept = Hello.key(message) if "id" in message else None
         if kept is not None:
             self._watched[request] = kept
         if "method" in message and "id" in message:
@@ -146,11 +147,11 @@ class Link:
         self._ready.wait()
         self._sent(line)
 
-    def _from_hello(self, line: bytes, message: dict[str, object]) -> bool:
-        """Answer `message` from `hello` where it keeps the answer (the back-end not there yet); True when it did."""
-        key = Hello.key(message) if "id" in message else None
-        answer = self._hello.get(key) if key is not None else None
-        if key is None or answer is None or (message.get("method") == "tools/list" and self._check is not None):
+    def _from_hello(self, line: bytes, message: dict[str, object], key: str) -> bool:
+        """Answer `message` from `hello`'s answer under `key` where it keeps one (the back-end not there yet);
+        True when it did."""
+        answer = self._hello.get(key)
+        if answer is None or (message.get("method") == "tools/list" and self._check is not None):
             return False
         if message.get("method") == "initialize":
             self._handshake, self._initialize_id, self._replay = [line], message.get("id"), True
@@ -236,8 +237,8 @@ class Link:
             return False
         request = answered[1].decode()
         self._pending.pop(request, None)
-        result = _message(line).get("result") if request in self._watched or request == json.dumps(_CHECK) else None
-        if request == json.dumps(_CHECK):
+        result = _message(line).get("result") if request in self._watched or request == _CHECK_ID else None
+        if request == _CHECK_ID:
             if self._check is not None and isinstance(result, dict) and result != self._check[2]:
                 self._hello.put(self._check[1], result)
                 self._write(b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n')
