@@ -2,6 +2,9 @@
 
 No documents or metadata go into Chroma: texts, agents and filterable fields live in the store, which
 keeps inserts near Chroma's raw vector speed and keeps filters off Chroma's slow `where` path.
+
+A small embedded index is searched exactly instead (`_Exact`): one product of the query's vectors with a float32
+copy of every vector kept in this process, which is cheaper than Chroma's HNSW query up to `EXACT_MAX` vectors.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -44,6 +48,14 @@ COLLECTION = "ard_examples"
 # (a vector query 2.8 -> 3.6 ms) and 0.988 with 800. The other three fix the graph, so only ef_search can change later.
 HNSW = {"space": "cosine", "ef_construction": 200, "ef_search": 600, "max_neighbors": 32}
 _WRITE_BATCH = 4000
+#: An embedded index of at most this many vectors answers `nearest_agents` from its float32 copy (`_Exact`), not
+#: Chroma's HNSW query. On the bundled snapshot (2,216 vectors, 2 cores) Chroma's query took 2.5 ms of a search's
+#: ~12.5 ms CPU for the task and its two steps (`ef_search` 600 visits most of so small a graph); the exact product
+#: 0.25 ms. The product grows with the vectors (1.3-1.9 ms at 10,000, 4-5 ms at 20,000, one BLAS thread), HNSW's
+#: query with their logarithm, so past this Chroma answers. The exact answer is the one HNSW approximates: on the
+#: 890 dev queries' 2,000 vectors Chroma returned the exact 40 nearest for all but 4, which lacked one example the
+#: exact search ranks 10th-34th (the candidates it adds are docs/benchmarks.md's only changed pages).
+EXACT_MAX = 10_000
 # Sends a Chroma server the deletion half of `VectorIndex.replace` while this thread sends the upsert.
 _DELETER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ard-mcp-vector-delete")
 
@@ -80,11 +92,59 @@ def _recorded_model_dir(embedder: Embedder) -> str | None:
         return str(directory)
 
 
+@dataclass(frozen=True)
+class _Exact:
+    """Every vector of the index, float32 and normalised (as Chroma's cosine space compares them), with its example
+    and agent; replaced whole on each write, so a search reads one state without a lock."""
+
+    examples: np.ndarray  # (n,) int64: each row's example id, unique (an updated entry's examples get new ids)
+    agents: np.ndarray  # (n,) int64
+    matrix: np.ndarray  # (n, dimension) float32
+
+    @classmethod
+    def of(cls, examples: Sequence[tuple[int, int]], vectors: Any, dimension: int) -> _Exact:
+        pairs = np.asarray(examples, np.int64).reshape(-1, 2)
+        return cls(pairs[:, 0], pairs[:, 1], _unit(np.asarray(vectors, np.float32).reshape(len(pairs), dimension)))
+
+    def without(self, examples: Sequence[tuple[int, int]]) -> _Exact:
+        gone = np.isin(self.examples, np.asarray([e for e, _ in examples], np.int64))
+        return _Exact(self.examples[~gone], self.agents[~gone], self.matrix[~gone]) if gone.any() else self
+
+    def upserted(self, examples: Sequence[tuple[int, int]], vectors: np.ndarray) -> _Exact:
+        added = _Exact.of(examples, vectors, self.matrix.shape[1])
+        kept = self.without(examples)
+        return _Exact(
+            np.concatenate([kept.examples, added.examples]),
+            np.concatenate([kept.agents, added.agents]),
+            np.concatenate([kept.matrix, added.matrix]) if len(kept.examples) else added.matrix,
+        )
+
+    def nearest_agents(self, vectors: np.ndarray, k: int) -> set[int]:
+        """The agents owning the k most similar rows to any of the vectors, as Chroma's query would name them."""
+        if not len(self.examples):
+            return set()
+        similarity = self.matrix @ _unit(np.asarray(vectors, np.float32)).T  # (n, queries)
+        if k < len(self.examples):
+            similarity = np.argpartition(-similarity, k - 1, axis=0)[:k]
+            return set(self.agents[similarity.ravel()].tolist())
+        return set(self.agents.tolist())
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    return np.asarray(vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None), np.float32)
+
+
 class VectorIndex:
-    def __init__(self, path: Path, embedder: Embedder, *, url: str | None = None, fresh: bool = False) -> None:
+    def __init__(self, path: Path, embedder: Embedder, *, url: str | None = None, fresh: bool = False, exact_max: int = EXACT_MAX) -> None:
+        """`exact_max`: the most vectors an embedded index searches exactly (`EXACT_MAX`; 0: always Chroma's query)."""
         self._embedder = embedder
         self._path = path if url is None else None
         self._url = url
+        # Only an embedded index is searched exactly: this process owns it, so every write passes through here and
+        # keeps the copy current (a Chroma server's other clients write past it). None: not read yet, or Chroma answers.
+        self._exact_max = exact_max if url is None else 0
+        self._exact: _Exact | None = None
+        self._exact_read = False
         self._client = _client(path, url)
         self._function = chroma_embedding_function()(_recorded_model_dir(embedder))
         self._lock = ReadWriteLock()  # a query racing a write fails inside Chroma (see `rwlock`)
@@ -115,6 +175,7 @@ class VectorIndex:
 
     def close(self) -> None:
         """Release Chroma's in-process system so the directory can be reopened, moved or deleted."""
+        self._exact = None
         self._client.close()
 
     @contextmanager
@@ -140,6 +201,9 @@ class VectorIndex:
     def _upsert(self, examples: Sequence[tuple[int, int]], vectors: np.ndarray) -> None:
         with self._reached():
             self._collection.upsert(ids=[_key(e, a) for e, a in examples], embeddings=vectors)
+        if self._exact is not None:  # the write lock is held: no search reads the copy half made
+            grown = self._exact.upserted(examples, vectors)
+            self._exact = grown if len(grown.examples) <= self._exact_max else None  # past it, Chroma's query answers
 
     def delete(self, examples: Sequence[tuple[int, int]]) -> None:
         for start in range(0, len(examples), _WRITE_BATCH):
@@ -149,6 +213,8 @@ class VectorIndex:
     def _delete(self, examples: Sequence[tuple[int, int]]) -> None:
         with self._reached():
             self._collection.delete(ids=[_key(e, a) for e, a in examples])
+        if self._exact is not None:
+            self._exact = self._exact.without(examples)
 
     def replace(self, removed: Sequence[tuple[int, int]], added: Sequence[tuple[int, int]], vectors: np.ndarray) -> None:
         """Delete the `removed` records and store the `added` ones (disjoint: an update's examples get new ids).
@@ -190,9 +256,31 @@ class VectorIndex:
         return [(int(i.split("@")[0]), 1.0 - float(d)) for i, d in zip(ids[0], distances[0], strict=True)]
 
     def nearest_agents(self, vectors: np.ndarray, k: int) -> set[int]:
-        """The agents owning the k nearest examples of any of the vectors (one batched query)."""
+        """The agents owning the k nearest examples of any of the vectors (one batched query; exact while the
+        index is small, see `EXACT_MAX`)."""
+        exact = self._exact if self._exact_read else self._read_exact()
+        if exact is not None:
+            return exact.nearest_agents(vectors, k)
         ids, _ = self._nearest(vectors, k, distances=False)
         return {int(i.split("@")[1]) for row in ids for i in row}
+
+    @property
+    def exact(self) -> bool:
+        """Whether `nearest_agents` is answered by the exact product (once the first search asked)."""
+        return self._exact is not None
+
+    def _read_exact(self) -> _Exact | None:
+        """The exact copy, read from Chroma at the first search when the index is small enough (2,216 vectors:
+        ~30 ms, once). Under the write lock, so no write lands between the read and the copy's first state."""
+        with self._lock.writing():
+            if not self._exact_read:
+                if self._exact_max > 0 and self.count() <= self._exact_max:
+                    with self._reached():
+                        got = self._collection.get(include=["embeddings"])
+                    pairs = [(int(e), int(a)) for e, a in (key.split("@") for key in got["ids"])]
+                    self._exact = _Exact.of(pairs, got["embeddings"] if pairs else [], self._embedder.dimension)
+                self._exact_read = True
+            return self._exact
 
     def _drop(self) -> None:
         """Forget every vector (reindex, or a switch of model): the store can rebuild them.
