@@ -21,7 +21,7 @@ from ard_mcp.registry import Registry
 from ard_mcp.search.blas import one_blas_thread
 from ard_mcp.search.query import SearchQuery
 from ard_mcp.search.ranking import split_intents
-from ard_mcp.search.results import _as_result
+from ard_mcp.search.results import _as_result, _entry_json
 from ard_mcp.surfaces.rest.routes import search_body
 from tests.conftest import PDF, entry
 
@@ -102,3 +102,28 @@ def test_a_result_is_validated_once_per_stored_entry() -> None:
     assert _as_result(stored) is first
     renamed = StoredAgent(1, PDF["identifier"], entry(PDF, displayName="Renamed"), "hash", None, "x", "y")  # same id, new entry
     assert _as_result(renamed).displayName == "Renamed"
+
+
+def test_the_rest_body_is_the_response_models_json_byte_for_byte(loaded: Registry) -> None:
+    """`SearchPage.ard_body` splices each entry's kept JSON around the result's own fields: the bytes pydantic gives,
+    for entries with fields no model names (a null one among them, left out as pydantic leaves it out) too."""
+    odd = entry(PDF, identifier="urn:air:example.com:pdf:odd", displayName='PDF Ünïcode "quoted" merger')
+    odd |= {"x-vendor": {"nested": [1, "ü", None], "flag": True}, "x-empty": None, "zzz": "last"}
+    assert loaded.indexer.register(odd).status == "created"
+    for task in [*TASKS, "merge several pdf documents into one"]:
+        page = loaded.search(SearchQuery.of(task, page_size=3))
+        expected = ArdSearchResponse(results=page.results(), pageToken=page.page_token).model_dump_json(by_alias=True).encode()
+        assert search_body(page) == expected
+        assert search_body(page) == expected  # the second time from the kept parts
+    body = json.loads(search_body(loaded.search(SearchQuery.of("merge several pdf documents into one"))))
+    found = {r["identifier"]: r for r in body["results"]}
+    assert found[odd["identifier"]]["x-vendor"] == odd["x-vendor"] and "x-empty" not in found[odd["identifier"]]
+    assert list(found[odd["identifier"]])[-2:] == ["x-vendor", "zzz"]  # after score, source and evidence, as pydantic puts them
+
+
+def test_an_entrys_kept_json_follows_its_new_version() -> None:
+    stored = StoredAgent(2, PDF["identifier"], entry(PDF), "hash", None, "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z")
+    head, _ = _entry_json(stored)
+    assert _entry_json(stored)[0] is head
+    renamed = StoredAgent(2, PDF["identifier"], entry(PDF, displayName="Renamed"), "hash", None, "x", "y")
+    assert b'"displayName":"Renamed"' in _entry_json(renamed)[0]

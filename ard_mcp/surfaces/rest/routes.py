@@ -61,10 +61,10 @@ def model_response(model: BaseModel, status: int = 200) -> JSONResponse:
 
 
 def search_body(page: SearchPage) -> bytes:
-    """A local search page as `POST /search` answers it, serialised by pydantic-core in one step: through a
-    dict and `json.dumps` it cost 0.7 ms a page of ten full entries, this way 0.3 ms (the same JSON, parsed).
-    Built in the worker thread with the page, whose evidence reads the store."""
-    return ArdSearchResponse(results=page.results(), pageToken=page.page_token).model_dump_json(by_alias=True).encode()
+    """A local search page as `POST /search` answers it: `ArdSearchResponse` serialised, each entry's part once per
+    version of it (`SearchPage.ard_body`: 0.87 -> 0.5 ms a page of ten full results). Built in the worker
+    thread with the page, whose evidence reads the store."""
+    return page.ard_body()
 
 
 @dataclass
