@@ -54,7 +54,7 @@ _WRITE_BATCH = 4000
 #: 0.25 ms. The product grows with the vectors (1.3-1.9 ms at 10,000, 4-5 ms at 20,000, one BLAS thread), HNSW's
 #: query with their logarithm, so past this Chroma answers. The exact answer is the one HNSW approximates: on the
 #: 890 dev queries' 2,000 vectors Chroma returned the exact 40 nearest for all but 4, which lacked one example the
-#: exact search ranks 10th-34th (the candidates it adds are docs/benchmarks.md's only changed pages).
+#: exact search ranks 10th-34th), and not one of those queries' pages changed (docs/benchmarks.md, third round).
 EXACT_MAX = 10_000
 # Sends a Chroma server the deletion half of `VectorIndex.replace` while this thread sends the upsert.
 _DELETER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ard-mcp-vector-delete")
