@@ -6,6 +6,7 @@ has left. Real `ard-mcp` processes, real MCP clients over stdio."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -296,3 +297,33 @@ async def test_a_hosts_first_answers_come_from_the_last_back_ends_while_the_next
         assert "search_agents" not in third and searched and again == first
         assert notified == ["notifications/tools/list_changed"], notified
         assert "search_agents" in json.dumps(json.loads(kept.read_text()))
+
+
+@pytest.mark.sqlite_only  # the kept answers are beside the data directory's socket
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_new_data_directorys_first_answers_come_from_the_machines_last_back_end(tmp_path: Path, mode: str) -> None:
+    """A host's first start on a new data directory is answered at once from what a back-end of the same
+    install and settings answered for another directory of the user's (`link.Hello`'s machine file): its
+    handshake and first `tools/list` come while no back-end can start (the test holds the lock a front-end
+    takes to start one), exactly as the back-end then answers them; the session then goes on through it."""
+    env = {**quiet_env(), "ARD_MCP_BACKEND_IDLE": "0.5", "ARD_MCP_NO_SNAPSHOT": "1", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+
+    def host(data: Path) -> Client:
+        argv = ["-m", "ard_mcp", "serve", "--shared", "--data-dir", str(data)]
+        return Client(StdioServerParameters(command=sys.executable, args=argv, env=env), mode=mode)
+
+    with anyio.fail_after(180):
+        async with host(tmp_path / "first") as first:
+            tools = [t.model_dump() for t in (await first.list_tools()).tools]
+        (kept,) = (tmp_path / "first").glob("ard-mcp-*.hello.json")
+        (tmp_path / "new").mkdir()
+        with open(tmp_path / "new" / kept.name.replace(".hello.json", ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # no front-end starts a back-end for the new directory meanwhile
+            with anyio.fail_after(60):  # on the old code, the front-end waited for the back-end: nothing came
+                async with host(tmp_path / "new") as new:
+                    early = [t.model_dump() for t in (await new.list_tools()).tools]
+                    assert not _backends(tmp_path / "new")
+                    fcntl.flock(lock, fcntl.LOCK_UN)
+                    found = await new.call_tool("search_agents", {"text": "hourly weather forecast for a city"})
+                    late = [t.model_dump() for t in (await new.list_tools()).tools]
+        assert early == tools == late and not found.is_error

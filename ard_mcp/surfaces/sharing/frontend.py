@@ -42,14 +42,27 @@ STOP_S = 30.0  # a stopping back-end closes its registry (Chroma flushed) before
 _MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
 
 
+def _digest(settings: Sequence[str]) -> str:
+    return hashlib.sha256("\0".join(settings).encode()).hexdigest()[:12]
+
+
 def socket_path(data_dir: Path, settings: Sequence[str]) -> Path:
     """Where the back-end for `data_dir` started with `settings` listens."""
-    digest = hashlib.sha256("\0".join(settings).encode()).hexdigest()[:12]
+    digest = _digest(settings)
     path = data_dir / f"ard-mcp-{digest}.sock"
     if len(str(path)) <= _MAX_SOCKET_PATH:
         return path
     _runtime().mkdir(mode=0o700, parents=True, exist_ok=True)
     return _runtime() / f"{_key(data_dir)}-{digest}.sock"
+
+
+def machine_hello(settings: Sequence[str]) -> Path:
+    """Where the answers a back-end of this install and `settings` gave are kept for every data directory of the
+    user's (`link.Hello`): the user's cache folder, by the package's folder (two checkouts of one version answer
+    differently) and the settings' digest."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ard-mcp"
+    install = hashlib.sha256(str(Path(__file__).resolve().parents[2]).encode()).hexdigest()[:12]
+    return cache / f"hello-{install}-{_digest(settings)}.json"
 
 
 def _runtime() -> Path:
@@ -230,7 +243,7 @@ def run(data_dir: Path, settings: Sequence[str], start: Sequence[str]) -> int:
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         path = socket_path(data_dir, settings)
-        link = Link(lambda: connected(path, start, log), Hello(path.with_suffix(".hello.json")))
+        link = Link(lambda: connected(path, start, log), Hello(path.with_suffix(".hello.json"), machine_hello(settings)))
     except OSError as exc:
         print(f"ard-mcp: {exc}", file=sys.stderr, flush=True)
         return 1

@@ -6,12 +6,18 @@ Why the last: a host's first `tools/list` took 0.8-1.1 s through a front-end who
 answers to `initialize` or `server/discover` (the 2026 protocol's first request) and to a first page of
 `tools/list` depends only on the ard-mcp version, its settings (the socket's name holds their digest) and
 what the host asked, less the host's name (its protocol version and capabilities). So those answers are kept
-beside the socket (`Hello`) and given at once the next time, while the back-end starts in the background;
+beside the socket and for the user's other data directories (`Hello`) and given at once the next time, while
+the back-end starts in the background;
 an `initialize` answered so is replayed to the back-end with `notifications/initialized`, as to a back-end
 started again, its answer dropped. Every other request waits for the back-end. Once it is there, the
 `tools/list` answered so is sent to it again, and where its answer is not the one given (ard-mcp upgraded in
 place, its version unchanged) the host is sent `notifications/tools/list_changed` and the kept answer
 replaced. Standard library only, as `frontend`.
+
+What this leaves: the very first start of an install (no back-end of its settings ever answered) waits for
+the back-end's start. Nothing cheaper can answer it exactly: the answers are the MCP SDK's serialisation of the
+server's tools (pydantic schemas of their signatures and results), and `import mcp.server.mcpserver` alone takes
+0.5 s of CPU here; a copy shipped with the package would be one that drifts from the code.
 """
 
 from __future__ import annotations
@@ -42,10 +48,15 @@ _KEPT = ("initialize", "server/discover", "tools/list")
 
 class Hello:
     """The back-end's answers to the requests `key` names, in one file beside the socket (in the data directory,
-    or the owner's runtime folder); a file that cannot be read is no answer."""
+    or the owner's runtime folder), and in `machine`: the same answers for this install and these settings on
+    any data directory of the user's. Why the second: they depend on the ard-mcp version and install, its
+    settings (the socket's name holds their digest) and what the host asked, never on the data directory (no
+    tool, nor the handshake, reads it), so a host's first start on a new data directory is answered at once
+    too once any back-end of these settings has answered (0.05 s, against 0.8-1.2 s for the back-end's start
+    on the 2-core machine: its MCP SDK imports alone take 0.5 s of CPU). A file that cannot be read is no answer."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, machine: Path | None = None) -> None:
+        self.path, self.machine = path, machine
 
     @staticmethod
     def key(message: dict[str, object]) -> str | None:
@@ -62,24 +73,37 @@ class Hello:
             asked["_meta"] = {k: v for k, v in meta.items() if not k.endswith("/clientInfo")}
         return hashlib.sha256(json.dumps([__version__, method, asked], sort_keys=True).encode()).hexdigest()
 
-    def _all(self) -> dict[str, object]:
+    @staticmethod
+    def _all(path: Path) -> dict[str, object]:
         with contextlib.suppress(OSError, ValueError):
-            if self.path.stat().st_size <= _MAX_HELLO:
-                found = json.loads(self.path.read_text(encoding="utf-8"))
+            if path.stat().st_size <= _MAX_HELLO:
+                found = json.loads(path.read_text(encoding="utf-8"))
                 return found if isinstance(found, dict) else {}
         return {}
 
     def get(self, key: str) -> dict[str, object] | None:
-        kept = self._all().get(key)
+        """The answer kept for `key`: this directory's, else the machine's (kept as this directory's from now on)."""
+        kept = self._all(self.path).get(key)
+        if not isinstance(kept, dict) and self.machine is not None:
+            kept = self._all(self.machine).get(key)
+            if isinstance(kept, dict):
+                self._put(self.path, key, kept)
         return kept if isinstance(kept, dict) else None
 
     def put(self, key: str, result: object) -> None:
-        """Keep `result` for `key` (written to a temporary file renamed into place: a reader sees all or none)."""
-        kept = {**self._all(), key: result}
+        """Keep `result` for `key`, for this directory and the machine."""
+        for path in (self.path, self.machine):
+            if path is not None:
+                self._put(path, key, result)
+
+    def _put(self, path: Path, key: str, result: object) -> None:
+        """Written to a temporary file renamed into place: a reader sees all or none."""
+        kept = {**self._all(path), key: result}
         with contextlib.suppress(OSError):
-            temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}")
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            temporary = path.with_name(f"{path.name}.{os.getpid()}")
             temporary.write_text(json.dumps(kept), encoding="utf-8")
-            os.replace(temporary, self.path)
+            os.replace(temporary, path)
 
 
 class Link:
