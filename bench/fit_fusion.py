@@ -23,10 +23,11 @@ once per query by `suite.collect`):
 3. The floor (a confident answer lists candidates down to it): the highest grid value whose mean nDCG@10
    over the sources is within 0.002 of the best, every query answered with confidence, so the lists are no
    longer than quality needs.
-4. Confidence (`ard_mcp.search.ranking.confidence`): a logistic regression of "something fits" on four
+4. Confidence (`ard_mcp.search.confidence`): a logistic regression of "something fits" on four
    features of a query, the logit of its best candidate's relevance, the largest lexical coverage among its
    candidates, the gap between the best and the second candidate's logits and the query's length, over
-   answerable queries against queries nothing fits (weighed as in step 5). The best relevance alone cannot
+   answerable queries against queries nothing fits (weighed as in step 5), all read from the signals as
+   `confidence_signals` gives them (an entry of one text counts its best similarity as its second too). The best relevance alone cannot
    tell a near miss from a fit; the words of the query that no candidate has can, and so can a crowd of
    neighbours scoring alike; and a long task's fitting entry scores lower than a short request's. Half the
    no-answer side, the near misses, is as long as the answerable queries it comes from; the other half, the
@@ -86,7 +87,8 @@ from suite import Collected
 
 from ard_mcp.evaluation.metrics import ndcg_at, recall_at
 from ard_mcp.registry import Registry
-from ard_mcp.search.ranking import Features, confidence, confidence_features, relevance
+from ard_mcp.search.confidence import Features, confidence, confidence_features, confidence_signals
+from ard_mcp.search.ranking import relevance
 from ard_mcp.search.tuning import DEFAULT_TUNING, FITTED, SIGNALS, Tuning
 
 HARD_NEGATIVES = 40
@@ -172,7 +174,7 @@ def confidence_inputs(tuning: Tuning, items: Sequence[Collected], near_miss: boo
         if not keep.any():
             out.append(None)
             continue
-        signals = found.signals[keep]
+        signals = confidence_signals(found.signals, found.sizes)[keep]
         flagged = None if found.flagged is None else found.flagged[keep]
         out.append(confidence_features(relevance(tuning, signals), signals, flagged, found.text))
     return out
@@ -228,7 +230,7 @@ def mean_ndcg(registry_of: Mapping[str, Registry], tuning: Tuning, dev: Mapping[
 def fit(registry_of: Mapping[str, Registry], dev: Mapping[str, Sequence[Collected]], no_answer: Sequence[Collected]) -> Tuning:
     """Steps 1-5 on the given sources (answerable queries in `dev`, no-answer queries in `no_answer`). A held-out
     source (`suite.HELD_OUT_SOURCES`) among them is refused: nothing may be fitted on one."""
-    suite.refuse_held_out(dev)
+    suite.refuse_unfitted(dev)
     rows = [(name, item.found.signals, suite.labels(item)) for name, items in dev.items() for item in items if item.found is not None]
     ranking = fit_pairwise(rows)
     x = np.vstack([signals for _, signals, _ in rows])
@@ -297,7 +299,7 @@ def main() -> int:
         chosen = suite.sources(args.shared, args.built)
         collected = {s.name: suite.collect(registries[s.index], s.queries) for s in chosen if s.name != "no-answer-hard"}
         registry_of = {s.name: registries[s.index] for s in chosen}
-        dev = {name: items for name, items in collected.items() if name not in suite.NO_ANSWER}
+        dev = suite.fitted({name: items for name, items in collected.items() if name not in suite.NO_ANSWER})
         tuning = fit(registry_of, dev, collected.get("no-answer", []))
         print(f"fitted on {', '.join(dev)} ({sum(len(v) for v in dev.values())} queries):\n{describe(tuning)}")
         if args.save:

@@ -448,10 +448,11 @@ def run(
         registry_of = {s.name: registries[s.index] for s in chosen}
         collected = {s.name: suite.collect(registry_of[s.name], s.queries) for s in chosen}
         answerable = {n: items for n, items in collected.items() if n not in suite.NO_ANSWER}
-        # the held-out sets (suite.HELD_OUT_SOURCES) are scored with the product's tuning only: no fit sees them
+        # the held-out sets (suite.HELD_OUT_SOURCES) are scored with the product's tuning only: no fit sees them;
+        # a scored-only dev source (suite.NOT_FITTED) gets the tuning fitted on the others, the product's
         dev = {n: items for n, items in answerable.items() if n not in suite.HELD_OUT_SOURCES}
-        if dev:
-            refit = fit(registry_of, dev, collected.get("no-answer", []))
+        if suite.fitted(dev):
+            refit = fit(registry_of, suite.fitted(dev), collected.get("no-answer", []))
             same = refit == product
             print(
                 f"refit on every dev source: {describe(refit)}".replace("\n", "; ")
@@ -459,7 +460,7 @@ def run(
             )
         held_out = {}
         for name in dev:
-            others = {n: items for n, items in dev.items() if n != name}
+            others = {n: items for n, items in suite.fitted(dev).items() if n != name}
             if not others:  # `--sources` named one dev source: nothing to fit a held-out tuning on
                 continue
             held_out[name] = fit(registry_of, others, collected.get("no-answer", []))

@@ -35,6 +35,9 @@ def test_the_held_out_sources_are_none_of_the_fitted_or_trained_ones() -> None:
 def test_a_fit_refuses_a_held_out_source() -> None:
     with pytest.raises(ValueError, match="restbench"):
         fit({}, {"seal-tools": [], "restbench": []}, [])
+    with pytest.raises(ValueError, match="everyday"):  # scored beside the dev sources, never fitted (suite.NOT_FITTED)
+        fit({}, {"seal-tools": [], "everyday": []}, [])
+    assert list(suite.fitted({"seal-tools": 1, "everyday": 2, "restbench": 3})) == ["seal-tools"]
 
 
 def _queries(folder: Path) -> None:

@@ -242,7 +242,7 @@ def test_confidence_weights_fitted_before_later_features_still_load(
     loaded: Registry, tmp_path: Path, fitted: list[float], loaded_as: tuple[float, ...]
 ) -> None:
     """A model directory fitted with fewer confidence features keeps its confidence: the ones it lacks weigh 0."""
-    from ard_mcp.search.ranking import confidence, confidence_features
+    from ard_mcp.search.confidence import confidence, confidence_features
 
     loaded.close()
     registry = Registry(replace(loaded.config, model_dir=_model_copy(tmp_path, ranking={"confidence_weights": fitted})))
@@ -351,7 +351,7 @@ def test_filtered_search_by_widened_vector_query_agrees_with_exact_scoring(loade
 def test_a_query_is_confident_if_its_confidence_reaches_the_cutoff_and_lists_down_to_the_floor(loaded: Registry) -> None:
     from dataclasses import replace
 
-    from ard_mcp.search.ranking import Ranker, confidence, confidence_features
+    from ard_mcp.search.ranking import Ranker
 
     text = "weather forecast for Oslo tomorrow"
 
@@ -365,7 +365,7 @@ def test_a_query_is_confident_if_its_confidence_reaches_the_cutoff_and_lists_dow
     best, middle = everything[0], everything[len(everything) // 2]
     found = loaded.ranker.candidates(text, None)
     assert found is not None
-    sure = confidence(loaded.tuning, confidence_features(loaded.ranker.relevance(found.signals), found.signals, found.flagged, found.text))
+    sure = loaded.ranker.confidence(found)
     assert 0 < sure < 100
     # the confidence misses the cutoff: not confident, and the closest few (or all down to the floor, if more) are listed
     assert ranked(sure + 1, 101, tentative=2) == (everything[:2], False)
@@ -376,7 +376,7 @@ def test_a_query_is_confident_if_its_confidence_reaches_the_cutoff_and_lists_dow
 
 def test_a_query_is_more_confident_the_more_of_its_words_a_candidate_covers() -> None:
     """The features of a query's confidence, and that a flagged candidate adds to none."""
-    from ard_mcp.search.ranking import confidence, confidence_features
+    from ard_mcp.search.confidence import confidence, confidence_features
     from ard_mcp.search.tuning import DEFAULT_TUNING, SIGNALS
 
     def logit(p: float) -> float:
@@ -403,6 +403,31 @@ def test_a_query_is_more_confident_the_more_of_its_words_a_candidate_covers() ->
     assert confidence(DEFAULT_TUNING, (best, 0.5, gap, np.log(1 + 200))) > confidence(DEFAULT_TUNING, (best, 0.5, gap, length))
     # only flagged candidates: nothing to be confident about, however well they match
     assert confidence(DEFAULT_TUNING, confidence_features(relevance, signals, np.ones(3, bool), text)) < DEFAULT_TUNING.cutoff
+
+
+def test_an_entry_of_one_text_is_doubted_no_more_than_one_whose_second_example_agrees(loaded: Registry) -> None:
+    """The confidence reads an entry described by one text as if its second example were as close as its
+    best: lacking a second text is no evidence against it. Two candidates alike but for that: the query's
+    confidence is the same whichever of them it has, and higher than the raw signals would give."""
+    from ard_mcp.index.records import CandidateExamples
+    from ard_mcp.search.confidence import confidence, confidence_features
+    from ard_mcp.search.ranking import Candidates
+    from ard_mcp.search.tuning import SIGNALS
+
+    def found(sizes: list[int], second: float) -> Candidates:
+        signals = np.zeros((2, len(SIGNALS)))
+        signals[0] = (0.62, second, 0.62, 0.62, 0.3, 0.0)  # the fitting entry
+        signals[1] = (0.30, 0.25, 0.30, 0.28, 0.1, 0.0)  # a weak neighbour of two examples
+        agents = np.repeat([1, 2], sizes)
+        examples = CandidateExamples(np.arange(len(agents)), agents, np.zeros(len(agents), bool), np.zeros((len(agents), 0), np.float32))
+        starts = np.r_[0, np.cumsum(sizes)[:-1]]
+        return Candidates(np.array([1, 2]), signals, examples, np.zeros(len(agents)), starts, [], {}, {}, "book a table for two tonight")
+
+    one_text = found([1, 2], 0.0)  # one example: its second similarity is 0
+    agreeing = found([2, 2], 0.62)  # a second example as close as its best
+    assert loaded.ranker.confidence(one_text) == loaded.ranker.confidence(agreeing)
+    raw = confidence_features(loaded.ranker.relevance(one_text.signals), one_text.signals, None, one_text.text)
+    assert loaded.ranker.confidence(one_text) > confidence(loaded.tuning, raw)
 
 
 def test_every_example_keys_its_own_vector_in_chroma(loaded: Registry) -> None:

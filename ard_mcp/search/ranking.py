@@ -42,7 +42,7 @@ from ard_mcp.formats.entry_facts import TRUST_STATUS
 from ard_mcp.formats.messages import MatchedExample
 from ard_mcp.index.embedding import Embedder
 from ard_mcp.index.filter_values import UNTRUSTED_FIELD
-from ard_mcp.index.lexical import Vocabulary, coverages, idf, indexed_keywords, named_keywords, query_terms, word_terms, words
+from ard_mcp.index.lexical import Vocabulary, coverages, idf, indexed_keywords, named_keywords, query_terms, word_terms
 from ard_mcp.index.records import CandidateExamples, StoredAgent
 from ard_mcp.index.resident import ResidentExamples
 from ard_mcp.index.store.base import Store
@@ -50,11 +50,11 @@ from ard_mcp.index.vectors import VectorIndex
 from ard_mcp.monitoring import tracing
 from ard_mcp.monitoring.stages import stage
 from ard_mcp.search.blas import one_blas_thread
+from ard_mcp.search.confidence import confidence, confidence_features, confidence_signals
 from ard_mcp.search.rerank import Reranker
 from ard_mcp.search.tuning import DEFAULT_TUNING, SIGNALS, Tuning
 
 ExampleText = tuple[str, str, str]  # an example's kind, label and text, as `Store.example_texts` reads them
-_LEXICAL = SIGNALS.index("lexical")
 # The lexical side of concurrent searches (`Ranker._lexical`); as many as the PostgreSQL store's pooled connections.
 _HELPERS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ard-mcp-lexical")
 
@@ -70,47 +70,6 @@ _WORD = re.compile(r"[^\W_]+")
 def relevance(tuning: Tuning, signals: np.ndarray) -> np.ndarray:
     """Probability-like relevance in (0, 1) for each row of signals; comparable across queries."""
     return np.asarray(1.0 / (1.0 + np.exp(-(signals @ np.asarray(tuning.weights) + tuning.bias))))
-
-
-def _logit(p: float) -> float:
-    p = min(max(p, 1e-6), 1 - 1e-6)
-    return math.log(p / (1 - p))
-
-
-Features = tuple[float, float, float, float]  # what `confidence` weighs, in `confidence_features` order
-
-
-def confidence_features(relevance: np.ndarray, signals: np.ndarray, flagged: np.ndarray | None, text: str) -> Features:
-    """What a query's confidence is computed from: the logit of its best candidate's relevance, the largest
-    lexical coverage of a candidate, how far the best stands above the second (the difference of their
-    logits; 0 with one candidate), and the length of the query (log of 1 + its words). Candidates the
-    registry flagged do not count, so a flagged entry (however well it matches, or however many words it was
-    stuffed with) cannot make a query confident.
-
-    The gap tells a near miss from a fit: where the catalog lacks the one thing a task needs, several
-    neighbours tend to score alike, while a fitting entry stands out. Added to the first two it lowered the
-    hard no-answer set's false positives at the same share of doubted right answers.
-
-    The length corrects the best relevance for what a long task does to it: a task of many steps matches
-    no one entry as closely as a one-line request, so a fitting entry scores lower. Held out (each source
-    scored by the model trained and fitted without it), the trained model doubted 19 of mcp-bench's 102
-    right answers (tasks of ~200 words) without it and 1 with it; over all five sources, of the right
-    answers in tasks over 60 words 1 of 226 instead of 19, in tasks under 13 words 4 of 151 instead of 2.
-    (`Tuning.confidence_weights`; docs/search-quality.md.)"""
-    length = math.log1p(len(words(text)))
-    if flagged is not None:
-        relevance, signals = relevance[~flagged], signals[~flagged]
-    if not len(relevance):
-        return _logit(0.0), 0.0, 0.0, length
-    top = np.sort(relevance)[-2:]
-    gap = _logit(float(top[-1])) - _logit(float(top[0])) if len(top) == 2 else 0.0
-    return _logit(float(top[-1])), float(signals[:, _LEXICAL].max()), gap, length
-
-
-def confidence(tuning: Tuning, features: Features) -> int:
-    """How sure the ranking is, 0-100, that one of a query's candidates fits it (`Tuning.confidence_weights`)."""
-    *weights, bias = tuning.confidence_weights
-    return round(100 / (1 + math.exp(-(float(np.dot(weights, features)) + bias))))
 
 
 def split_intents(text: str) -> list[str]:
@@ -161,6 +120,11 @@ class Candidates:
     terms: dict[int, Vocabulary]  # agent -> its terms, and those of each tag / capability
     text: str  # the query as searched (what a reranker reads; its length enters the confidence)
     flagged: np.ndarray | None = None  # (n,) bool: the registry flagged the agent's text as aimed at a model
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """(n,) how many examples each candidate has."""
+        return np.diff(np.r_[self.starts, len(self.similarity)])
 
 
 @dataclass
@@ -268,19 +232,13 @@ class Ranker:
         candidates under several tunings without searching again)."""
         if found is None:
             return Ranking([], None, self)
-        relevance = self.relevance(found.signals)
-        if found.flagged is not None and found.flagged.any():
-            relevance = np.where(found.flagged, relevance * self.tuning.untrusted_demotion, relevance)
-        eligible = np.ones(len(relevance), bool) if found.flagged is None else ~found.flagged
-        if self.tuning.demoted_trust:
-            demoted = _among(found.agent_ids, self.demoted())
-            relevance = np.where(demoted, relevance * self.tuning.trust_demotion, relevance)
-            eligible &= ~demoted
+        demotion, eligible = self._demotion(found)
+        relevance = self.relevance(found.signals) * demotion
         if self.reranker is not None:
             relevance = self.reranker.reorder(found.text, relevance, eligible, lambda rows: self._best_texts(found, rows))
         scores = np.round(relevance * 100)
         order = np.lexsort((found.agent_ids, -relevance))
-        confident = confidence(self.tuning, confidence_features(relevance, found.signals, found.flagged, found.text)) >= self.tuning.cutoff
+        confident = self.confidence(found, demotion) >= self.tuning.cutoff
         vouched = scores >= self.tuning.floor
         if found.flagged is not None and self.tuning.untrusted_demotion < 1.0:  # 1.0: the demotion turned off
             vouched &= ~found.flagged  # never listed as a fit, whatever a model's fitted floor (see `Tuning.untrusted_demotion`)
@@ -289,6 +247,26 @@ class Ranker:
             listed = list(order[: self.tuning.tentative])  # the closest few, a flagged one among them where it is that close
         hits = [Hit(int(found.agent_ids[i]), float(relevance[i])) for i in listed]
         return Ranking(hits, found, self, confident)
+
+    def confidence(self, found: Candidates, demotion: np.ndarray | None = None) -> int:
+        """The query's confidence (0-100), from its candidates' signals as `confidence_signals` reads them and
+        the same demotions as their relevance (`demotion`, computed again if not given)."""
+        signals = confidence_signals(found.signals, found.sizes)
+        demotion = self._demotion(found)[0] if demotion is None else demotion
+        return confidence(self.tuning, confidence_features(self.relevance(signals) * demotion, signals, found.flagged, found.text))
+
+    def _demotion(self, found: Candidates) -> tuple[np.ndarray, np.ndarray]:
+        """What each candidate's relevance is multiplied by (flagged text, a demoted trust status), and which
+        candidates neither touches (the ones a reranker may reorder)."""
+        demotion = np.ones(len(found.agent_ids))
+        eligible = np.ones(len(found.agent_ids), bool) if found.flagged is None else ~found.flagged
+        if found.flagged is not None and found.flagged.any():
+            demotion[found.flagged] *= self.tuning.untrusted_demotion
+        if self.tuning.demoted_trust:
+            demoted = _among(found.agent_ids, self.demoted())
+            demotion[demoted] *= self.tuning.trust_demotion
+            eligible &= ~demoted
+        return demotion, eligible
 
     def _evidence(self, found: Candidates, agent_id: int) -> tuple[int, np.ndarray]:
         """The agent's row in `found`, and the positions in `found.examples` of its best examples, best first."""

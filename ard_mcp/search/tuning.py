@@ -45,15 +45,16 @@ class Tuning:
     field_weights: tuple[float, float, float, float] = (4.0, 3.0, 1.5, 1.0)  # BM25: name, keywords, description, examples
     weights: tuple[float, ...] = (2.576, 3.868, 2.853, 1.831, 3.422, 1.773)  # in SIGNALS order
     bias: float = -4.429
-    # A query's confidence (0-100, `confidence`) is a logistic of its best candidate's relevance (as a logit), the
+    # A query's confidence (0-100, `ard_mcp.search.confidence`) is a logistic of its best candidate's relevance (as a logit), the
     # most of its terms' weight any candidate covers (the lexical signal), how far the best stands above the second
     # (logits) and the task's length (log of 1 + its words): (weight of each, bias). A near miss (sign language to
     # translate, asked of a catalog of text translators) has a well-scored candidate, words nothing has, and neighbours
     # that score alike; a long task's fitting entry scores lower than a short one's. Fitted by `bench/fit_fusion.py` with
     # the cutoff, which is chosen on the answers whose first three hold a right entry (the ones a doubt costs).
+    # The relevance it reads counts an entry of one text's best similarity as its second too (`confidence_signals`).
     # Leave-one-source-out on the dev sources, beside fewer features: docs/search-quality.md.
-    confidence_weights: tuple[float, float, float, float, float] = (0.569, 4.549, 0.216, 0.571, -4.056)
-    cutoff: int = 38  # the confidence a query needs to be answered with confidence
+    confidence_weights: tuple[float, float, float, float, float] = (0.546, 4.81, 0.282, 0.602, -4.294)
+    cutoff: int = 37  # the confidence a query needs to be answered with confidence
     floor: int = 10  # a confident answer lists candidates down to this score; docs/search-quality.md has the trade-off
     tentative: int = 5  # below the cutoff a query still gets at least this many closest candidates, marked low-confidence
     evidence_examples: int = 3
