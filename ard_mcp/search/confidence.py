@@ -22,9 +22,10 @@ def confidence_signals(signals: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     evidence, not evidence against it, and the ranking's weight on the second example (fitted on catalogs
     whose entries list several tools or sample questions) left such an entry's relevance low however well its
     one text fits: most of the bundled snapshot's entries have one text, and the confidence doubted 52 of the
-    84 everyday tasks whose first three held a right server (held out, every other dev source fitted). Read
-    this way it doubted 36, and on the other dev sources 0-4 more each (metatool 12 of 729 instead of 6), with
-    as many no-answer queries vouched for (`bench/fit_fusion.py`, leave-one-source-out). The ranking itself
+    84 everyday tasks whose first three held a right server. Read this way (refitted on the five dev sources,
+    `bench/quality.py`, one run) it doubts 21 of them, vouches for 9 instead of 4 of the set's 53 no-answer
+    tasks and 24 instead of 20 of the 172 hard no-answer queries; on the dev sources held out it doubts 0-13
+    more right answers each (MetaTool 20 of 722 instead of 7). The ranking itself
     keeps the signals as they are: there the fits preferred them."""
     single = sizes == 1
     if not single.any():
