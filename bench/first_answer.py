@@ -13,7 +13,14 @@ client, and times from starting the process to the MCP handshake and to the firs
 - second start: the snapshot's data directory started again;
 - shared, kept answers: `serve --shared` (what `host-config` writes) started again on a directory whose
   back-end has stopped: its front-end answers the handshake from what it kept the last time
-  (`sharing.link.Hello`) while the back-end starts, and the first search goes through that back-end.
+  (`sharing.link.Hello`) while the back-end starts, and the first search goes through that back-end;
+- shared, new directory: `serve --shared` on a new data directory of a user whose other directory was served
+  with the same settings: its handshake and first `tools/list` from what that back-end answered (the
+  machine's kept answers), the snapshot added by the back-end it starts;
+- shared, first ever: the same with nothing kept on the machine (a new cache folder): what a host waits for
+  the first time an install is attached.
+
+Each line gives the handshake, the first `tools/list` (asked right after it, as hosts do) and the first answer.
 
 `--quick` leaves out the other model's case (10-30 s a run here), for comparing changes to the first start
 in one sitting on a shared machine. Prints one line per case: the median and each run's seconds.
@@ -28,6 +35,7 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -37,18 +45,22 @@ TASK = "read and write files in a folder"
 IDLE_S = 0.5  # the back-end's idle time in the shared case
 
 
-async def first_answer(data_dir: Path, *flags: str) -> tuple[float, float, str]:
-    """(seconds to the handshake, seconds to the first answer, its first result's name)."""
+async def first_answer(data_dir: Path, *flags: str, cache: Path | None = None) -> tuple[float, float, float, str]:
+    """(seconds to the handshake, to the first `tools/list`, to the first answer, its first result's name);
+    `cache`: the user's cache folder (the machine's kept answers of `serve --shared`)."""
     env = {k: v for k, v in os.environ.items() if k != "ARD_MCP_NO_SNAPSHOT"} | {"ARD_MCP_LOG_LEVEL": "WARNING"}
     env["ARD_MCP_BACKEND_IDLE"] = str(IDLE_S)
+    env["XDG_CACHE_HOME"] = str(cache or data_dir.parent / "cache")
     server = StdioServerParameters(command=sys.executable, args=["-m", "ard_mcp", "serve", "--data-dir", str(data_dir), *flags], env=env)
     started = time.monotonic()
     async with Client(server) as client:
         handshake = time.monotonic() - started
+        await client.list_tools()
+        listed = time.monotonic() - started
         result = await client.call_tool("search_agents", {"text": TASK, "pageSize": 3})
         answered = time.monotonic() - started
     found = (result.structured_content or {}).get("results") or [{"displayName": "(nothing)"}]
-    return handshake, answered, found[0]["displayName"]
+    return handshake, listed, answered, found[0]["displayName"]
 
 
 def main() -> None:
@@ -59,7 +71,7 @@ def main() -> None:
     first_starts = {"snapshot": (), "snapshot, another model": ("--model-dir", "minilm"), "empty": ("--no-snapshot",)}
     if args.quick:
         del first_starts["snapshot, another model"]
-    cases: dict[str, list[tuple[float, float, str]]] = {}
+    cases: dict[str, list[tuple[float, float, float, str]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for run in range(args.runs):
             for case, flags in first_starts.items():
@@ -70,12 +82,18 @@ def main() -> None:
             anyio.run(first_answer, shared, "--shared")  # the front-end keeps the back-end's answers
             time.sleep(IDLE_S + 2)  # the back-end stops after its idle time
             cases.setdefault("shared, kept answers", []).append(anyio.run(first_answer, shared, "--shared"))
+            new = partial(first_answer, Path(tmp) / f"shared-new-{run}", "--shared")
+            cases.setdefault("shared, new directory", []).append(anyio.run(new))
+            first = partial(first_answer, Path(tmp) / f"shared-first-{run}", "--shared", cache=Path(tmp) / f"cache-{run}")
+            cases.setdefault("shared, first ever", []).append(anyio.run(first))
     print(f"{os.cpu_count()} CPUs; seconds from starting `ard-mcp serve` over stdio, median of {args.runs}")
     for case, runs in cases.items():
-        handshake = statistics.median(r[0] for r in runs)
-        answer = statistics.median(r[1] for r in runs)
-        each = ", ".join(f"{r[1]:.2f}" for r in runs)
-        print(f"{case:24} handshake {handshake:5.2f}  first answer {answer:5.2f}  ({each}); first result: {runs[0][2]}")
+        handshake, listed, answer = (statistics.median(r[i] for r in runs) for i in range(3))
+        each = ", ".join(f"{r[2]:.2f}" for r in runs)
+        print(
+            f"{case:24} handshake {handshake:5.2f}  tools/list {listed:5.2f}  first answer {answer:5.2f}  ({each});",
+            f"first result: {runs[0][3]}",
+        )
 
 
 if __name__ == "__main__":
