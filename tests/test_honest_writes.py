@@ -49,7 +49,7 @@ pytestmark = [pytest.mark.slow]
 
 def chroma_keys(registry: Registry) -> set[str]:
     """The ids of every record in the vector index (a few hundred here: one read)."""
-    return set(registry.vectors._collection.get(include=[])["ids"])  # noqa: SLF001
+    return set(registry.vectors._chroma().get(include=[])["ids"])  # noqa: SLF001
 
 
 def store_keys(registry: Registry) -> set[str]:

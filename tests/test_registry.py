@@ -297,6 +297,7 @@ def _segment_dirs(data_dir: Path) -> list[Path]:
 
 def test_reindex_leaves_one_vector_index_on_disk(loaded: Registry, data_dir: Path) -> None:
     """Chroma keeps a deleted collection's segment files; reindexing twice must not keep three copies."""
+    loaded.vectors.count()  # a new index opens Chroma when first needed (`VectorIndex.defers`): now
     assert len(_segment_dirs(data_dir)) == 1
     expected = counts(loaded)["examples"]
     assert loaded.reindex() == expected and loaded.reindex() == expected
@@ -313,11 +314,11 @@ def test_reindex_leaves_one_vector_index_on_disk(loaded: Registry, data_dir: Pat
 def test_an_older_index_gets_the_current_search_breadth(loaded: Registry, data_dir: Path) -> None:
     from ard_mcp.index.vectors import HNSW
 
-    loaded.vectors._collection.modify(configuration={"hnsw": {"ef_search": 100}})  # noqa: SLF001 - as an earlier version made it
+    loaded.vectors._chroma().modify(configuration={"hnsw": {"ef_search": 100}})  # noqa: SLF001 - as an earlier version made it
     loaded.close()
     reopened = Registry(loaded.config)
     try:
-        assert reopened.vectors._collection.configuration["hnsw"]["ef_search"] == HNSW["ef_search"]  # noqa: SLF001
+        assert reopened.vectors._chroma().configuration["hnsw"]["ef_search"] == HNSW["ef_search"]  # noqa: SLF001
         assert results(reopened, "merge two pdf files")[0].identifier == PDF["identifier"]
     finally:
         reopened.close()
@@ -534,7 +535,7 @@ def test_the_index_opens_after_the_model_directory_it_was_built_with_moved(tmp_p
 
 
 def test_a_shipped_model_is_recorded_by_its_name_not_a_path(loaded: Registry) -> None:
-    function = loaded.vectors._collection.configuration["embedding_function"]  # noqa: SLF001
+    function = loaded.vectors._chroma().configuration["embedding_function"]  # noqa: SLF001
     assert function.get_config() == {"model_dir": "tools"}
     assert list(function(["merge two pdf files"])[0]) == list(loaded.embedder.embed(["merge two pdf files"])[0])
 

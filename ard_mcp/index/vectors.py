@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import shutil
+import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -139,19 +140,64 @@ class VectorIndex:
         """`exact_max`: the most vectors an embedded index searches exactly (`EXACT_MAX`; 0: always Chroma's query)."""
         self._embedder = embedder
         self._path = path if url is None else None
+        self._folder = path
         self._url = url
         # Only an embedded index is searched exactly: this process owns it, so every write passes through here and
         # keeps the copy current (a Chroma server's other clients write past it). None: not read yet, or Chroma answers.
         self._exact_max = exact_max if url is None else 0
         self._exact: _Exact | None = None
         self._exact_read = False
-        self._client = _client(path, url)
-        self._function = chroma_embedding_function()(_recorded_model_dir(embedder))
         self._lock = ReadWriteLock()  # a query racing a write fails inside Chroma (see `rwlock`)
-        with self._reached():
-            if fresh:
-                self._drop()
-            self._collection = self._open()
+        self._opening = threading.Lock()
+        self._client: Any = None
+        self._collection: Any = None
+        self._opened: Callable[[], None] | None = None
+        if url is None and not fresh and self._exact_max > 0 and not path.exists():
+            # A new embedded index holds nothing: its copy starts empty and Chroma opens when first needed (`defers`).
+            self._exact, self._exact_read = _Exact.of([], [], embedder.dimension), True
+        else:
+            self._chroma(fresh)
+
+    def _chroma(self, fresh: bool = False) -> Any:
+        """The collection, Chroma opened first if it is not yet (`defers`), then sent what was put off
+        (`when_opened`) before anything else reads or writes it. Never called under `_lock`."""
+        if self._collection is None:
+            with self._opening:
+                opening = self._collection is None
+                if opening:
+                    self._client = _client(self._folder, self._url)
+                    self._function = chroma_embedding_function()(_recorded_model_dir(self._embedder))
+                    with self._reached():
+                        if fresh:
+                            self._drop()
+                        self._collection = self._open()
+            if opening and self._opened is not None:
+                self._opened()
+        return self._collection
+
+    def when_opened(self, callback: Callable[[], None]) -> None:
+        """Call `callback` once Chroma opens: `catch_up.VectorSync` sends the writes a new index put off."""
+        self._opened = callback
+
+    @property
+    def opened(self) -> bool:
+        """Whether Chroma is open (a new embedded index opens it at its first use that needs it)."""
+        return self._collection is not None
+
+    def defers(self, adding: int) -> bool:
+        """Whether a write of `adding` vectors may go to the copy alone for now (`remember`), sent to Chroma
+        later (`catch_up.VectorSync`): while a new embedded index has not opened Chroma and stays within the copy.
+        Why: importing Chroma, opening it and writing the bundled snapshot's 2,216 vectors into it took ~0.9 s of
+        the ~2 s a new registry's first answer spends adding the snapshot (profiled on the 2-core machine), and
+        the first searches need none of it, since the copy answers them."""
+        return self._collection is None and self._exact is not None and len(self._exact.examples) + adding <= self._exact_max
+
+    def remember(self, removed: Sequence[tuple[int, int]], added: Sequence[tuple[int, int]], vectors: np.ndarray) -> None:
+        """Apply a write to the copy alone (see `defers`); `replace` sends it to Chroma later, to the same end."""
+        with self._lock.writing():
+            assert self._exact is not None, "only a copy that answers searches may hold a write Chroma lacks"
+            kept = self._exact.without(removed) if removed else self._exact
+            self._exact = kept.upserted(added, vectors) if added else kept
 
     def _open(self) -> Any:
         spec = self._embedder.spec
@@ -176,7 +222,8 @@ class VectorIndex:
     def close(self) -> None:
         """Release Chroma's in-process system so the directory can be reopened, moved or deleted."""
         self._exact = None
-        self._client.close()
+        if self._client is not None:
+            self._client.close()
 
     @contextmanager
     def _reached(self) -> Iterator[None]:
@@ -189,30 +236,32 @@ class VectorIndex:
 
     def count(self) -> int:
         with self._reached():
-            return int(self._collection.count())
+            return int(self._chroma().count())
 
     def add(self, examples: Sequence[tuple[int, int]], vectors: np.ndarray) -> None:
         """Store vectors of (example id, agent id) pairs; the agent is part of the record's id so a query
         names the agents without a lookup."""
+        self._chroma()
         for start in range(0, len(examples), _WRITE_BATCH):
             with self._lock.writing():
                 self._upsert(examples[start : start + _WRITE_BATCH], vectors[start : start + _WRITE_BATCH])
 
     def _upsert(self, examples: Sequence[tuple[int, int]], vectors: np.ndarray) -> None:
         with self._reached():
-            self._collection.upsert(ids=[_key(e, a) for e, a in examples], embeddings=vectors)
+            self._chroma().upsert(ids=[_key(e, a) for e, a in examples], embeddings=vectors)
         if self._exact is not None:  # the write lock is held: no search reads the copy half made
             grown = self._exact.upserted(examples, vectors)
             self._exact = grown if len(grown.examples) <= self._exact_max else None  # past it, Chroma's query answers
 
     def delete(self, examples: Sequence[tuple[int, int]]) -> None:
+        self._chroma()
         for start in range(0, len(examples), _WRITE_BATCH):
             with self._lock.writing():
                 self._delete(examples[start : start + _WRITE_BATCH])
 
     def _delete(self, examples: Sequence[tuple[int, int]]) -> None:
         with self._reached():
-            self._collection.delete(ids=[_key(e, a) for e, a in examples])
+            self._chroma().delete(ids=[_key(e, a) for e, a in examples])
         if self._exact is not None:
             self._exact = self._exact.without(examples)
 
@@ -227,6 +276,7 @@ class VectorIndex:
             self.delete(removed)
             self.add(added, vectors)
             return
+        self._chroma()
         with self._lock.writing():
             deleting = [_DELETER.submit(self._delete, removed[i : i + _WRITE_BATCH]) for i in range(0, len(removed), _WRITE_BATCH)]
             try:
@@ -239,15 +289,17 @@ class VectorIndex:
     def stored_vectors(self, examples: Sequence[tuple[int, int]]) -> tuple[list[int], np.ndarray]:
         """The float32 vectors the index holds for (example id, agent id) pairs, and the example id of each
         row (those the index lacks are left out): an exact-search oracle for measuring recall."""
+        collection = self._chroma()
         with self._lock.reading():
-            got = self._collection.get(ids=[_key(e, a) for e, a in examples], include=["embeddings"])
+            got = collection.get(ids=[_key(e, a) for e, a in examples], include=["embeddings"])
         return [int(i.split("@")[0]) for i in got["ids"]], np.asarray(got["embeddings"], dtype=np.float32)
 
     def _nearest(self, vectors: np.ndarray, k: int, *, distances: bool = True) -> tuple[list[list[str]], list[list[float]]]:
         """Chroma returns fewer than k when the collection is smaller, so no count() on the hot path. Without
         `distances` only the ids come back (a search's candidates need no more; 0.1-0.3 ms less a query)."""
+        collection = self._chroma()
         with self._lock.reading(), self._reached():
-            result = self._collection.query(query_embeddings=list(vectors), n_results=k, include=["distances"] if distances else [])
+            result = collection.query(query_embeddings=list(vectors), n_results=k, include=["distances"] if distances else [])
         return result["ids"], result["distances"] or []
 
     def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
@@ -272,11 +324,12 @@ class VectorIndex:
     def _read_exact(self) -> _Exact | None:
         """The exact copy, read from Chroma at the first search when the index is small enough (2,216 vectors:
         ~30 ms, once). Under the write lock, so no write lands between the read and the copy's first state."""
+        self._chroma()
         with self._lock.writing():
             if not self._exact_read:
                 if self._exact_max > 0 and self.count() <= self._exact_max:
                     with self._reached():
-                        got = self._collection.get(include=["embeddings"])
+                        got = self._chroma().get(include=["embeddings"])
                     pairs = [(int(e), int(a)) for e, a in (key.split("@") for key in got["ids"])]
                     self._exact = _Exact.of(pairs, got["embeddings"] if pairs else [], self._embedder.dimension)
                 self._exact_read = True
