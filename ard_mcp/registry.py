@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
@@ -252,12 +253,17 @@ class Registry:
         """Remove the entry `reference` names (`resolve`), readable or not."""
         return self.indexer.deregister(self.resolve(reference, viewer), may_write)
 
+    def one_version(self) -> AbstractContextManager[None]:
+        """Reads within it see the store's version as it was on entry, read once (`SqliteStore.one_version`): a search
+        and the federation check before it asked for it 7 times. A surface wraps both in it."""
+        return self.store.one_version()
+
     def search(self, query: SearchQuery, now: datetime | None = None, viewer: Viewer = ANONYMOUS) -> SearchPage:
         """One page of the entries relevant to `query.text` (or, without one, meeting its filter) that meet
         its filter and criteria, among those `viewer` may see. Expired entries are removed first, once per query.
         Timed and traced (`ard_mcp.monitoring`): the store's reads, the ranking's stages, the page's confidence."""
         started = time.perf_counter()
-        with tracing.span("search") as span:
+        with tracing.span("search") as span, self.one_version():
             self.expire_due()
             self._caught_up()
             now = now or datetime.now(UTC)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -320,6 +321,33 @@ def test_a_kept_filter_answer_follows_writes_from_any_connection(tmp_path: Path)
         one.delete("urn:air:example.com:alpha")
         assert one.filter_agents(flt) == two.filter_agents(flt) == {second}
         assert one.filter_agents({"type": ["application/mcp-server-card+json"]}) == set()
+    finally:
+        one.close()
+        two.close()
+
+
+def test_one_version_is_read_once_until_this_process_writes(tmp_path: Path) -> None:
+    """A search reads the store's version once (`one_version`): another connection's commit meanwhile is seen by
+    the next read outside it, this process's own write at once, and another thread is never held to it."""
+    one, two = Store(tmp_path / "catalog.sqlite3"), Store(tmp_path / "catalog.sqlite3")
+    seen: list[object] = []
+    try:
+        before = one.version()
+        with one.one_version():
+            _write(two, "alpha", "weather", _vectors(1, 1))
+            assert one.version() == before  # held: the commit of another connection comes after this read
+            with one.one_version():
+                assert one.version() == before  # nested: the outer read holds
+            other = threading.Thread(target=lambda: seen.append(one.version()))
+            other.start()
+            other.join()
+            assert seen[0] != before  # another thread reads for itself
+            _write(one, "beta", "invoices", _vectors(1, 2))
+            after_own = one.version()
+            assert after_own != before and one.version() == after_own  # its own write: read again, as without it
+        assert one.version() == after_own  # nothing written since
+        _write(two, "gamma", "maps", _vectors(1, 3))
+        assert one.version() != after_own and one.count() == 3
     finally:
         one.close()
         two.close()

@@ -15,7 +15,7 @@ import json
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 
@@ -85,6 +85,11 @@ class Store(SideTables):
     @abstractmethod
     def version(self) -> Any:
         """Changes whenever this process or another one commits, so derived answers can be kept until then."""
+
+    def one_version(self) -> AbstractContextManager[None]:
+        """Within it, this thread's reads of `version()` are one read (`SqliteStore.one_version`); nothing to save
+        where the version is counters in memory (PostgreSQL's NOTIFYs)."""
+        return nullcontext()
 
     @abstractmethod
     def _index_text(self, db: Db, agent_id: int, fts: FtsDocument) -> None:

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -19,6 +20,9 @@ from ard_mcp.index.store.base import Store
 from ard_mcp.index.store.db import Db
 from ard_mcp.index.store.schema import index_text, unindex_text
 from ard_mcp.index.store.snapshot import read_rows
+
+# (store, its own commits then, the version then): what `SqliteStore.one_version` read, for this context only
+_HELD: ContextVar[tuple[SqliteStore, int, tuple[int, int]] | None] = ContextVar("ard_mcp_sqlite_version", default=None)
 
 
 class SqliteStore(Store):
@@ -101,8 +105,31 @@ class SqliteStore(Store):
             conn.executemany(sql, rows)
 
     def version(self) -> tuple[int, int]:
+        held = _HELD.get()
+        if held is not None and held[0] is self and held[1] == self._writes:
+            return held[2]
         with self._lock:
             return (self._conn.execute("PRAGMA data_version").fetchone()[0], self._writes)
+
+    @contextmanager
+    def one_version(self) -> Iterator[None]:
+        """Within it, `version()` in this thread (this context) answers what it read on entry, until this process
+        writes: a search asked it 7 times (the search copy twice, the flagged and demoted sets, the agent count,
+        expiry, the federation check), each a turn of the connection's lock and a PRAGMA, and under 8 concurrent
+        MCP searches py-spy found 8% of the serve process's samples there, most of it threads queueing for the lock.
+        A search then answers from the store as it was when it began; another process's commit meanwhile is seen
+        by the next one, as a commit just after it would be. Nested, the outer read holds."""
+        held = _HELD.get()
+        if held is not None and held[0] is self and held[1] == self._writes:
+            yield
+            return
+        with self._lock:
+            writes = self._writes
+            token = _HELD.set((self, writes, (self._conn.execute("PRAGMA data_version").fetchone()[0], writes)))
+        try:
+            yield
+        finally:
+            _HELD.reset(token)
 
     def _index_text(self, db: Db, agent_id: int, fts: FtsDocument) -> None:
         index_text(db, agent_id, fts)

@@ -208,12 +208,13 @@ def build_server(
         trimmed = None if detail == "compact" else detail
         query = SearchQuery.of(text, filter, criteria, detail=trimmed, page_size=pageSize, page_token=pageToken)
         registry = _registry(ctx)
-        if federation != "none" and shared_services.federation().may_federate(registry):
-            found = anyio.from_thread.run(shared_services.federation().search, registry, query, federation, Path(), viewer(ctx))
-            answer: SearchResponse = found.response(trimmed, compact=detail == "compact")
-            return answer
-        page = registry.search(query, viewer=viewer(ctx))
-        return page.brief() if detail == "compact" else page.response()
+        with registry.one_version():  # one read of the store's version for the federation check, the search and its page
+            if federation == "none" or not shared_services.federation().may_federate(registry):
+                page = registry.search(query, viewer=viewer(ctx))
+                return page.brief() if detail == "compact" else page.response()
+        found = anyio.from_thread.run(shared_services.federation().search, registry, query, federation, Path(), viewer(ctx))
+        answer: SearchResponse = found.response(trimmed, compact=detail == "compact")
+        return answer
 
     @server.tool(title="Discover agents (Xu profile)", annotations=READ)
     @_as_tool

@@ -123,10 +123,12 @@ async def search(request: Request, state: AppState) -> Response:
     federation = state.open_services().federation()
 
     def local() -> bytes | None:
-        """The local answer's body, or None when federation has upstreams to ask: one trip to a worker thread."""
-        if req.federation != "none" and federation.may_federate(registry):
-            return None
-        return search_body(registry.search(query, viewer=viewer))
+        """The local answer's body, or None when federation has upstreams to ask: one trip to a worker thread, one
+        read of the store's version for both (`Registry.one_version`)."""
+        with registry.one_version():
+            if req.federation != "none" and federation.may_federate(registry):
+                return None
+            return search_body(registry.search(query, viewer=viewer))
 
     body = await run(local)
     response: Response
