@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
 from ard_mcp.config import bundled_model_dir
-from ard_mcp.search.results import BRIEF_DESCRIPTION, first_sentence
+from ard_mcp.search.results import BRIEF_DESCRIPTION, _by_width, _shorten, first_sentence
 
 CHINESE = (
     "一个基于模型上下文协议的服务器工具，专门用于将矢量图像插入到演示文稿中，"
@@ -28,3 +30,9 @@ def test_mixed_text_counts_each_character_by_its_width() -> None:
     assert first_sentence("ab一个", 6) == "ab…"  # 1 + 1 + 4 + 4 > 6; "ab" and the ellipsis fit
     assert first_sentence("ab一", 6) == "ab一"  # exactly 6: kept whole
     assert first_sentence("Short. Second sentence.") == "Short."
+
+
+@given(st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=127), max_size=200), st.integers(min_value=1, max_value=130))
+def test_ascii_text_is_cut_where_counting_each_characters_width_cuts_it(text: str, limit: int) -> None:
+    """The ASCII shortcut of a brief line (its length, no width look-ups) cuts exactly where the general count does."""
+    assert _shorten(text, limit) == _by_width(" ".join(text.split()), limit)
