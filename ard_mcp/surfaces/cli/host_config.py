@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -175,6 +176,28 @@ def _block(args: argparse.Namespace) -> Block:
     return block(host, args.name or name, launch)
 
 
+def prepare(launch: Launch) -> str:
+    """Ask the configured ard-mcp, as a host of each protocol version would, its handshake and first tool list
+    (`sharing.warm`), so a host's first start is answered at once; what to tell the person. On a scratch data
+    directory, whose back-end is stopped after: the answers are kept for every directory of these settings,
+    and the person's own directory is left for their host to start."""
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+    from ard_mcp.surfaces.sharing.frontend import stop_idle
+    from ard_mcp.surfaces.sharing.warm import warm
+
+    versions = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+    with tempfile.TemporaryDirectory(prefix="ard-mcp-prepare-") as scratch:
+        env = {**os.environ, **{v.name: v.value for v in launch.variables if v.value is not None}, "ARD_MCP_DATA_DIR": scratch}
+        try:
+            answered = warm(launch.command, env, HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS)
+        finally:
+            stop_idle(Path(scratch))
+    if len(answered) == len(versions):
+        return f"prepared: the host's first start is answered at once (handshake and tool list kept for MCP {', '.join(versions)})"
+    return "could not prepare the first start (it will wait about a second for ard-mcp to start): `ard-mcp serve --shared` did not answer"
+
+
 def host_config_command(args: argparse.Namespace) -> int:
     host = HOSTS[args.host]
     path = args.path or host.file()
@@ -195,14 +218,16 @@ def host_config_command(args: argparse.Namespace) -> int:
     name, entry = next(iter(found.document[host.key].items()))
     try:
         text, before = merged(path, host.key, name, entry, found.document.get("inputs"))
-        if before == "unchanged":
-            print(shown(f"unchanged: {path} already has this server {name!r}; nothing was written"), file=sys.stderr)
-            return 0
-        backup = write(path, text)
+        backup = write(path, text) if before != "unchanged" else None
     except (OSError, ValueError) as exc:
         print(shown(f"ard-mcp: {exc}"), file=sys.stderr)
         return 2
-    kept = f"; your original file is {backup}" if backup else ""
-    action = "replaced the server" if before == "replaced" else "added the server"
-    print(shown(f"{action} {name!r} in {path}{kept}; restart {host.title} to use it"), file=sys.stderr)
+    if before == "unchanged":
+        print(shown(f"unchanged: {path} already has this server {name!r}; nothing was written"), file=sys.stderr)
+    else:
+        kept = f"; your original file is {backup}" if backup else ""
+        action = "replaced the server" if before == "replaced" else "added the server"
+        print(shown(f"{action} {name!r} in {path}{kept}; restart {host.title} to use it"), file=sys.stderr)
+    if not args.entry and not args.url:  # ard-mcp's own server: have its first answers ready for the host
+        print(shown(prepare(own_launch(args.data_dir, args.model_dir))), file=sys.stderr)
     return 0

@@ -14,10 +14,12 @@ started again, its answer dropped. Every other request waits for the back-end. O
 place, its version unchanged) the host is sent `notifications/tools/list_changed` and the kept answer
 replaced. Standard library only, as `frontend`.
 
-What this leaves: the very first start of an install (no back-end of its settings ever answered) waits for
-the back-end's start. Nothing cheaper can answer it exactly: the answers are the MCP SDK's serialisation of the
-server's tools (pydantic schemas of their signatures and results), and `import mcp.server.mcpserver` alone takes
-0.5 s of CPU here; a copy shipped with the package would be one that drifts from the code.
+The very first start of an install (no back-end of its settings ever answered) has nothing kept, and nothing
+cheaper than the back-end can answer it exactly: the answers are the MCP SDK's serialisation of the server's
+tools (pydantic schemas of their signatures and results), and `import mcp.server.mcpserver` alone takes 0.5 s of
+CPU here; a copy shipped with the package would be one that drifts from the code. So `ard-mcp host-config
+--write`, which a person runs before their host's first start, asks a back-end these questions for every
+protocol version (`warm`), and the host's first start is answered from what it kept.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ _CHECK = "ard-mcp-front-end-tools"  # the id of the front-end's own tools/list, 
 _CHECK_ID = json.dumps(_CHECK)  # as the answers' ids are noted
 _MAX_HELLO = 1 << 20
 _KEPT = ("initialize", "server/discover", "tools/list")
+PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"  # where a 2026-era request names its version
 
 
 class Hello:
@@ -61,17 +64,18 @@ class Hello:
     @staticmethod
     def key(message: dict[str, object]) -> str | None:
         """What a kept answer to `message` is found by, where it may have one: `initialize`, `server/discover`,
-        a first page of `tools/list`; the host's name and version left out (legacy `clientInfo`, or the 2026
-        protocol's in `_meta`)."""
+        a first page of `tools/list`, by the protocol version asked for (legacy `initialize`'s `protocolVersion`,
+        a 2026-era request's in `_meta`) and nothing else of the host's: the MCP SDK answers these from its
+        server's options and the version alone (`ServerRunner._handle_initialize`, `Server._handle_discover`;
+        ard-mcp's tool list reads no client capability), so hosts that differ in name or capabilities share them,
+        and `ard-mcp host-config --write` can ask them ahead of every host (`warm`)."""
         method, params = message.get("method"), message.get("params")
         params = params if isinstance(params, dict) else {}
         if method not in _KEPT or (method == "tools/list" and "cursor" in params):
             return None
         meta = params.get("_meta")
-        asked = {k: v for k, v in params.items() if k not in ("clientInfo", "_meta")}
-        if isinstance(meta, dict):
-            asked["_meta"] = {k: v for k, v in meta.items() if not k.endswith("/clientInfo")}
-        return hashlib.sha256(json.dumps([__version__, method, asked], sort_keys=True).encode()).hexdigest()
+        version = params.get("protocolVersion", meta.get(PROTOCOL_VERSION) if isinstance(meta, dict) else None)
+        return hashlib.sha256(json.dumps([__version__, method, version]).encode()).hexdigest()
 
     @staticmethod
     def _all(path: Path) -> dict[str, object]:
