@@ -71,7 +71,9 @@ def test_the_index_size_is_kept_through_failures_and_hangs(caplog: pytest.LogCap
         calls, started = state["calls"], time.monotonic()
         for _ in range(2):
             assert value(samples(exposition.render(index, None)[0].decode()), "ard_mcp_index_agents") == 7
-        assert time.monotonic() - started < 1.5 and state["calls"] == calls + 1  # the second scrape waited on the first's read
+        # neither scrape hung on the read (each gives up after its 0.3 s deadline; 1.5 s was once exceeded under a full
+        # run's load), and the second waited on the first's read rather than starting another
+        assert time.monotonic() - started < 5 and state["calls"] == calls + 1
         state["fail"] = False
         state["hang"].set()
         time.sleep(0.05)
