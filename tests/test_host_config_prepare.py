@@ -73,3 +73,28 @@ def test_a_hosts_first_start_ever_is_answered_at_once_after_host_config_write(tm
             host.wait(timeout=60)
     assert handshake["result"]["protocolVersion"] == "2025-06-18"
     assert "search_agents" in {tool["name"] for tool in tools["result"]["tools"]}
+
+
+def test_printing_the_entry_prepares_the_first_start_in_the_background(tmp_path: Path) -> None:
+    """A person who copies the printed entry rather than `--write` gets the same: printing returns at once, and a
+    process of its own keeps the first answers for every protocol version within seconds."""
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / ".config"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env = {k: v for k, v in env.items() if not k.startswith("ARD_MCP_")}
+    printed = subprocess.run(
+        [sys.executable, "-m", "ard_mcp", "host-config", "claude-code", "--data-dir", str(tmp_path / "mine")],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert printed.returncode == 0 and "preparing its first start in the background" in printed.stderr
+    assert json.loads(printed.stdout)  # the entry itself, as before
+    deadline = time.monotonic() + 120
+    kept: dict[str, Any] = {}
+    while len(kept) < 7 and time.monotonic() < deadline:  # 4 handshakes, 1 discovery, 2 tool lists
+        time.sleep(0.5)
+        for path in (tmp_path / "cache" / "ard-mcp").glob("hello-*.json"):
+            kept = json.loads(path.read_text(encoding="utf-8"))
+    assert len(kept) == 7
+    assert not (tmp_path / "mine").exists()

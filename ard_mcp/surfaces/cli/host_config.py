@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -164,6 +165,7 @@ def host_config_commands(
     parser.add_argument("--write", action="store_true", help="merge the entry into the host's configuration file")
     parser.add_argument("--name", default=None, help="the server's name in the host (default ard, or the entry's own)")
     parser.add_argument("--path", type=Path, default=None, metavar="FILE", help="the host's file, where it is not in its usual place")
+    parser.add_argument("--prepare-only", action="store_true", help=argparse.SUPPRESS)  # what a printing run starts in the background
 
 
 def _block(args: argparse.Namespace) -> Block:
@@ -198,9 +200,24 @@ def prepare(launch: Launch) -> str:
     return "could not prepare the first start (it will wait about a second for ard-mcp to start): `ard-mcp serve --shared` did not answer"
 
 
+def _prepare_in_background(args: argparse.Namespace) -> str:
+    """Start `host-config --prepare-only` on its own, so printing returns at once and the first start is prepared
+    (a few seconds) before the person has pasted the entry and restarted their host; what to tell them."""
+    command = [*own_executable(), "host-config", args.host, "--prepare-only", "--data-dir", str(args.data_dir)]
+    command += ["--model-dir", str(args.model_dir)] if args.model_dir is not None else []
+    try:
+        subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError as exc:
+        return f"# could not prepare the first start in the background ({exc}); it will wait about a second for ard-mcp to start"
+    return "# preparing its first start in the background (a few seconds), so the host's first tools/list is answered at once"
+
+
 def host_config_command(args: argparse.Namespace) -> int:
     host = HOSTS[args.host]
     path = args.path or host.file()
+    if args.prepare_only:
+        print(shown(prepare(own_launch(args.data_dir, args.model_dir))), file=sys.stderr)
+        return 0
     try:
         found = _block(args)
     except (OSError, ValueError) as exc:
@@ -214,6 +231,8 @@ def host_config_command(args: argparse.Namespace) -> int:
         print(shown(f"# or: {found.command}"), file=sys.stderr)
     if not args.write:
         print(shown(f"# {host.title}: this goes in {path} (the same command with --write merges it there)"), file=sys.stderr)
+        if not args.entry and not args.url:
+            print(shown(_prepare_in_background(args)), file=sys.stderr)
         return 0
     name, entry = next(iter(found.document[host.key].items()))
     try:

@@ -17,9 +17,9 @@ replaced. Standard library only, as `frontend`.
 The very first start of an install (no back-end of its settings ever answered) has nothing kept, and nothing
 cheaper than the back-end can answer it exactly: the answers are the MCP SDK's serialisation of the server's
 tools (pydantic schemas of their signatures and results), and `import mcp.server.mcpserver` alone takes 0.5 s of
-CPU here; a copy shipped with the package would be one that drifts from the code. So `ard-mcp host-config
---write`, which a person runs before their host's first start, asks a back-end these questions for every
-protocol version (`warm`), and the host's first start is answered from what it kept.
+CPU here; a copy shipped with the package would be one that drifts from the code. So `ard-mcp host-config`,
+which a person runs before their host's first start, asks a back-end these questions for every protocol
+version (`warm`), and the host's first start is answered from what it kept.
 """
 
 from __future__ import annotations
