@@ -5,10 +5,13 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ard_mcp.formats.catalog import parse_entry
 from ard_mcp.index.example_texts import extract_examples
 from ard_mcp.index.lexical import (
+    _EVERY_TERM,
     MAX_QUERY_TERMS,
     coverage,
     fts_document,
@@ -20,6 +23,7 @@ from ard_mcp.index.lexical import (
     terms,
     words,
 )
+from ard_mcp.index.records import EVERY_TERM_PATTERN, TermText
 
 
 def test_identifiers_split_the_way_people_write_them_and_stay_whole_too() -> None:
@@ -93,3 +97,12 @@ def test_an_entry_is_indexed_under_its_name_tags_description_and_examples() -> N
     assert {"merge", "combine", "fil"} <= set(document.examples.split())
     assert "|" not in document.vocabulary()
     assert [group._text.split() for group in document.terms().keywords] == [["document"] * 2, ["office", "suite"] * 2]  # noqa: SLF001
+
+
+@given(st.lists(st.text(alphabet="ab é\t.", max_size=6), max_size=12))
+def test_every_term_of_a_term_text_is_what_the_regex_finds(parts: list[str]) -> None:
+    """`TermText.present` answers the finder of every term (what `Vocabulary.of` asks) by splitting at the spaces:
+    the same set as the regex finds, doubled or stray spaces and other whitespace included."""
+    assert _EVERY_TERM.pattern == EVERY_TERM_PATTERN
+    text = TermText(" ".join(parts))
+    assert text.present(_EVERY_TERM) == set(_EVERY_TERM.findall(text._text))  # noqa: SLF001
