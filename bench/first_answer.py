@@ -18,7 +18,9 @@ client, and times from starting the process to the MCP handshake and to the firs
   with the same settings: its handshake and first `tools/list` from what that back-end answered (the
   machine's kept answers), the snapshot added by the back-end it starts;
 - shared, first ever: the same with nothing kept on the machine (a new cache folder): what a host waits for
-  the first time an install is attached.
+  the first time an install is attached without `host-config`;
+- shared, first ever, host-config run: the same after `ard-mcp host-config` prepared it (`--write`, or printing
+  the entry, asks a scratch back-end each protocol version's first questions), as a person attaching a host does.
 
 Each line gives the handshake, the first `tools/list` (asked right after it, as hosts do) and the first answer.
 
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -48,9 +51,7 @@ IDLE_S = 0.5  # the back-end's idle time in the shared case
 async def first_answer(data_dir: Path, *flags: str, cache: Path | None = None) -> tuple[float, float, float, str]:
     """(seconds to the handshake, to the first `tools/list`, to the first answer, its first result's name);
     `cache`: the user's cache folder (the machine's kept answers of `serve --shared`)."""
-    env = {k: v for k, v in os.environ.items() if k != "ARD_MCP_NO_SNAPSHOT"} | {"ARD_MCP_LOG_LEVEL": "WARNING"}
-    env["ARD_MCP_BACKEND_IDLE"] = str(IDLE_S)
-    env["XDG_CACHE_HOME"] = str(cache or data_dir.parent / "cache")
+    env = _env(cache or data_dir.parent / "cache")
     server = StdioServerParameters(command=sys.executable, args=["-m", "ard_mcp", "serve", "--data-dir", str(data_dir), *flags], env=env)
     started = time.monotonic()
     async with Client(server) as client:
@@ -61,6 +62,20 @@ async def first_answer(data_dir: Path, *flags: str, cache: Path | None = None) -
         answered = time.monotonic() - started
     found = (result.structured_content or {}).get("results") or [{"displayName": "(nothing)"}]
     return handshake, listed, answered, found[0]["displayName"]
+
+
+def _env(cache: Path) -> dict[str, str]:
+    """The server's environment: `cache` as the user's cache folder (where `serve --shared` keeps answers)."""
+    env = {k: v for k, v in os.environ.items() if k != "ARD_MCP_NO_SNAPSHOT"} | {"ARD_MCP_LOG_LEVEL": "WARNING"}
+    return env | {"ARD_MCP_BACKEND_IDLE": str(IDLE_S), "XDG_CACHE_HOME": str(cache)}
+
+
+def prepared(data_dir: Path, cache: Path) -> tuple[float, float, float, str]:
+    """`first_answer` of `serve --shared` on an install's first start, after `host-config` prepared it (what
+    `host-config --write`, or printing the entry, does before a host starts it)."""
+    command = [sys.executable, "-m", "ard_mcp", "host-config", "cursor", "--prepare-only", "--data-dir", str(data_dir)]
+    subprocess.run(command, env=_env(cache), capture_output=True, check=True, timeout=300)
+    return anyio.run(partial(first_answer, data_dir, "--shared", cache=cache))
 
 
 def main() -> None:
@@ -86,6 +101,8 @@ def main() -> None:
             cases.setdefault("shared, new directory", []).append(anyio.run(new))
             first = partial(first_answer, Path(tmp) / f"shared-first-{run}", "--shared", cache=Path(tmp) / f"cache-{run}")
             cases.setdefault("shared, first ever", []).append(anyio.run(first))
+            ready = prepared(Path(tmp) / f"shared-ready-{run}", Path(tmp) / f"cache-ready-{run}")
+            cases.setdefault("shared, first ever, host-config run", []).append(ready)
     print(f"{os.cpu_count()} CPUs; seconds from starting `ard-mcp serve` over stdio, median of {args.runs}")
     for case, runs in cases.items():
         handshake, listed, answer = (statistics.median(r[i] for r in runs) for i in range(3))
