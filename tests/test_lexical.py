@@ -13,6 +13,7 @@ from ard_mcp.index.example_texts import extract_examples
 from ard_mcp.index.lexical import (
     _EVERY_TERM,
     MAX_QUERY_TERMS,
+    Vocabulary,
     coverage,
     fts_document,
     idf,
@@ -23,7 +24,7 @@ from ard_mcp.index.lexical import (
     terms,
     words,
 )
-from ard_mcp.index.records import EVERY_TERM_PATTERN, TermText
+from ard_mcp.index.records import EVERY_TERM_PATTERN, AgentTerms, TermText
 
 
 def test_identifiers_split_the_way_people_write_them_and_stay_whole_too() -> None:
@@ -106,3 +107,20 @@ def test_every_term_of_a_term_text_is_what_the_regex_finds(parts: list[str]) -> 
     assert _EVERY_TERM.pattern == EVERY_TERM_PATTERN
     text = TermText(" ".join(parts))
     assert text.present(_EVERY_TERM) == set(_EVERY_TERM.findall(text._text))  # noqa: SLF001
+
+
+_TERM = st.sampled_from(["merg", "pdf", "file", "invoic", "weather", "x", "convert", "|"])
+
+
+@given(st.lists(_TERM, max_size=12), st.lists(st.lists(_TERM, max_size=4), max_size=6), st.lists(_TERM, max_size=8))
+def test_a_vocabulary_of_the_querys_terms_answers_as_the_whole_one(
+    vocabulary: list[str], groups: list[list[str]], query: list[str]
+) -> None:  # noqa: E501
+    """What ranking asks of a candidate's vocabulary (which query terms it has, which keyword groups a query names)
+    is answered the same by the query's terms alone (`Vocabulary.of(agent, query)`, made where the whole one is not
+    kept) as by the whole vocabulary."""
+    agent = AgentTerms(" ".join(vocabulary), " | ".join(" ".join(g) for g in groups))
+    whole, only = Vocabulary.of(agent), Vocabulary.of(agent, query)
+    assert {t for t in query if t in whole.terms} == set(only.terms)
+    assert whole.named(query) == only.named(query)
+    assert len(only.keywords) == len(whole.keywords)

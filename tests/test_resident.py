@@ -52,7 +52,7 @@ def other(path: Path, store: Store) -> Iterator[Store]:
 
 
 def assert_same(copy: ResidentExamples, store: Store, ids: Sequence[int]) -> None:
-    (mine, mine_terms), (theirs, their_terms) = copy.examples_and_vocabularies(ids), store.examples_and_terms(ids)
+    (mine, mine_terms), (theirs, their_terms) = copy.examples_and_vocabularies(ids, []), store.examples_and_terms(ids)
     for field in ("ids", "agent_ids", "is_description", "vectors"):
         if len(theirs.ids):
             np.testing.assert_array_equal(getattr(mine, field), getattr(theirs, field), err_msg=field)
@@ -158,3 +158,23 @@ def test_search_ranks_the_same_from_the_copy_and_from_the_store(loaded: Registry
         mine = [(h.agent_id, h.relevance) for h in loaded.ranker.rank(query, None)]
         theirs = [(h.agent_id, h.relevance) for h in direct.rank(query, None)]
         assert mine == theirs and mine
+
+
+def test_past_the_vocabularies_it_keeps_a_search_gets_its_querys_terms(
+    copy: ResidentExamples, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large catalog (more candidates than `KEPT_MAX` vocabularies): the ones not kept are made of the query's
+    terms alone, and answer what ranking asks as the whole ones do; the kept ones stay within the bound."""
+    monkeypatch.setattr(resident_module, "KEPT_MAX", 1)
+    ids = every_id(store)
+    assert len(ids) > 1
+    _, whole = store.examples_and_terms(ids)
+    query = sorted({t for terms in whole.values() for t in sorted(Vocabulary.of(terms).terms - {"|"})[:2]} | {"absentterm"})
+    _, found = copy.examples_and_vocabularies(ids, query)
+    for agent, terms in whole.items():
+        complete = Vocabulary.of(terms)
+        assert {t for t in query if t in complete.terms} == {t for t in query if t in found[agent].terms}
+        assert complete.named(query) == found[agent].named(query)
+    assert any(found[agent].terms < Vocabulary.of(whole[agent]).terms for agent in ids)  # made of the query's terms
+    current = copy._current()  # noqa: SLF001
+    assert current is not None and len(current.base.vocabularies) <= 1

@@ -91,7 +91,7 @@ def test_what_is_kept_of_an_entry_follows_its_re_registration(loaded: Registry) 
     kept = loaded.resident.agents([agent_id])[agent_id]
     assert kept.entry == loaded.store.agents_by_id([agent_id])[agent_id].entry
     assert kept is loaded.resident.agents([agent_id])[agent_id]  # read once for this version
-    _, vocabularies = loaded.resident.examples_and_vocabularies([agent_id])
+    _, vocabularies = loaded.resident.examples_and_vocabularies([agent_id], [])
     _, terms = loaded.store.examples_and_terms([agent_id])
     assert vocabularies[agent_id] == Vocabulary.of(terms[agent_id])
 

@@ -190,6 +190,10 @@ class AgentTerms:
         vocabulary, keywords = raw.decode().split(_SEPARATOR)
         return cls(vocabulary, keywords)
 
+    def names_any(self, query: Iterable[str]) -> bool:
+        """Whether any of its keyword groups holds one of the query's terms (one pass over all the groups)."""
+        return self._keyword_text.any_of(query)
+
     def keywords_named(self, query: Iterable[str]) -> list[TermText]:
         """The keyword groups sharing a term with the query; most agents share none, found in one pass."""
         terms = list(query)

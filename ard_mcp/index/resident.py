@@ -68,7 +68,15 @@ class _Kept:
             found.update(fresh)
         return found
 
-    def vocabularies_of(self, agent_ids: np.ndarray) -> dict[int, Vocabulary]:
+    def vocabularies_of(self, agent_ids: np.ndarray, query: Sequence[str]) -> dict[int, Vocabulary]:
+        """Each agent's whole vocabulary, kept, where every agent's can be (at most `KEPT_MAX`); in a larger
+        catalog only the query's terms of each, made for this search (`Vocabulary.of`: the same answers). Why:
+        at 100,000 agents a search's candidates were mostly not kept, so the kept ones were cleared again and
+        again, and making whole vocabularies took ~4 ms of a search (`bench/scale.py`, docs/benchmarks.md)."""
+        if len(self.rows.agent_ids) > KEPT_MAX:
+            terms = self.rows.agent_terms(np.asarray(agent_ids, np.int64))
+            return {agent: Vocabulary.of(agent_terms, query) for agent, agent_terms in terms.items()}
+
         def read(missing: list[int]) -> dict[int, Vocabulary]:
             return {agent: Vocabulary.of(terms) for agent, terms in self.rows.agent_terms(np.array(missing, np.int64)).items()}
 
@@ -126,16 +134,18 @@ class ResidentExamples:
             loader.join()
         self._copy = None
 
-    def examples_and_vocabularies(self, agent_ids: Sequence[int]) -> tuple[CandidateExamples, dict[int, Vocabulary]]:
+    def examples_and_vocabularies(self, agent_ids: Sequence[int], query: Sequence[str]) -> tuple[CandidateExamples, dict[int, Vocabulary]]:
         """Both from one copy (or one store transaction): a search sees one state of the registry. The terms are
-        what ranking asks of them, a `Vocabulary`, made once per version of each agent."""
+        what ranking asks of them about the query's terms `query`, a `Vocabulary`, made once per version of each
+        agent while there is room to keep it (`_Kept.vocabularies_of`); read from the store (while the copy loads),
+        whole."""
         copy = self._current()
         if copy is None:
             examples, terms = self._store.examples_and_terms(agent_ids)
             return examples, {agent: Vocabulary.of(found) for agent, found in terms.items()}
         wanted = np.unique(np.asarray(agent_ids, np.int64))
         return self._examples(copy, wanted), {
-            agent: vocabulary for kept, ids in copy.parts(wanted) for agent, vocabulary in kept.vocabularies_of(ids).items()
+            agent: vocabulary for kept, ids in copy.parts(wanted) for agent, vocabulary in kept.vocabularies_of(ids, query).items()
         }
 
     def agents(self, agent_ids: Iterable[int]) -> dict[int, StoredAgent]:

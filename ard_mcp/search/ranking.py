@@ -171,7 +171,9 @@ def _matched(kind: str, label: str, text: str, similarity: float) -> MatchedExam
 class ExampleSource(Protocol):
     """Where candidates' examples, terms and entries are read: the store's copy (`ard_mcp.index.resident`)."""
 
-    def examples_and_vocabularies(self, agent_ids: Sequence[int]) -> tuple[CandidateExamples, dict[int, Vocabulary]]: ...
+    def examples_and_vocabularies(
+        self, agent_ids: Sequence[int], query: Sequence[str]
+    ) -> tuple[CandidateExamples, dict[int, Vocabulary]]: ...
 
     def agents(self, agent_ids: Iterable[int]) -> dict[int, StoredAgent]: ...
 
@@ -328,7 +330,7 @@ class Ranker:
         if not pool:
             return None
         with tracing.span("store.examples"):
-            examples, agent_terms = self.examples.examples_and_vocabularies(sorted(pool))
+            examples, agent_terms = self.examples.examples_and_vocabularies(sorted(pool), qterms)
         if not len(examples.ids):  # Chroma named agents the store does not have (e.g. a server index shared with another store)
             return None
         sims = (examples.vectors @ intents.T).max(axis=1)  # each example's best over the task and its parts
