@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from ard_mcp.config import Config, bundled_model_dir
 from ard_mcp.index.catch_up import PUT_OFF_SECONDS
@@ -73,6 +74,7 @@ def test_closing_sends_what_was_put_off(tmp_path: Path) -> None:
         again.close()
 
 
+@pytest.mark.sqlite_only  # the killed process opens the directory's own store, which `--store postgres` replaces here
 def test_a_process_killed_before_sending_leaves_its_writes_for_the_next_start(tmp_path: Path) -> None:
     """Killed with its writes only in the copy: the store still calls them pending, and the next start sends them."""
     script = textwrap.dedent(
