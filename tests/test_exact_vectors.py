@@ -88,11 +88,13 @@ def test_a_chroma_server_is_never_searched_from_a_copy(tmp_path: Path) -> None:
             mine.add([(i, i) for i in range(50)], vectors)
             assert mine.nearest_agents(vectors[[3]], 1) == {3} and not mine.exact
             other.add([(99, 99)], -vectors[[3]])
-            # a copy would never hold it; the server may take a moment to index it under load (seen once in a full run)
-            deadline = time.monotonic() + 10
-            while mine.nearest_agents(-vectors[[3]], 1) != {99} and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert mine.nearest_agents(-vectors[[3]], 1) == {99}, "another client's write is found"
+            assert not mine.exact  # nothing kept beside the server
+            # a copy would never hold it; under a full run's load the server's answer lagged the write (twice, 10 s
+            # was not enough once) or ranked it below its nearest neighbour, so among the five nearest, waiting a while
+            deadline = time.monotonic() + 60
+            while 99 not in mine.nearest_agents(-vectors[[3]], 5) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert 99 in mine.nearest_agents(-vectors[[3]], 5), "another client's write is found"
             assert not mine.exact
         finally:
             mine.close()
