@@ -115,7 +115,7 @@ _TERM = st.sampled_from(["merg", "pdf", "file", "invoic", "weather", "x", "conve
 @given(st.lists(_TERM, max_size=12), st.lists(st.lists(_TERM, max_size=4), max_size=6), st.lists(_TERM, max_size=8))
 def test_a_vocabulary_of_the_querys_terms_answers_as_the_whole_one(
     vocabulary: list[str], groups: list[list[str]], query: list[str]
-) -> None:  # noqa: E501
+) -> None:
     """What ranking asks of a candidate's vocabulary (which query terms it has, which keyword groups a query names)
     is answered the same by the query's terms alone (`Vocabulary.of(agent, query)`, made where the whole one is not
     kept) as by the whole vocabulary."""
