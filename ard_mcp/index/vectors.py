@@ -139,8 +139,7 @@ class VectorIndex:
     def __init__(self, path: Path, embedder: Embedder, *, url: str | None = None, fresh: bool = False, exact_max: int = EXACT_MAX) -> None:
         """`exact_max`: the most vectors an embedded index searches exactly (`EXACT_MAX`; 0: always Chroma's query)."""
         self._embedder = embedder
-        self._path = path if url is None else None
-        self._folder = path
+        self._path = path
         self._url = url
         # Only an embedded index is searched exactly: this process owns it, so every write passes through here and
         # keeps the copy current (a Chroma server's other clients write past it). None: not read yet, or Chroma answers.
@@ -160,12 +159,13 @@ class VectorIndex:
 
     def _chroma(self, fresh: bool = False) -> Any:
         """The collection, Chroma opened first if it is not yet (`defers`), then sent what was put off
-        (`when_opened`) before anything else reads or writes it. Never called under `_lock`."""
+        (`when_opened`) before anything else reads or writes it. Whatever may open it calls this before taking
+        `_lock` (the put-off writes take it), so under `_lock` it only returns the open collection."""
         if self._collection is None:
             with self._opening:
                 opening = self._collection is None
                 if opening:
-                    self._client = _client(self._folder, self._url)
+                    self._client = _client(self._path, self._url)
                     self._function = chroma_embedding_function()(_recorded_model_dir(self._embedder))
                     with self._reached():
                         if fresh:
@@ -272,7 +272,7 @@ class VectorIndex:
         took 24 ms at p50 and 88 ms at the mean (some deletes wait long for the server's preceding write), at
         once 19 and 20 ms, and the whole `register_agent` 50.3 ms at p50 instead of 60.6. Embedded Chroma
         gets them in turn, as its queries and writes must not race (`rwlock`)."""
-        if self._path is not None or not removed or not added:
+        if self._url is None or not removed or not added:
             self.delete(removed)
             self.add(added, vectors)
             return
@@ -343,7 +343,7 @@ class VectorIndex:
         holds only this one collection, so once it is deleted every segment directory is garbage."""
         if COLLECTION in {c.name if hasattr(c, "name") else c for c in self._client.list_collections()}:
             self._client.delete_collection(COLLECTION)
-        if self._path is not None:
+        if self._url is None:
             for child in self._path.iterdir():
                 if child.is_dir() and _is_uuid(child.name):
                     log.info("removing the segment directory %s of the deleted vector index", child.name)

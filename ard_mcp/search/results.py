@@ -10,8 +10,9 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic_core import to_json
 
@@ -44,10 +45,11 @@ BRIEF_MATCH = 80
 #: Chinese descriptions and tool texts made a 1,503-token page.
 WIDE = 4
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s")
-#: Entries kept validated as results (`_validated`); past this many agents it starts again.
+#: Entries kept validated as results (`_validated`) and serialised (`_serialised`); past this many agents each starts again.
 KEPT_RESULTS = 8_192
+T = TypeVar("T")
 _validated: dict[int, tuple[dict[str, Any], SearchResult]] = {}  # agent id -> (its stored entry, that entry as a result)
-_serialised: dict[int, tuple[dict[str, Any], bytes, bytes]] = {}  # agent id -> (its stored entry, `_entry_json` of it)
+_serialised: dict[int, tuple[dict[str, Any], tuple[bytes, bytes]]] = {}  # agent id -> (its stored entry, `_entry_json` of it)
 _OWN_FIELDS = frozenset(SearchResult.model_fields) - frozenset(CatalogEntry.model_fields)  # score, source, evidence, redacted
 
 
@@ -200,32 +202,36 @@ def _warnings(trust: TrustFinding | None, ranked: list[str] | None) -> list[str]
     return [*claim, *(ranked or [])] or None
 
 
+def _kept(kept: dict[int, tuple[dict[str, Any], T]], agent: StoredAgent, make: Callable[[], T]) -> T:
+    """What `make` derives from the agent's stored entry, made once per entry: the copy of the store that searches
+    read keeps one `entry` per version of an agent (`ard_mcp.index.resident`), so a value kept for that very object
+    is current. Past `KEPT_RESULTS` agents `kept` starts again."""
+    found = kept.get(agent.id)
+    if found is not None and found[0] is agent.entry:
+        return found[1]
+    value = make()
+    if len(kept) >= KEPT_RESULTS:
+        kept.clear()
+    kept[agent.id] = (agent.entry, value)
+    return value
+
+
 def _as_result(agent: StoredAgent) -> SearchResult:
-    """The stored entry validated as a result (score, source and evidence to be set), once per entry: the copy
-    of the store that searches read keeps one `entry` per version of an agent (`ard_mcp.index.resident`), so
-    one kept for that very object is current. Validating the page's ten entries again for every search cost
-    0.2 ms of its CPU; a copy with the search's values set is the same result (the same JSON, byte for byte)."""
-    kept = _validated.get(agent.id)
-    if kept is not None and kept[0] is agent.entry:
-        return kept[1]
-    result = SearchResult.model_validate({**agent.entry, "score": 0, "source": "", "evidence": None})
-    if len(_validated) >= KEPT_RESULTS:
-        _validated.clear()
-    _validated[agent.id] = (agent.entry, result)
-    return result
+    """The stored entry validated as a result (score, source and evidence to be set), once per entry (`_kept`).
+    Validating the page's ten entries again for every search cost 0.2 ms of its CPU; a copy with the search's
+    values set is the same result (the same JSON, byte for byte)."""
+    return _kept(_validated, agent, lambda: SearchResult.model_validate({**agent.entry, "score": 0, "source": "", "evidence": None}))
 
 
 def _entry_json(agent: StoredAgent) -> tuple[bytes, bytes]:
     """A result's JSON before its score (the opening brace and the entry's declared fields) and after its evidence
-    (the fields no model names, then the closing brace), kept per entry as `_as_result` is."""
-    kept = _serialised.get(agent.id)
-    if kept is not None and kept[0] is agent.entry:
-        return kept[1], kept[2]
-    result = _as_result(agent)
-    extra = set(result.model_extra or ())
-    head = result.model_dump_json(by_alias=True, exclude=extra | _OWN_FIELDS).encode()[:-1]
-    tail = result.model_dump_json(by_alias=True, include=extra).encode()[1:] if extra else b"}"
-    if len(_serialised) >= KEPT_RESULTS:
-        _serialised.clear()
-    _serialised[agent.id] = (agent.entry, head, b"," + tail if tail != b"}" else tail)
-    return head, _serialised[agent.id][2]
+    (a comma and the fields no model names, then the closing brace), once per entry (`_kept`)."""
+
+    def made() -> tuple[bytes, bytes]:
+        result = _as_result(agent)
+        extra = set(result.model_extra or ())
+        head = result.model_dump_json(by_alias=True, exclude=extra | _OWN_FIELDS).encode()[:-1]
+        tail = b"," + result.model_dump_json(by_alias=True, include=extra).encode()[1:] if extra else b"}"
+        return head, tail
+
+    return _kept(_serialised, agent, made)
