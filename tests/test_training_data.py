@@ -8,8 +8,10 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 
 from ard_mcp.evaluation.judgements import Judgement
@@ -19,8 +21,9 @@ from tests.conftest import INVOICES, PDF, REPO, TRANSLATE, WEATHER
 
 sys.path.insert(0, str(REPO / "bench"))
 
-from fit_fusion import near_best
+from fit_fusion import judged_rows, near_best
 from sources import api_bank
+from suite import Collected
 from train_encoder import select
 from train_pairs import SELF_PAIRS, Catalog, Miner, catalog_rows, query_rows
 
@@ -122,3 +125,20 @@ def test_the_cutoff_is_the_best_separation_or_with_slack_the_lowest_near_it() ->
     assert min(near_best(separation, 0.02)) == 25
     assert min(near_best(separation, 0.05)) == 20
     assert max(near_best(separation, 0.02)) == 40
+
+
+def test_the_ranking_fit_leaves_out_entries_no_query_of_the_source_labels() -> None:
+    """An index holds more than a benchmark labels (another source's entries, a seed list of one-sentence
+    servers): fitted on as wrong, they taught the ranking that an entry of one text is never right."""
+    a, b, c = (f"urn:air:{name}.example:agent:{name}" for name in "abc")
+    signals = np.array([[0.9, 0.0], [0.5, 0.4], [0.7, 0.7]])  # of a, b and c, for each query
+
+    def item(query: str, right: str) -> Collected:
+        found = SimpleNamespace(signals=signals)  # all that judged_rows reads of the candidates
+        return Collected(Judgement(query, query, relevant={right: 1.0}), found, [a, b, c])  # type: ignore[arg-type]
+
+    rows = judged_rows("source", [item("q1", a), item("q2", b)])
+    assert [(name, s.tolist(), labels.tolist()) for name, s, labels in rows] == [
+        ("source", [[0.9, 0.0], [0.5, 0.4]], [1.0, 0.0]),  # b, right for q2, is a judged wrong answer to q1
+        ("source", [[0.9, 0.0], [0.5, 0.4]], [0.0, 1.0]),
+    ]  # c, which no query labels, is in neither

@@ -23,10 +23,11 @@ class Tuning:
 
     The weights, bias, floor, confidence weights and cutoff come from `python bench/fit_fusion.py`: a pairwise
     ranking fit over the candidates of five sources' dev queries (LiveMCPBench, MetaTool, Seal-Tools,
-    ToolAlpaca, mcp-bench; each source weighs the same), then a calibration so `relevance` estimates how likely
-    an entry is to satisfy the query and means the same for every query, then the floor, the confidence model
-    and the cutoff by the rules in that script's docstring. `bench/quality.py` checks each source with
-    parameters fitted on the others only.
+    ToolAlpaca, mcp-bench; each source weighs the same; only the entries a source labels, so the unlabelled
+    rest of an index, mostly entries of one text, is not learnt as wrong: `fit_fusion.judged_rows`), then a
+    calibration so `relevance` estimates how likely an entry is to satisfy the query and means the same for
+    every query, then the floor, the confidence model and the cutoff by the rules in that script's docstring.
+    `bench/quality.py` checks each source with parameters fitted on the others only.
     """
 
     # Candidates: the agents of the nearest examples of each query vector, and the best BM25 matches. On the
@@ -43,8 +44,8 @@ class Tuning:
     exact_below: int = 400  # a filter matching fewer agents: score them all exactly; more: widen the HNSW query
 
     field_weights: tuple[float, float, float, float] = (4.0, 3.0, 1.5, 1.0)  # BM25: name, keywords, description, examples
-    weights: tuple[float, ...] = (2.576, 3.868, 2.853, 1.831, 3.422, 1.773)  # in SIGNALS order
-    bias: float = -4.429
+    weights: tuple[float, ...] = (3.007, 2.945, 4.245, 2.896, 3.658, 1.590)  # in SIGNALS order
+    bias: float = -4.977
     # A query's confidence (0-100, `ard_mcp.search.confidence`) is a logistic of its best candidate's relevance (as a logit), the
     # most of its terms' weight any candidate covers (the lexical signal), how far the best stands above the second
     # (logits) and the task's length (log of 1 + its words): (weight of each, bias). A near miss (sign language to
@@ -53,8 +54,8 @@ class Tuning:
     # the cutoff, which is chosen on the answers whose first three hold a right entry (the ones a doubt costs).
     # The relevance it reads counts an entry of one text's best similarity as its second too (`confidence_signals`).
     # Leave-one-source-out on the dev sources, beside fewer features: docs/search-quality.md.
-    confidence_weights: tuple[float, float, float, float, float] = (0.546, 4.81, 0.282, 0.602, -4.294)
-    cutoff: int = 37  # the confidence a query needs to be answered with confidence
+    confidence_weights: tuple[float, float, float, float, float] = (0.48, 5.047, 0.269, 0.657, -4.543)
+    cutoff: int = 31  # the confidence a query needs to be answered with confidence
     floor: int = 10  # a confident answer lists candidates down to this score; docs/search-quality.md has the trade-off
     tentative: int = 5  # below the cutoff a query still gets at least this many closest candidates, marked low-confidence
     evidence_examples: int = 3
