@@ -266,8 +266,8 @@ def judged_rows(name: str, items: Sequence[Collected]) -> list[tuple[str, np.nda
     """Steps 1-2's rows of one source: each query's candidates that some query of the source labels, with
     their labels. A benchmark judges its own catalog only, and the rest of an index (another source's entries,
     a seed list of servers described by one sentence) is never labelled, right or wrong: fitted on as wrong,
-    it taught the ranking that an entry of one text is never right (none of the labelled entries of the five
-    sources has one text; 95% of ToolAlpaca's candidates do), which buried the bundled snapshot's right
+    it taught the ranking that an entry of one text is never right (0.1% of the five sources' labelled
+    candidates have one text; 95% of ToolAlpaca's candidates do), which buried the bundled snapshot's right
     servers, 96% of which have one text (everyday right first 36%). Of the unlabelled entries that came
     first once that was undone, 5 of 12 read by hand do the task (docs/search-quality.md)."""
     judged = {member for item in items for requirement in item.judgement.requirements for member in requirement.members}
