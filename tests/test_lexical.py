@@ -117,10 +117,10 @@ def test_a_vocabulary_of_the_querys_terms_answers_as_the_whole_one(
     vocabulary: list[str], groups: list[list[str]], query: list[str]
 ) -> None:
     """What ranking asks of a candidate's vocabulary (which query terms it has, which keyword groups a query names)
-    is answered the same by the query's terms alone (`Vocabulary.of(agent, query)`, made where the whole one is not
-    kept) as by the whole vocabulary."""
-    agent = AgentTerms(" ".join(vocabulary), " | ".join(" ".join(g) for g in groups))
-    whole, only = Vocabulary.of(agent), Vocabulary.of(agent, query)
+    is answered the same by the query's terms alone (`Vocabulary.asked`, made where the whole one is not kept, from
+    the texts an `AgentTerms` is made of) as by the whole vocabulary."""
+    texts = (" ".join(vocabulary), " | ".join(" ".join(g) for g in groups))
+    whole, [only] = Vocabulary.of(AgentTerms(*texts)), Vocabulary.asked(query, [texts])
     assert {t for t in query if t in whole.terms} == set(only.terms)
     assert whole.named(query) == only.named(query)
     assert len(only.keywords) == len(whole.keywords)

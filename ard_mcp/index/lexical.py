@@ -147,6 +147,7 @@ def named_keywords(named: Sized) -> float:
 
 
 _EVERY_TERM = re.compile(" ([^ ]+)(?= )")  # a `term_finder` that finds every term of a `TermText`
+_NO_TERMS: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -164,17 +165,34 @@ class Vocabulary:
     keyword_terms: frozenset[str]  # of all the groups: most candidates share none with a query, told in one look
 
     @classmethod
-    def of(cls, agent: AgentTerms, query: Sequence[str] | None = None) -> Vocabulary:
-        """All of the agent's terms; with `query`, only those of its terms: every question ranking asks of a
-        candidate's vocabulary is about the query's terms, so the answers are the same. Why: at 100,000 agents most
-        candidates' whole vocabularies are not kept (`resident.KEPT_MAX`), and making them took ~4 ms of a search
-        (43 µs a candidate), where a dozen substring searches a candidate take a few µs."""
-        if query is None:
-            keywords = tuple(frozenset(k.present(_EVERY_TERM)) for k in agent.keywords)
-            return cls(frozenset(agent.vocabulary.present(_EVERY_TERM)), keywords, frozenset().union(*keywords))
-        groups = agent.keywords if agent.names_any(query) else None
-        keywords = tuple(frozenset(t for t in query if t in k) for k in groups) if groups else ((frozenset(),) * len(agent.keywords))
-        return cls(frozenset(t for t in query if t in agent.vocabulary), keywords, frozenset().union(*keywords))
+    def of(cls, agent: AgentTerms) -> Vocabulary:
+        """All of the agent's terms."""
+        keywords = tuple(frozenset(k.present(_EVERY_TERM)) for k in agent.keywords)
+        return cls(frozenset(agent.vocabulary.present(_EVERY_TERM)), keywords, frozenset().union(*keywords))
+
+    @classmethod
+    def asked(cls, query: Sequence[str], agents: Iterable[tuple[str, str]]) -> list[Vocabulary]:
+        """For each agent's terms and keyword groups as text (`records.distinct_texts`), only those of its terms
+        that are the query's: every question ranking asks of a candidate's vocabulary is about the query's terms,
+        so the answers are those of `of`. Why: at 100,000 agents most candidates' whole vocabularies are not kept
+        (`resident.KEPT_MAX`), and making them took ~4 ms of a search (43 µs a candidate). Each term is found by a
+        substring search, a space either side, made once for the query; a candidate's keyword groups are split
+        only when one holds a query term, which most do not. Made from `AgentTerms` (a `TermText` each, the
+        groups split to count them, a substring made per term and candidate) they took 1.6-2.7 ms of a search's
+        CPU over its ~114 candidates, so 0.93-1.06 (the same vocabularies for 100 dev queries at 100,000 agents,
+        `bench/scale.py --copies 20`, the shared 2-core machine at load 3)."""
+        padded = [(term, f" {term} ") for term in query]
+        out = []
+        for vocabulary, groups in agents:
+            text = f" {vocabulary} "
+            terms = frozenset([term for term, inside in padded if inside in text])
+            keyword_text = f" {groups} "
+            if groups and any(inside in keyword_text for _, inside in padded):
+                keywords = tuple(frozenset([t for t, inside in padded if inside in f" {g.strip()} "]) for g in groups.split("|"))
+                out.append(cls(terms, keywords, frozenset().union(*keywords)))
+            else:
+                out.append(cls(terms, (_NO_TERMS,) * (groups.count("|") + 1 if groups else 0), _NO_TERMS))
+        return out
 
     def named(self, query: Iterable[str]) -> list[int]:
         """The positions of the keyword groups sharing a term with the query."""

@@ -167,6 +167,12 @@ def term_finder(terms: Iterable[str]) -> re.Pattern[str]:
     return re.compile(" (" + "|".join(alternatives) + ")(?= )" if alternatives else "(?!)")
 
 
+def distinct_texts(raw: bytes) -> tuple[str, str]:
+    """An agent's distinct terms and its keyword groups as text (what `AgentTerms` is made of), from `FtsDocument.distinct`."""
+    vocabulary, keywords = raw.decode().split(_SEPARATOR)
+    return vocabulary, keywords
+
+
 class AgentTerms:
     """An agent's whole vocabulary, and the terms of each of its tags / capabilities (in the entry's order)."""
 
@@ -187,12 +193,7 @@ class AgentTerms:
     @classmethod
     def distinct(cls, raw: bytes) -> AgentTerms:
         """From `FtsDocument.distinct`."""
-        vocabulary, keywords = raw.decode().split(_SEPARATOR)
-        return cls(vocabulary, keywords)
-
-    def names_any(self, query: Iterable[str]) -> bool:
-        """Whether any of its keyword groups holds one of the query's terms (one pass over all the groups)."""
-        return self._keyword_text.any_of(query)
+        return cls(*distinct_texts(raw))
 
     def keywords_named(self, query: Iterable[str]) -> list[TermText]:
         """The keyword groups sharing a term with the query; most agents share none, found in one pass."""
@@ -239,8 +240,14 @@ class AgentRows:
         return rows, np.repeat(self.agent_ids[found], sizes)
 
     def agent_terms(self, agent_ids: np.ndarray) -> dict[int, AgentTerms]:
+        agents, texts = self.term_texts(agent_ids)
+        return {agent: AgentTerms(*pair) for agent, pair in zip(agents, texts, strict=True)}
+
+    def term_texts(self, agent_ids: np.ndarray) -> tuple[list[int], list[tuple[str, str]]]:
+        """Those of `agent_ids` that are here, and the `distinct_texts` of each."""
         found = self._positions(agent_ids)
-        return {int(self.agent_ids[i]): AgentTerms.distinct(self.terms[self.term_offsets[i] : self.term_offsets[i + 1]]) for i in found}
+        starts, ends = self.term_offsets[found].tolist(), self.term_offsets[found + 1].tolist()
+        return self.agent_ids[found].tolist(), [distinct_texts(self.terms[a:b]) for a, b in zip(starts, ends, strict=True)]
 
     def nbytes(self) -> int:
         arrays = (self.agent_ids, self.offsets, self.example_ids, self.is_description, self.vectors, self.term_offsets)

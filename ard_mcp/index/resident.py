@@ -70,12 +70,12 @@ class _Kept:
 
     def vocabularies_of(self, agent_ids: np.ndarray, query: Sequence[str]) -> dict[int, Vocabulary]:
         """Each agent's whole vocabulary, kept, where every agent's can be (at most `KEPT_MAX`); in a larger
-        catalog only the query's terms of each, made for this search (`Vocabulary.of`: the same answers). Why:
+        catalog only the query's terms of each, made for this search (`Vocabulary.asked`: the same answers). Why:
         at 100,000 agents a search's candidates were mostly not kept, so the kept ones were cleared again and
         again, and making whole vocabularies took ~4 ms of a search (`bench/scale.py`, docs/benchmarks.md)."""
         if len(self.rows.agent_ids) > KEPT_MAX:
-            terms = self.rows.agent_terms(np.asarray(agent_ids, np.int64))
-            return {agent: Vocabulary.of(agent_terms, query) for agent, agent_terms in terms.items()}
+            agents, texts = self.rows.term_texts(np.asarray(agent_ids, np.int64))
+            return dict(zip(agents, Vocabulary.asked(query, texts), strict=True))
 
         def read(missing: list[int]) -> dict[int, Vocabulary]:
             return {agent: Vocabulary.of(terms) for agent, terms in self.rows.agent_terms(np.array(missing, np.int64)).items()}
