@@ -9,12 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ard_mcp.formats.messages import SearchResponse
 from ard_mcp.index import resident as resident_module
 from ard_mcp.index.lexical import Vocabulary
 from ard_mcp.index.resident import ResidentExamples
 from ard_mcp.index.store import writes as feed
 from ard_mcp.index.store.sqlite import SqliteStore as Store
 from ard_mcp.registry import Registry
+from ard_mcp.search.query import SearchQuery
 from ard_mcp.search.ranking import Ranker
 from tests.test_store import _layout_1_store, _vectors, _write
 
@@ -158,6 +160,24 @@ def test_search_ranks_the_same_from_the_copy_and_from_the_store(loaded: Registry
         mine = [(h.agent_id, h.relevance) for h in loaded.ranker.rank(query, None)]
         theirs = [(h.agent_id, h.relevance) for h in direct.rank(query, None)]
         assert mine == theirs and mine
+
+
+@pytest.mark.slow  # the model and Chroma
+def test_a_search_past_the_vocabularies_it_keeps_answers_as_one_within_them(loaded: Registry, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same pages, byte for byte (ids, scores, confidence, evidence: matched words and tags), whether the
+    candidates' whole vocabularies are kept or only the query's terms of each are made for the search
+    (`Vocabulary.asked`, what a catalog past `KEPT_MAX` agents gets)."""
+    loaded.warm_up()
+    queries = ["weather forecast for Oslo, then translate it to French", "merge two pdf documents", "send an invoice", "get_forecast"]
+
+    def pages() -> list[str]:
+        return [loaded.search(SearchQuery.of(query)).response().model_dump_json() for query in queries]
+
+    kept = pages()
+    monkeypatch.setattr(resident_module, "KEPT_MAX", 1)
+    assert pages() == kept
+    evidence = [r.evidence for page in kept for r in SearchResponse.model_validate_json(page).results]
+    assert any(e is not None and e.matchedTags for e in evidence) and any(e is not None and e.matchedWords for e in evidence)
 
 
 def test_past_the_vocabularies_it_keeps_a_search_gets_its_querys_terms(
