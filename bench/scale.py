@@ -647,7 +647,8 @@ def run_size(size: int, args: argparse.Namespace, data_dir: Path) -> dict[str, A
         for row in res["throughput"]:
             log(
                 f"{size}: {row['processes']} process(es): {row['throughput_rps']:.1f} searches/s, "
-                f"p50 {row['p50_ms']:.1f} / p99 {row['p99_ms']:.1f} ms, CPUs {row['cpu_busy']:.0%} busy"
+                f"p50 {row['p50_ms']:.1f} / p99 {row['p99_ms']:.1f} ms, {row['server_cpu_ms_per_search']:.1f} ms CPU a search, "
+                f"CPUs {row['cpu_busy']:.0%} busy"
             )
 
     res["peak_rss_bytes"] = peak_rss()

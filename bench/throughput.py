@@ -12,7 +12,10 @@ embeddings"), so it holds on any machine; it is printed, not asserted. Every req
 (` #N` appended), so no query vector is reused from the server's cache (`Embedder.embed_query`): the figure is
 the cost of a new task; `--repeat` sends the texts as they are, to measure repeated tasks.
 
-Also used by `scale.py --chroma-url ... --servers 1,2,3` (with `--store-url` the store is PostgreSQL, else the
+`python bench/throughput.py --chroma-url URL --processes N` measures scaling instead: one process, then N, on
+the snapshot in one data directory and the Chroma server at URL (`chroma run`), each process with `--clients`
+clients; it prints each count's searches/s, the ratio to one process and the processes' CPU per search
+(`scaling`). Also used by `scale.py --chroma-url ... --servers 1,2,3` (with `--store-url` the store is PostgreSQL, else the
 SQLite store in one shared data directory): for each count, that many processes
 start on loopback ports, each is waited for until its search copy has loaded (the "search copy:" log
 line), and a closed-loop load of `clients` concurrent REST searches per process runs for `seconds`, the
@@ -156,14 +159,43 @@ def _process_cpu(pids: list[int]) -> float:
 
 
 def measure(
-    counts: list[int], store: list[str], chroma_url: str, repo: Path, queries: list[str], clients_per_process: int, seconds: float
+    counts: list[int],
+    store: list[str],
+    chroma_url: str,
+    repo: Path,
+    queries: list[str],
+    clients_per_process: int,
+    seconds: float,
+    unique: bool = False,
 ) -> list[dict[str, Any]]:
-    """Throughput and latency for each process count, one after another."""
+    """Throughput, latency and the processes' CPU per search for each process count, one after another."""
     out = []
     for count in counts:
-        with servers(count, store, chroma_url, repo) as bases:
-            out.append(asyncio.run(_load(bases, queries, clients_per_process * count, seconds)))
+        pids: list[int] = []
+        with servers(count, store, chroma_url, repo, pids=pids) as bases:
+            out.append(asyncio.run(_load(bases, queries, clients_per_process * count, seconds, pids, unique)))
     return out
+
+
+def scaling(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """One process, then `--processes` of them, on one store and one Chroma server: what N processes give
+    against one (issue 57: at least 0.8 N on N cores), and the CPU a search costs them in each case. With
+    fewer cores than processes plus clients the throughput cannot scale, so the CPU per search is the figure
+    that says whether the processes hold each other up (a shared lock, the store): if it stays flat, N
+    processes on N free cores give N times one. The clients run in this process, on the same cores."""
+    data_dir = _snapshot_data_dir(args)
+    store = ["--store-url", args.store_url] if args.store_url else ["--data-dir", str(data_dir)]
+    queries = dev_queries(args.shared)
+    rows = measure([1, args.processes], store, args.chroma_url, args.repo, queries, args.clients, args.seconds, unique=True)
+    one = rows[0]
+    for row in rows:
+        print(
+            f"{row['processes']} process(es): {row['throughput_rps']:.1f} searches/s "
+            f"({row['throughput_rps'] / one['throughput_rps']:.2f} x one; p50 {row['p50_ms']:.0f} / p99 {row['p99_ms']:.0f} ms), "
+            f"{row['server_cpu_ms_per_search']:.2f} ms CPU per search; CPUs {row['cpu_busy']:.0%} busy ({os.cpu_count()} cores)",
+            flush=True,
+        )
+    return rows
 
 
 # -- one process: the CPU a search costs against the query embedding it contains ----------------------------
@@ -195,10 +227,18 @@ def embedding_cost(texts: list[str], model_dir: Path | None) -> dict[str, float]
     return {"wall_ms": (time.perf_counter() - wall) * 1000 / len(texts), "cpu_ms": (time.process_time() - cpu) * 1000 / len(texts)}
 
 
-def one_process(args: argparse.Namespace) -> list[dict[str, Any]]:
-    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="ard-throughput-data-")) / "data"
+def _snapshot_data_dir(args: argparse.Namespace) -> Path:
+    """`--data-dir`, or a new one holding the bundled snapshot (its vectors in `--chroma-url`'s server if given)."""
+    data_dir: Path = args.data_dir or Path(tempfile.mkdtemp(prefix="ard-throughput-data-")) / "data"
     if not (data_dir / "catalog.sqlite3").exists() and args.store_url is None:
-        subprocess.run([sys.executable, "-m", "ard_mcp", "snapshot", "add", "--data-dir", str(data_dir)], cwd=args.repo, check=True)
+        env = {**os.environ, **({"ARD_MCP_CHROMA_URL": args.chroma_url} if args.chroma_url else {})}
+        add = [sys.executable, "-m", "ard_mcp", "snapshot", "add", "--data-dir", str(data_dir)]
+        subprocess.run(add, cwd=args.repo, env=env, check=True)
+    return data_dir
+
+
+def one_process(args: argparse.Namespace) -> list[dict[str, Any]]:
+    data_dir = _snapshot_data_dir(args)
     store = ["--store-url", args.store_url] if args.store_url else ["--data-dir", str(data_dir)]
     queries = dev_queries(args.shared)
     rounds: list[dict[str, Any]] = []
@@ -246,7 +286,17 @@ def main() -> None:
     parser.add_argument("--embeddings", type=int, default=200, help="query texts embedded per round (default %(default)s)")
     parser.add_argument("--repeat", action="store_true", help="send the query texts as they are (repeated tasks: cached vectors)")
     parser.add_argument("--json", type=Path, help="write the rounds here")
+    parser.add_argument(
+        "--processes", type=int, help="instead: one process, then this many, --clients each (needs --chroma-url; see `scaling`)"
+    )
     args = parser.parse_args()
+    if args.processes is not None:
+        if args.chroma_url is None:
+            parser.error("--processes needs --chroma-url: processes share a vector index only through a Chroma server")
+        rows = scaling(args)
+        if args.json:
+            args.json.write_text(json.dumps({"processes": rows}, indent=2))
+        return
     rounds = one_process(args)
     if args.json:
         args.json.write_text(json.dumps({"rounds": rounds, "target": TARGET}, indent=2))
