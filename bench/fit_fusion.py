@@ -164,23 +164,14 @@ def _newton_logistic(x: np.ndarray, y: np.ndarray, v: np.ndarray, l2: float, sta
 
 def confidence_inputs(tuning: Tuning, items: Sequence[Collected], near_miss: bool = False) -> list[Features | None]:
     """Each query's `confidence_features` under `tuning`'s weights; None where nothing was found. With
-    `near_miss`, from the candidates that meet none of the query's requirements only, and of those the ones
-    the source labels for some query (`judged`): an unlabelled entry left among a near miss's candidates may
-    do the task, and then the "near miss" is an answerable query taught as one nothing fits. Measured
-    (`quality.py`, one run, each source held out): right answers doubted LiveMCPBench 5 -> 3 of 39, MetaTool
-    36 -> 12 of 740, Seal-Tools 0 -> 0, ToolAlpaca 9 -> 10 of 202, mcp-bench 0 -> 3 of 103; everyday (never
-    fitted) 24 -> 12 of 93; no-answer queries vouched for unchanged (hard 19 of 172, everyday 10 of 53)."""
-    judged_ones = judged(items)
+    `near_miss`, from the candidates that meet none of the query's requirements only."""
     out: list[Features | None] = []
     for item in items:
         found = item.found
         if found is None:
             out.append(None)
             continue
-        if near_miss:
-            keep = (suite.labels(item) == 0) & np.array([identifier in judged_ones for identifier in item.identifiers], bool)
-        else:
-            keep = np.ones(len(found.agent_ids), bool)
+        keep = suite.labels(item) == 0 if near_miss else np.ones(len(found.agent_ids), bool)
         if not keep.any():
             out.append(None)
             continue
@@ -271,11 +262,6 @@ def fit(registry_of: Mapping[str, Registry], dev: Mapping[str, Sequence[Collecte
     return suite.tuned(base, weights, bias, cutoff, floor)
 
 
-def judged(items: Sequence[Collected]) -> set[str]:
-    """The entries some query of a source labels: all that source's labels say anything about."""
-    return {member for item in items for requirement in item.judgement.requirements for member in requirement.members}
-
-
 def judged_rows(name: str, items: Sequence[Collected]) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """Steps 1-2's rows of one source: each query's candidates that some query of the source labels, with
     their labels. A benchmark judges its own catalog only, and the rest of an index (another source's entries,
@@ -284,12 +270,12 @@ def judged_rows(name: str, items: Sequence[Collected]) -> list[tuple[str, np.nda
     candidates have one text; 95% of ToolAlpaca's candidates do), which buried the bundled snapshot's right
     servers, 96% of which have one text (everyday right first 36%). Of the unlabelled entries that came
     first once that was undone, 5 of 12 read by hand do the task (docs/search-quality.md)."""
-    judged_ones = judged(items)
+    judged = {member for item in items for requirement in item.judgement.requirements for member in requirement.members}
     rows = []
     for item in items:
         if item.found is None:
             continue
-        keep = np.array([identifier in judged_ones for identifier in item.identifiers], bool)
+        keep = np.array([identifier in judged for identifier in item.identifiers], bool)
         rows.append((name, item.found.signals[keep], suite.labels(item)[keep]))
     return rows
 

@@ -17,12 +17,11 @@ import pytest
 from ard_mcp.evaluation.judgements import Judgement
 from ard_mcp.formats.identifiers import normalize_identifier
 from ard_mcp.index.embedding import load_embedder
-from ard_mcp.search.tuning import DEFAULT_TUNING
 from tests.conftest import INVOICES, PDF, REPO, TRANSLATE, WEATHER
 
 sys.path.insert(0, str(REPO / "bench"))
 
-from fit_fusion import confidence_inputs, judged_rows, near_best
+from fit_fusion import judged_rows, near_best
 from sources import api_bank
 from suite import Collected
 from train_encoder import select
@@ -143,18 +142,3 @@ def test_the_ranking_fit_leaves_out_entries_no_query_of_the_source_labels() -> N
         ("source", [[0.9, 0.0], [0.5, 0.4]], [1.0, 0.0]),  # b, right for q2, is a judged wrong answer to q1
         ("source", [[0.9, 0.0], [0.5, 0.4]], [0.0, 1.0]),
     ]  # c, which no query labels, is in neither
-
-
-def test_a_near_miss_is_read_from_the_entries_the_source_labels() -> None:
-    """A near miss (an answerable query with its right entries taken out) must be a query nothing fits; an
-    unlabelled entry left among its candidates may fit it."""
-    a, b, c = (f"urn:air:{name}.example:agent:{name}" for name in "abc")
-    rows = np.array([[0.9, 0.8, 0.7, 0.6, 0.5, 0.0], [0.3, 0.2, 0.2, 0.2, 0.1, 0.0], [0.8, 0.8, 0.8, 0.8, 0.9, 1.0]])
-
-    def item(query: str, right: str, signals: np.ndarray, ids: list[str]) -> Collected:
-        found = SimpleNamespace(signals=signals, sizes=np.full(len(ids), 2), flagged=None, agent_ids=np.arange(len(ids)), text=query)
-        return Collected(Judgement(query, query, relevant={right: 1.0}), found, ids)  # type: ignore[arg-type]
-
-    near = confidence_inputs(DEFAULT_TUNING, [item("q1", a, rows, [a, b, c]), item("q2", b, rows[1:2], [b])], near_miss=True)
-    alone = confidence_inputs(DEFAULT_TUNING, [item("q1", b, rows[1:2], [b])])  # b by itself, as a query's only candidate
-    assert near[0] == alone[0]  # c, which no query labels, is not among q1's near-miss candidates

@@ -50,11 +50,9 @@ def confidence_features(relevance: np.ndarray, signals: np.ndarray, flagged: np.
     registry flagged do not count, so a flagged entry (however well it matches, or however many words it was
     stuffed with) cannot make a query confident.
 
-    The gap was added to tell a near miss from a fit (where the catalog lacks the one thing a task needs,
-    several neighbours tend to score alike), and then lowered the hard no-answer set's false positives at the
-    same share of doubted right answers. Since near misses are read from labelled entries only
-    (`bench/fit_fusion.confidence_inputs`) its fitted weight is small and negative: a task several entries
-    do (a multi-step task, a catalog of near-duplicates) has close neighbours too.
+    The gap tells a near miss from a fit: where the catalog lacks the one thing a task needs, several
+    neighbours tend to score alike, while a fitting entry stands out. Added to the first two it lowered the
+    hard no-answer set's false positives at the same share of doubted right answers.
 
     The length corrects the best relevance for what a long task does to it: a task of many steps matches
     no one entry as closely as a one-line request, so a fitting entry scores lower. Held out (each source

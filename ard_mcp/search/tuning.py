@@ -49,14 +49,13 @@ class Tuning:
     # A query's confidence (0-100, `ard_mcp.search.confidence`) is a logistic of its best candidate's relevance (as a logit), the
     # most of its terms' weight any candidate covers (the lexical signal), how far the best stands above the second
     # (logits) and the task's length (log of 1 + its words): (weight of each, bias). A near miss (sign language to
-    # translate, asked of a catalog of text translators) has a well-scored candidate and words nothing has; a long task's
-    # fitting entry scores lower than a short one's. The gap's weight is small and has been fitted either side of 0: a
-    # task several entries do has close neighbours too. Fitted by `bench/fit_fusion.py` with the cutoff, which is chosen
-    # on the answers whose first three hold a right entry (the ones a doubt costs).
+    # translate, asked of a catalog of text translators) has a well-scored candidate, words nothing has, and neighbours
+    # that score alike; a long task's fitting entry scores lower than a short one's. Fitted by `bench/fit_fusion.py` with
+    # the cutoff, which is chosen on the answers whose first three hold a right entry (the ones a doubt costs).
     # The relevance it reads counts an entry of one text's best similarity as its second too (`confidence_signals`).
     # Leave-one-source-out on the dev sources, beside fewer features: docs/search-quality.md.
-    confidence_weights: tuple[float, float, float, float, float] = (0.791, 7.56, -0.255, 0.74, -5.08)
-    cutoff: int = 26  # the confidence a query needs to be answered with confidence
+    confidence_weights: tuple[float, float, float, float, float] = (0.48, 5.047, 0.269, 0.657, -4.543)
+    cutoff: int = 31  # the confidence a query needs to be answered with confidence
     floor: int = 10  # a confident answer lists candidates down to this score; docs/search-quality.md has the trade-off
     tentative: int = 5  # below the cutoff a query still gets at least this many closest candidates, marked low-confidence
     evidence_examples: int = 3
