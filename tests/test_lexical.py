@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from hypothesis import given
@@ -11,7 +12,6 @@ from hypothesis import strategies as st
 from ard_mcp.formats.catalog import parse_entry
 from ard_mcp.index.example_texts import extract_examples
 from ard_mcp.index.lexical import (
-    _EVERY_TERM,
     MAX_QUERY_TERMS,
     Vocabulary,
     coverage,
@@ -24,7 +24,7 @@ from ard_mcp.index.lexical import (
     terms,
     words,
 )
-from ard_mcp.index.records import EVERY_TERM_PATTERN, AgentTerms, TermText
+from ard_mcp.index.records import AgentTerms, TermText
 
 
 def test_identifiers_split_the_way_people_write_them_and_stay_whole_too() -> None:
@@ -102,11 +102,11 @@ def test_an_entry_is_indexed_under_its_name_tags_description_and_examples() -> N
 
 @given(st.lists(st.text(alphabet="ab é\t.", max_size=6), max_size=12))
 def test_every_term_of_a_term_text_is_what_the_regex_finds(parts: list[str]) -> None:
-    """`TermText.present` answers the finder of every term (what `Vocabulary.of` asks) by splitting at the spaces:
-    the same set as the regex finds, doubled or stray spaces and other whitespace included."""
-    assert _EVERY_TERM.pattern == EVERY_TERM_PATTERN
+    """`TermText.every` (what `Vocabulary.of` asks) splits at the spaces: the same set as a finder of every term
+    finds, doubled or stray spaces and other whitespace included."""
     text = TermText(" ".join(parts))
-    assert text.present(_EVERY_TERM) == set(_EVERY_TERM.findall(text._text))  # noqa: SLF001
+    every_term = re.compile(" ([^ ]+)(?= )")
+    assert text.every() == text.present(every_term) == set(every_term.findall(text._text))  # noqa: SLF001
 
 
 _TERM = st.sampled_from(["merg", "pdf", "file", "invoic", "weather", "x", "convert", "|"])

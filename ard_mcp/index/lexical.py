@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ard_mcp.formats.catalog import CatalogEntry
 from ard_mcp.formats.untrusted import cap_keyword_runs
 from ard_mcp.index.example_texts import Example, humanize
-from ard_mcp.index.records import AgentTerms, FtsDocument
+from ard_mcp.index.records import AgentTerms, FtsDocument, keyword_group_count, keyword_groups
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
@@ -146,7 +146,6 @@ def named_keywords(named: Sized) -> float:
     return min(1.0, len(named) / 3)
 
 
-_EVERY_TERM = re.compile(" ([^ ]+)(?= )")  # a `term_finder` that finds every term of a `TermText`
 _NO_TERMS: frozenset[str] = frozenset()
 
 
@@ -167,8 +166,8 @@ class Vocabulary:
     @classmethod
     def of(cls, agent: AgentTerms) -> Vocabulary:
         """All of the agent's terms."""
-        keywords = tuple(frozenset(k.present(_EVERY_TERM)) for k in agent.keywords)
-        return cls(frozenset(agent.vocabulary.present(_EVERY_TERM)), keywords, frozenset().union(*keywords))
+        keywords = tuple(frozenset(k.every()) for k in agent.keywords)
+        return cls(frozenset(agent.vocabulary.every()), keywords, frozenset().union(*keywords))
 
     @classmethod
     def asked(cls, query: Sequence[str], agents: Iterable[tuple[str, str]]) -> list[Vocabulary]:
@@ -188,10 +187,10 @@ class Vocabulary:
             terms = frozenset([term for term, inside in padded if inside in text])
             keyword_text = f" {groups} "
             if groups and any(inside in keyword_text for _, inside in padded):
-                keywords = tuple(frozenset([t for t, inside in padded if inside in f" {g.strip()} "]) for g in groups.split("|"))
+                keywords = tuple(frozenset([t for t, inside in padded if inside in f" {g} "]) for g in keyword_groups(groups))
                 out.append(cls(terms, keywords, frozenset().union(*keywords)))
             else:
-                out.append(cls(terms, (_NO_TERMS,) * (groups.count("|") + 1 if groups else 0), _NO_TERMS))
+                out.append(cls(terms, (_NO_TERMS,) * keyword_group_count(groups), _NO_TERMS))
         return out
 
     def named(self, query: Iterable[str]) -> list[int]:

@@ -145,19 +145,15 @@ class TermText:
 
     def present(self, finder: re.Pattern[str]) -> set[str]:
         """The terms of a `finder` (see `term_finder`) that occur here: one scan for all of a query's
-        terms, where a substring search per term cost ~3 ms a query over a hundred candidates. The finder of
-        every term (`lexical._EVERY_TERM`, what `lexical.Vocabulary.of` asks) is answered by splitting at the
-        spaces, the same set: at 100,000 agents most candidates' vocabularies are not kept (`resident.KEPT_MAX`),
-        and making them took ~5 ms of a search, most of it this regex."""
-        if finder.pattern == EVERY_TERM_PATTERN:
-            found = set(self._text.split(" "))
-            found.discard("")
-            return found
+        terms, where a substring search per term cost ~3 ms a query over a hundred candidates."""
         return set(finder.findall(self._text))
 
-
-#: `lexical._EVERY_TERM`'s pattern: every space-delimited run of a `TermText`, which splitting at the spaces finds too.
-EVERY_TERM_PATTERN = " ([^ ]+)(?= )"
+    def every(self) -> set[str]:
+        """Every term here, found by splitting at the spaces: at 100,000 agents most candidates' vocabularies are
+        not kept (`resident.KEPT_MAX`), and making them took ~5 ms of a search, most of it a regex of every term."""
+        found = set(self._text.split(" "))
+        found.discard("")
+        return found
 
 
 def term_finder(terms: Iterable[str]) -> re.Pattern[str]:
@@ -165,6 +161,16 @@ def term_finder(terms: Iterable[str]) -> re.Pattern[str]:
     no terms match nothing."""
     alternatives = sorted({re.escape(t) for t in terms}, key=len, reverse=True)
     return re.compile(" (" + "|".join(alternatives) + ")(?= )" if alternatives else "(?!)")
+
+
+def keyword_groups(groups: str) -> list[str]:
+    """The keyword groups of an agent's `|`-separated keyword text (`FtsDocument.keywords`), each stripped."""
+    return [g.strip() for g in groups.split("|")] if groups else []
+
+
+def keyword_group_count(groups: str) -> int:
+    """How many `keyword_groups` the text holds, without splitting it."""
+    return groups.count("|") + 1 if groups else 0
 
 
 def distinct_texts(raw: bytes) -> tuple[str, str]:
@@ -187,7 +193,7 @@ class AgentTerms:
     @property
     def keywords(self) -> list[TermText]:
         if self._keywords is None:
-            self._keywords = [TermText(g.strip()) for g in self._groups.split("|")] if self._groups else []
+            self._keywords = [TermText(g) for g in keyword_groups(self._groups)]
         return self._keywords
 
     @classmethod
