@@ -186,7 +186,7 @@ def scaling(args: argparse.Namespace) -> list[dict[str, Any]]:
     data_dir = _snapshot_data_dir(args)
     store = ["--store-url", args.store_url] if args.store_url else ["--data-dir", str(data_dir)]
     queries = dev_queries(args.shared)
-    rows = measure([1, args.processes], store, args.chroma_url, args.repo, queries, args.clients, args.seconds, unique=True)
+    rows = measure(sorted({1, args.processes}), store, args.chroma_url, args.repo, queries, args.clients, args.seconds, unique=True)
     one = rows[0]
     for row in rows:
         print(
