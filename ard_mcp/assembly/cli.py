@@ -62,6 +62,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.shared and not args.backend:
         return frontend.shared(sys.argv[1:], args.data_dir)
     from ard_mcp.index import datadir
+    from ard_mcp.surfaces.mcp.lazy_registry import freeze_when_warm
     from ard_mcp.surfaces.mcp.server import build_server
     from ard_mcp.surfaces.services import Services
 
@@ -80,11 +81,13 @@ def _serve(args: argparse.Namespace) -> int:
 
     path = frontend.socket_path(config.data_dir.expanduser().absolute(), frontend.settings_of(sys.argv[1:]))
     if args.backend:
+        freeze_when_warm()
         return backend.run(
             build_server(config, crawl=_crawl_settings(args), services=services), path, env_number("BACKEND_IDLE", backend.IDLE_S, float)
         )
     from ard_mcp.surfaces.cli.terminal import run_stdio
 
+    freeze_when_warm()
     build = lambda closed: build_server(config, crawl=_crawl_settings(args), services=services, closed=closed)  # noqa: E731
     # hosts join a `serve` holding the directory alone; with a Chroma server each host may have its own
     return run_stdio(build, (lambda server: backend.run(server, path, stdio=True)) if datadir.exclusive(config) else None)
@@ -95,6 +98,7 @@ def _serve_http(args: argparse.Namespace) -> int:
     from ard_mcp.assembly.app import serve
     from ard_mcp.registry import Registry
     from ard_mcp.surfaces.auth import TokenStore
+    from ard_mcp.surfaces.mcp.lazy_registry import freeze_when_warm
     from ard_mcp.surfaces.rest.settings import HttpSettings
 
     try:
@@ -161,6 +165,7 @@ def _serve_http(args: argparse.Namespace) -> int:
     log.info("serving MCP at %s%s, the web page at %s/ and the REST API (/search, /agents, ...) on the same port", base, mcp_path, base)
     if not tokens.configured:
         log.info("no token file: writes are open to every client that can reach this address")
+    freeze_when_warm()
     serve(config, settings, registry, args.log_level)
     return 0
 

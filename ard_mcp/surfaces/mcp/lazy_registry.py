@@ -4,6 +4,7 @@ its MCP server the registry it opened itself."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 from collections.abc import Callable
@@ -20,6 +21,18 @@ if TYPE_CHECKING:  # imported when first opened: numpy, SQLite and the ranking, 
     from ard_mcp.registry import Registry
 
 log = logging.getLogger(__name__)
+_frozen_when_warm = threading.Event()
+
+
+def freeze_when_warm() -> None:
+    """For a process that does nothing but serve (`ard-mcp serve`): once warmed up, what it loaded (every module,
+    the model, the index, the search's copy of the store) is moved out of the cyclic garbage collector's sight
+    (`gc.freeze`), as long-running Python servers do. Why: each full collection walked those ~90,000 objects
+    again, 76-86 ms with the GIL held, once every ~200 searches on the bundled snapshot (70 ms at 100,000
+    agents): every request in flight stalled, and it averaged 0.4 ms a search; with them frozen a full
+    collection took 11 ms. Not for a process that opens and closes registries, such as the tests': a frozen
+    object is never collected if it ends up in a reference cycle."""
+    _frozen_when_warm.set()
 
 
 def warm_up_soon(warm_up: Callable[[], None], delay: float = 1.0) -> None:
@@ -33,6 +46,11 @@ def warm_up_soon(warm_up: Callable[[], None], delay: float = 1.0) -> None:
             warm_up()
         except ArdError as exc:
             log.warning("warming up was put off (the first request that needs the index loads it): %s", exc.message)
+            return
+        if _frozen_when_warm.is_set():
+            gc.collect()  # what is garbage now is collected, not frozen with the rest
+            gc.freeze()
+            log.debug("warmed up: %d objects frozen out of the garbage collector's way", gc.get_freeze_count())
 
     timer = threading.Timer(delay, warmed)
     timer.daemon = True
