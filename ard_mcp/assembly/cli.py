@@ -80,14 +80,13 @@ def _serve(args: argparse.Namespace) -> int:
     from ard_mcp.surfaces.sharing import backend
 
     path = frontend.socket_path(config.data_dir.expanduser().absolute(), frontend.settings_of(sys.argv[1:]))
+    freeze_when_warm()
     if args.backend:
-        freeze_when_warm()
         return backend.run(
             build_server(config, crawl=_crawl_settings(args), services=services), path, env_number("BACKEND_IDLE", backend.IDLE_S, float)
         )
     from ard_mcp.surfaces.cli.terminal import run_stdio
 
-    freeze_when_warm()
     build = lambda closed: build_server(config, crawl=_crawl_settings(args), services=services, closed=closed)  # noqa: E731
     # hosts join a `serve` holding the directory alone; with a Chroma server each host may have its own
     return run_stdio(build, (lambda server: backend.run(server, path, stdio=True)) if datadir.exclusive(config) else None)
