@@ -24,7 +24,7 @@ from ard_mcp.config import Config
 from ard_mcp.errors import ArdError, MethodNotAllowed, NotFound
 from ard_mcp.monitoring.requests import RequestMonitor
 from ard_mcp.registry import Registry
-from ard_mcp.surfaces.mcp.lazy_registry import warm_up_soon
+from ard_mcp.surfaces.mcp.lazy_registry import freeze_when_warm, warm_up_soon
 from ard_mcp.surfaces.mcp.server import build_server
 from ard_mcp.surfaces.rest.errors import error_response
 from ard_mcp.surfaces.rest.guard import Forms, GuardMiddleware
@@ -186,6 +186,7 @@ def serve(config: Config, settings: HttpSettings, registry: Registry, log_level:
         seconds = drain_seconds()
     except ValueError as exc:
         raise SystemExit(f"ard-mcp: {exc}") from None
+    freeze_when_warm()  # a process that serves this app does nothing else
     app = build_app(config, settings, registry=registry)
     drain = Drain()
     options = uvicorn.Config(

@@ -97,7 +97,6 @@ def _serve_http(args: argparse.Namespace) -> int:
     from ard_mcp.assembly.app import serve
     from ard_mcp.registry import Registry
     from ard_mcp.surfaces.auth import TokenStore
-    from ard_mcp.surfaces.mcp.lazy_registry import freeze_when_warm
     from ard_mcp.surfaces.rest.settings import HttpSettings
 
     try:
@@ -164,7 +163,6 @@ def _serve_http(args: argparse.Namespace) -> int:
     log.info("serving MCP at %s%s, the web page at %s/ and the REST API (/search, /agents, ...) on the same port", base, mcp_path, base)
     if not tokens.configured:
         log.info("no token file: writes are open to every client that can reach this address")
-    freeze_when_warm()
     serve(config, settings, registry, args.log_level)
     return 0
 
