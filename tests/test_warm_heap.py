@@ -31,7 +31,7 @@ def _frozen_line(stderr: Path, process: subprocess.Popen[str]) -> str:
 
 
 def _frozen_count(line: str) -> int:
-    return int(line.split("warmed up: ")[1].split()[0])
+    return int(line.split("warmed up: ")[1].split(maxsplit=1)[0])
 
 
 @pytest.mark.parametrize("transport", ["stdio", "streamable-http"])
