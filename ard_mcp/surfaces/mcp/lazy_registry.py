@@ -27,7 +27,7 @@ _frozen_when_warm = threading.Event()
 def freeze_when_warm() -> None:
     """For a process that does nothing but serve (`ard-mcp serve`): once warmed up, what it loaded (every module,
     the model, the index, the search's copy of the store) is moved out of the cyclic garbage collector's sight
-    (`gc.freeze`), as long-running Python servers do. Why: each full collection walked those ~90,000 objects
+    (`gc.freeze`), as long-running Python servers do. Why: each full collection walked those 90,000-140,000 objects
     again, 76-86 ms with the GIL held, once every ~200 searches on the bundled snapshot (70 ms at 100,000
     agents): every request in flight stalled, and it averaged 0.4 ms a search; with them frozen a full
     collection took 11 ms. Not for a process that opens and closes registries, such as the tests': a frozen
