@@ -30,8 +30,11 @@ def freeze_when_warm() -> None:
     (`gc.freeze`), as long-running Python servers do. Why: each full collection walked those 90,000-140,000 objects
     again, 76-86 ms with the GIL held, once every ~200 searches on the bundled snapshot (70 ms at 100,000
     agents): every request in flight stalled, and it averaged 0.4 ms a search; with them frozen a full
-    collection took 11 ms. Not for a process that opens and closes registries, such as the tests': a frozen
-    object is never collected if it ends up in a reference cycle."""
+    collection took 11 ms. No `gc.collect()` first, though frozen garbage is then never freed (a few dozen
+    objects at warm-up, measured): its ~100 ms with the GIL held, just after a start, made the PostgreSQL run
+    of `tests/test_reliability.py`'s SIGKILL test fail 2 times in 12 (0 in 12 without it). Not for a process
+    that opens and closes registries, such as the tests': a frozen object is never collected if it ends up in
+    a reference cycle."""
     _frozen_when_warm.set()
 
 
@@ -48,7 +51,6 @@ def warm_up_soon(warm_up: Callable[[], None], delay: float = 1.0) -> None:
             log.warning("warming up was put off (the first request that needs the index loads it): %s", exc.message)
             return
         if _frozen_when_warm.is_set():
-            gc.collect()  # what is garbage now is collected, not frozen with the rest
             gc.freeze()
             log.debug("warmed up: %d objects frozen out of the garbage collector's way", gc.get_freeze_count())
 
