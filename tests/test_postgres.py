@@ -206,6 +206,41 @@ def test_migrations_run_once_when_processes_start_together(postgres: PostgresSer
             store.close()
 
 
+def test_migration_3_keeps_the_marks_an_older_version_set_and_takes_write_numbers_past_32_bits(
+    postgres: PostgresServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`vectors_pending` was a 0/1 flag in an integer column; now it is the number of the write whose vectors
+    the agent waits for (`writes.put_agent`). An agent a version-2 database calls pending stays pending, and
+    is cleared by the mark its old flag becomes."""
+    url = postgres.new_database()
+    monkeypatch.setattr(pg_schema, "MIGRATIONS", pg_schema.MIGRATIONS[:2])
+    old = Registry(Config(tmp_path / "data", store_url=url))
+    try:
+        assert old.indexer.register_many((str(i), e) for i, e in enumerate(SAMPLE[:3])).added == 3
+    finally:
+        old.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        first = conn.execute("SELECT min(id) FROM agents").fetchone()[0]
+        conn.execute("UPDATE agents SET vectors_pending = CASE WHEN id = %s THEN 1 ELSE 0 END", (first,))  # as version 2 left it
+        conn.execute("UPDATE changes SET seq = seq + 3000000000")  # three billion writes later: past an integer column
+    monkeypatch.undo()
+    store = PostgresStore(url)
+    try:
+        assert store.pending_marks() == [(first, 1)]
+        store.mark_vectors_done([(first, 1)])
+        assert store.pending_marks() == []
+        registry = Registry(Config(tmp_path / "data", store_url=url))
+        try:
+            registry.indexer.register({**SAMPLE[0], "description": "Forecasts for any town, updated hourly."})
+            assert registry.store.pending_marks() == []  # written, sent and cleared with a mark past 2**31
+            with psycopg.connect(url) as conn:
+                assert conn.execute("SELECT max(seq) FROM changes").fetchone()[0] > 2**31
+        finally:
+            registry.close()
+    finally:
+        store.close()
+
+
 def _wait(condition: Any, timeout: float = 10.0) -> float:
     started = time.monotonic()
     while not condition():

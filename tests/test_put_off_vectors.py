@@ -15,6 +15,7 @@ import pytest
 from ard_mcp.config import Config, bundled_model_dir
 from ard_mcp.index.catch_up import PUT_OFF_SECONDS
 from ard_mcp.index.embedding import load_embedder
+from ard_mcp.index.records import AgentWrite, FtsDocument, NewExample
 from ard_mcp.index.vectors import VectorIndex
 from ard_mcp.registry import Registry
 from tests.conftest import SAMPLE, results
@@ -104,7 +105,7 @@ def test_a_new_index_puts_off_only_what_its_copy_holds(tmp_path: Path) -> None:
     index = VectorIndex(tmp_path / "new", embedder, exact_max=4)
     try:
         assert index.defers(4) and not index.defers(5)
-        index.remember([], [(1, 1), (2, 1), (3, 2)], np.eye(3, embedder.dimension, dtype=np.float32))
+        index.remember([(1, 1), (2, 1), (3, 2)], np.eye(3, embedder.dimension, dtype=np.float32))
         assert index.defers(1) and not index.defers(2)
         assert index.nearest_agents(np.eye(3, embedder.dimension, dtype=np.float32)[[2]], 1) == {2}
         assert not index.opened
@@ -116,3 +117,45 @@ def test_a_new_index_puts_off_only_what_its_copy_holds(tmp_path: Path) -> None:
         assert existing.opened and not existing.defers(1)
     finally:
         existing.close()
+
+
+def test_a_write_that_removes_records_is_never_put_off(tmp_path: Path) -> None:
+    """An update's removals would live in the process alone until sent: a kill first would leave Chroma vectors
+    of examples the store no longer has. So an update opens Chroma, and every write reaches it at once."""
+    registry = _loaded(tmp_path / "data")
+    try:
+        assert not registry.vectors.opened
+        registry.indexer.register({**SAMPLE[0], "description": "Forecasts rain, wind and snow for any town."})
+        assert registry.vectors.opened and not registry.store.pending_agents()
+        assert registry.vectors.count() == _examples(registry)
+    finally:
+        registry.close()
+
+
+def _write(registry: Registry, description: str, axis: int) -> AgentWrite:
+    """A write of SAMPLE[0] with one example whose vector is the unit vector along `axis`."""
+    vector = np.eye(1, registry.embedder.dimension, axis, dtype=np.float32)[0]
+    examples = [NewExample("query", "q", description, vector)]
+    return AgentWrite(
+        {**SAMPLE[0], "description": description}, description, "example.com", None, set(), FtsDocument("n", "", description, ""), examples
+    )
+
+
+def test_a_vectors_mark_is_cleared_only_by_the_write_that_set_it(tmp_path: Path, store_url: str | None) -> None:
+    """Two quick writes of one agent: the first's vectors, sent after the second has committed (by a put-off
+    send or another process), must leave the second pending, or a process killed before sending it loses its
+    examples from the vector index for good with nothing pending (the PostgreSQL SIGKILL reliability test did,
+    1 run in 10-20, 12-39 examples, when the mark was a flag)."""
+    registry = Registry(Config(tmp_path / "data", store_url=store_url))
+    try:
+        [first] = registry.store.write_many([_write(registry, "first", 0)])
+        [second] = registry.store.write_many([_write(registry, "second", 1)])
+        assert second.agent == first.agent and second.write > first.write
+        assert registry.store.pending_marks() == [(second.agent, second.write)]
+        registry.store.mark_vectors_done([(first.agent, first.write)])
+        assert registry.store.pending_marks() == [(second.agent, second.write)]
+        found, vectors = registry.vectors.stored_vectors([(e, second.agent) for e in second.added])  # opening sends what is pending
+        assert found == second.added and np.argmax(vectors, axis=1).tolist() == [1]
+        assert not registry.store.pending_marks()
+    finally:
+        registry.close()

@@ -161,7 +161,7 @@ class Kill:
 
 def _progress(db: Any) -> tuple[int, int]:
     try:
-        row = db.execute("SELECT count(*), coalesce(sum(vectors_pending), 0) FROM agents").fetchone()
+        row = db.execute("SELECT count(*), count(*) FILTER (WHERE vectors_pending <> 0) FROM agents").fetchone()
     except Exception:  # the store or its schema does not exist yet, or is being created
         return 0, 0
     return int(row[0]), int(row[1])

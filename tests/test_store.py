@@ -45,8 +45,8 @@ def _write(store: Store, name: str, words: str, vectors: np.ndarray, identifier:
     fts = FtsDocument(name=name, keywords=f"{words} | tag{name}", description=f"{words} description", examples=f"{words} example")
     examples = [NewExample("query", f"q{i}", f"{name} text {i}", v) for i, v in enumerate(vectors)]
     values = {("type", entry["type"]), ("identifier", entry["identifier"])}
-    [(agent_id, _, _)] = store.write_many([AgentWrite(entry, f"hash-{words}", "example.com", None, values, fts, examples)])
-    return agent_id
+    [written] = store.write_many([AgentWrite(entry, f"hash-{words}", "example.com", None, values, fts, examples)])
+    return written.agent
 
 
 @pytest.fixture

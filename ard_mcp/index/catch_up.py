@@ -11,11 +11,12 @@ before this process's next write or search, and every `RETRY_SECONDS` by a backg
 so other processes sharing the store and the Chroma server see the writes within seconds of its return.
 A process that starts sends whatever another one left queued (`catch_up` when the index opens).
 
-A new embedded index puts Chroma off (`VectorIndex.defers`): a write goes to the index's in-process copy, which
-answers searches, and is sent to Chroma `PUT_OFF_SECONDS` later (or before the next write it cannot put off,
-or when the registry closes), its agents kept pending in the store until then, so a process killed first
-leaves them for the next start to send, as after an outage. A new registry's first answer so waits for none of
-Chroma's import, opening and writing of the bundled snapshot (~0.9 s of CPU on the 2-core machine).
+A new embedded index puts Chroma off (`VectorIndex.defers`): a write that only adds goes to the index's
+in-process copy, which answers searches, and is sent to Chroma `PUT_OFF_SECONDS` later (or before the next
+write it cannot put off, or when the registry closes), its agents kept pending in the store until then, so a
+process killed first leaves them for the next start to send, as after an outage. A new registry's first
+answer so waits for none of Chroma's import, opening and writing of the bundled snapshot (~0.9 s of CPU on
+the 2-core machine).
 
 Removals go first, and a removal whose (example id, agent id) the store holds again is dropped unsent:
 SQLite may give a new example the id of one removed (the highest id is reused), and the removal queued for
@@ -31,6 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ard_mcp.errors import VectorIndexUnavailable
+from ard_mcp.index.records import Mark
 from ard_mcp.index.store.base import Store
 from ard_mcp.index.vectors import VectorIndex
 
@@ -50,13 +52,13 @@ def send_queued(store: Store, index: VectorIndex) -> int:
     while queued := store.queued_vector_deletions(_DELETIONS_A_BATCH):
         index.delete([(e, a) for e, a, live in queued if not live])
         store.forget_vector_deletions([(e, a) for e, a, _ in queued])
-    pending = store.pending_agents()
+    pending = store.pending_marks()
     for start in range(0, len(pending), _AGENTS_A_BATCH):
-        agents = pending[start : start + _AGENTS_A_BATCH]
-        rows = store.examples_of(agents)
+        marks = pending[start : start + _AGENTS_A_BATCH]
+        rows = store.examples_of([agent for agent, _ in marks])  # these writes' examples, or a later write's (which keeps its mark)
         if rows:
             index.add([(r.id, r.agent_id) for r in rows], np.stack([r.vector for r in rows]))
-        store.mark_vectors_done(agents)
+        store.mark_vectors_done(marks)
     return len(pending)
 
 
@@ -72,26 +74,28 @@ class VectorSync:
         self._stopped = threading.Event()
         self._retrier: threading.Thread | None = None
         self._retrier_lock = threading.Lock()  # a retrier finishing never misses a change queued as it finishes
-        self._put_off: list[tuple[Pairs, Pairs, np.ndarray, Sequence[int]]] = []  # in the copy only (`VectorIndex.defers`)
+        self._put_off: list[tuple[Pairs, Pairs, np.ndarray, Sequence[Mark]]] = []  # in the copy only (`VectorIndex.defers`)
         index.when_opened(self.send_put_off)  # whatever opens Chroma first finds it with every write put off
 
     @property
     def behind(self) -> bool:
         return self._behind
 
-    def replace(self, removed: Pairs, added: Pairs, vectors: np.ndarray, agents: Sequence[int]) -> None:
+    def replace(self, removed: Pairs, added: Pairs, vectors: np.ndarray, marks: Sequence[Mark]) -> None:
         """Send a committed write's changes; on success the store stops calling its agents pending. On a
         failure they stay pending and the removals are queued: the write stands, and is sent later. A new
-        index may put them off (module docstring)."""
-        if self._index.defers(len(added)):
-            self._index.remember(removed, added, vectors)
+        index may put off a write that only adds (module docstring): an added record's mark stays in the store
+        until it is sent, but a removal put off would live in this process alone, and a kill before it is sent
+        would leave Chroma a vector of an example the store no longer has."""
+        if not removed and self._index.defers(len(added)):
+            self._index.remember(added, vectors)
             if not self._put_off:
                 timer = threading.Timer(PUT_OFF_SECONDS, self.send_put_off)
                 timer.daemon = True
                 timer.start()
-            self._put_off.append((list(removed), list(added), np.array(vectors), list(agents)))  # the caller reuses its lists
+            self._put_off.append((list(removed), list(added), np.array(vectors), list(marks)))  # the caller reuses its lists
             return
-        self._send(removed, added, vectors, agents)  # opening Chroma first sends what was put off (`when_opened`)
+        self._send(removed, added, vectors, marks)  # opening Chroma first sends what was put off (`when_opened`)
 
     def send_put_off(self) -> None:
         """Send Chroma the writes a new index put off (opening it), in order."""
@@ -100,7 +104,7 @@ class VectorSync:
             for write in put_off:  # opening Chroma for the first one calls this again, with nothing left
                 self._send(*write)
 
-    def _send(self, removed: Pairs, added: Pairs, vectors: np.ndarray, agents: Sequence[int]) -> None:
+    def _send(self, removed: Pairs, added: Pairs, vectors: np.ndarray, marks: Sequence[Mark]) -> None:
         try:
             if removed or added:
                 self._index.replace(removed, added, vectors)
@@ -108,20 +112,14 @@ class VectorSync:
             self._queue(removed, exc)
             return
         try:
-            if agents:
-                self._store.mark_vectors_done(agents)
+            if marks:
+                self._store.mark_vectors_done(marks)
         except Exception as exc:  # the marks stay: the vectors are sent again (the same ones) once the store answers
             self._queue([], exc)
 
     def delete(self, removed: Pairs) -> None:
         """Remove a committed deletion's records, or queue them."""
-        if self._index.defers(0):
-            self.replace(removed, [], np.zeros((0, 0), np.float32), [])
-            return
-        try:
-            self._index.delete(removed)
-        except Exception as exc:
-            self._queue(removed, exc)
+        self.replace(removed, [], np.zeros((0, 0), np.float32), [])
 
     def _queue(self, removed: Pairs, exc: Exception) -> None:
         if not self._behind:

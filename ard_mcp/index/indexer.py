@@ -34,7 +34,7 @@ from ard_mcp.index.example_texts import Example, extract_examples
 from ard_mcp.index.expiry import ExpiryClock
 from ard_mcp.index.filter_values import entry_values
 from ard_mcp.index.lexical import fts_document
-from ard_mcp.index.records import AgentWrite, NewExample, StoredAgent, content_hash
+from ard_mcp.index.records import AgentWrite, Mark, NewExample, StoredAgent, content_hash
 from ard_mcp.index.store.base import Store
 from ard_mcp.index.vectors import VectorIndex
 
@@ -89,10 +89,10 @@ class _VectorBatch:
     removed: list[tuple[int, int]] = field(default_factory=list)  # (example id, agent id) of the examples replaced
     ids: list[tuple[int, int]] = field(default_factory=list)  # ... of the examples written, with their vectors
     vectors: list[np.ndarray] = field(default_factory=list)
-    agents: list[int] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)  # the written agents' `vectors_pending` marks, cleared once sent
 
     def clear(self) -> None:
-        for rows in (self.removed, self.ids, self.vectors, self.agents):
+        for rows in (self.removed, self.ids, self.vectors, self.marks):
             rows.clear()
 
 
@@ -290,11 +290,11 @@ class Indexer:
             written = self._store.write_many([self._row(p, examples[p.entry.identifier], known) for p in group], first_meta)
             first_meta = {}
             self._model_recorded = True
-            for p, (agent_id, removed, added) in zip(group, written, strict=True):
-                batch.removed += [(e, agent_id) for e in removed]
-                batch.ids += [(e, agent_id) for e in added]
+            for p, w in zip(group, written, strict=True):
+                batch.removed += [(e, w.agent) for e in w.removed]
+                batch.ids += [(e, w.agent) for e in w.added]
                 batch.vectors += [known[e.text] for e in examples[p.entry.identifier]]
-                batch.agents.append(agent_id)
+                batch.marks.append((w.agent, w.write))
                 self._expiry.note(p.document)
                 if len(batch.ids) >= _FLUSH_EVERY:
                     self._flush(batch)
@@ -317,7 +317,7 @@ class Indexer:
         """The vector index takes the written agents' changes; then the store stops calling them pending
         (or, while it does not answer, they stay queued: `VectorSync.replace`)."""
         vectors = np.stack(batch.vectors) if batch.vectors else np.zeros((0, 0), np.float32)
-        self.sync.replace(batch.removed, batch.ids, vectors, batch.agents)
+        self.sync.replace(batch.removed, batch.ids, vectors, batch.marks)
         batch.clear()
 
     def _embed(self, texts: list[str], progress: Progress | None) -> dict[str, np.ndarray]:
@@ -382,13 +382,14 @@ class Indexer:
             self._store.mark_all_pending()
             if self._store.meta("model_id") not in (None, self._model.id):
                 self._reembed(progress)
+            marks = self._store.pending_marks()  # before reading the examples: a write after that keeps its own mark
             done = 0
             for batch in self._store.iter_examples():
                 self._vectors.add([(e, a) for e, a, _ in batch], np.stack([v for _, _, v in batch]))
                 done += len(batch)
                 if progress:
                     progress(done, done)
-            self._store.mark_vectors_done(self._store.pending_agents())
+            self._store.mark_vectors_done(marks)
         return done
 
     def _reembed(self, progress: Progress | None) -> None:

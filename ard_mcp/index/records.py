@@ -79,6 +79,20 @@ class AgentWrite:
     examples: list[NewExample]
 
 
+@dataclass(frozen=True)
+class Written:
+    """One agent as a write left it (`Store.write_many`): its id, the number of the write, which is its
+    `vectors_pending` mark until the vector index has these examples, and the example ids removed and added."""
+
+    agent: int
+    write: int
+    removed: list[int]
+    added: list[int]
+
+
+Mark = tuple[int, int]  # (agent id, write): an agent's `vectors_pending` mark, cleared only while it is still this write's
+
+
 def encode_vector(vector: np.ndarray) -> bytes:
     """A float32 vector as stored: one float32 scale, then int8 components."""
     scale = np.float32(max(float(np.abs(vector).max()), 1e-12) / 127.0)

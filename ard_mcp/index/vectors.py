@@ -192,12 +192,11 @@ class VectorIndex:
         the first searches need none of it, since the copy answers them."""
         return self._collection is None and self._exact is not None and len(self._exact.examples) + adding <= self._exact_max
 
-    def remember(self, removed: Sequence[tuple[int, int]], added: Sequence[tuple[int, int]], vectors: np.ndarray) -> None:
-        """Apply a write to the copy alone (see `defers`); `replace` sends it to Chroma later, to the same end."""
+    def remember(self, added: Sequence[tuple[int, int]], vectors: np.ndarray) -> None:
+        """Add records to the copy alone (see `defers`); `add` sends them to Chroma later, to the same end."""
         with self._lock.writing():
             assert self._exact is not None, "only a copy that answers searches may hold a write Chroma lacks"
-            kept = self._exact.without(removed) if removed else self._exact
-            self._exact = kept.upserted(added, vectors) if added else kept
+            self._exact = self._exact.upserted(added, vectors) if added else self._exact
 
     def _open(self) -> Any:
         spec = self._embedder.spec

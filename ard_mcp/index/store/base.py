@@ -30,8 +30,10 @@ from ard_mcp.index.records import (
     CandidateExamples,
     ExampleRow,
     FtsDocument,
+    Mark,
     Order,
     StoredAgent,
+    Written,
     decode_blobs,
 )
 from ard_mcp.index.store import writes
@@ -195,11 +197,11 @@ class Store(SideTables):
     def pending_count(self) -> int:
         """Agents whose vectors wait for the vector index (the monitoring gauge): each write's, for the moment
         until Chroma has them; every one written while Chroma did not answer, until it does (`catch_up`)."""
-        return self._kept("pending count", lambda: int(self._tuples("SELECT count(*) FROM agents WHERE vectors_pending = 1")[0][0]))
+        return self._kept("pending count", lambda: int(self._tuples("SELECT count(*) FROM agents WHERE vectors_pending <> 0")[0][0]))
 
-    def write_many(self, agents: Sequence[AgentWrite], meta: Mapping[str, str] | None = None) -> list[tuple[int, list[int], list[int]]]:
+    def write_many(self, agents: Sequence[AgentWrite], meta: Mapping[str, str] | None = None) -> list[Written]:
         """Insert or replace agents with all their rows, and set `meta`, in one transaction: all of it is
-        saved or none. Returns each agent's (id, removed and added example ids).
+        saved or none. Returns what it did to each agent.
 
         The agents are marked `vectors_pending` in the same transaction, so a crash before Chroma has the
         new vectors is repaired at the next start instead of leaving the two stores disagreeing. Many agents
@@ -222,12 +224,18 @@ class Store(SideTables):
             removed = writes.delete_agent(db, agent_id, self._unindex_text)
         return agent_id, removed
 
-    def mark_vectors_done(self, agent_ids: Iterable[int]) -> None:
-        """Lost in a crash, the marks only make the next start add the same vectors again (`restore_pending`)."""
-        self._bookkeeping("UPDATE agents SET vectors_pending = 0 WHERE id = ?", [(i,) for i in sorted(agent_ids)])
+    def mark_vectors_done(self, marks: Iterable[Mark]) -> None:
+        """The vector index has the examples these writes left: clear each agent's mark unless a later write
+        has set its own (`writes.put_agent`). Lost in a crash, the marks only make the next start send the
+        same vectors again (`catch_up.send_queued`)."""
+        self._bookkeeping("UPDATE agents SET vectors_pending = 0 WHERE id = ? AND vectors_pending = ?", sorted(marks))
+
+    def pending_marks(self) -> list[Mark]:
+        """Each agent whose examples the vector index may lack, with the write it waits for."""
+        return [(int(a), int(w)) for a, w in self._tuples("SELECT id, vectors_pending FROM agents WHERE vectors_pending <> 0 ORDER BY id")]
 
     def pending_agents(self) -> list[int]:
-        return [int(r[0]) for r in self._tuples("SELECT id FROM agents WHERE vectors_pending = 1 ORDER BY id")]
+        return [agent for agent, _ in self.pending_marks()]
 
     def mark_all_pending(self) -> None:
         self._autocommit("UPDATE agents SET vectors_pending = 1")

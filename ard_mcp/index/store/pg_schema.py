@@ -79,6 +79,12 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX idempotency_keys_started ON idempotency_keys(started);
     """,
+    # 3: `vectors_pending` holds the number of the write whose vectors the agent waits for (a change-feed seq), not 1
+    """
+    DROP INDEX agents_pending;
+    ALTER TABLE agents ALTER COLUMN vectors_pending TYPE bigint;
+    CREATE INDEX agents_pending ON agents(id) WHERE vectors_pending <> 0;
+    """,
 )
 """Migration i (from 1) brings the database from version i - 1 to i; append, never edit."""
 
