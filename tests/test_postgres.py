@@ -4,6 +4,7 @@ one database and one `chroma run` server."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import subprocess
@@ -30,6 +31,7 @@ from ard_mcp.search.query import SearchQuery
 from tests.conftest import REPO, SAMPLE, WEATHER, entry
 from tests.postgres_server import PostgresServer
 from tests.processes import quiet_env, serving
+from tests.reliability_support import Server, generated_entry
 from tests.test_chroma_server import chroma_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -390,6 +392,59 @@ def test_three_processes_share_one_database_and_one_chroma_server(cluster: list[
         print(f"write to visible elsewhere: max {max(delays) * 1000:.0f} ms")
         assert max(delays) < 5
         assert answers(cluster[0]) == answers(cluster[1]) == answers(cluster[2])
+
+
+def test_two_processes_updating_the_same_agents_one_killed_leave_every_vector_in_chroma(tmp_path: Path, postgres: PostgresServer) -> None:
+    """Two `serve` processes on one database and one Chroma server update the same few agents at once (two
+    writers an agent, each through the other process), and one is killed (SIGKILL) meanwhile: after a restart
+    nothing is pending and Chroma has a vector for every stored example. Each process sends its own writes'
+    vectors and clears only its own write's mark (`Store.mark_vectors_done`); what that rule prevents, a mark
+    cleared by an earlier write's late send, is shown deterministically by
+    `test_put_off_vectors.test_a_vectors_mark_is_cleared_only_by_the_write_that_set_it` (here its window is a
+    few milliseconds: 6 runs with the marks as flags passed too)."""
+    url = postgres.new_database()
+    with chroma_server(tmp_path / "chroma") as chroma:
+        extra = ("--store-url", url, "--chroma-url", chroma)
+        servers = [Server(tmp_path / f"unused-{i}", tmp_path / f"serve-{i}.log", extra) for i in range(2)]
+        bases = [server.start() for server in servers]
+        stop, written, refused = threading.Event(), [0], [0]
+
+        def update(writer: int) -> None:
+            """Writers 2k and 2k+1 update agents 3k..3k+2 at once, each through the other process."""
+            with httpx.Client(timeout=30) as http:
+                for n in itertools.count():
+                    if stop.is_set():
+                        return
+                    item = generated_entry(writer // 2 * 3 + n % 3, revision=2 * n + writer % 2)
+                    try:
+                        answer = http.post(f"{bases[(n + writer) % 2]}/agents", json=item)
+                        written[0] += answer.status_code in (200, 201)
+                    except httpx.TransportError:
+                        refused[0] += 1  # the killed process
+
+        writers = [threading.Thread(target=update, args=(w,)) for w in range(4)]
+        try:
+            for thread in writers:
+                thread.start()
+            time.sleep(2.0)
+            servers[0].kill()
+            time.sleep(1.0)
+        finally:
+            stop.set()
+            for thread in writers:
+                thread.join(60)
+            servers[1].stop()
+            servers[0].kill()
+        assert written[0] > 20 and refused[0] > 0, (written, refused)
+        registry = Registry(Config(tmp_path / "check", store_url=url, chroma_url=chroma))
+        try:
+            registry.warm_up()  # as the next process to start: sends what is still pending
+            assert registry.store.pending_marks() == []
+            pairs = [(e, a) for batch in registry.store.iter_examples() for e, a, _ in batch]
+            found, _ = registry.vectors.stored_vectors(pairs)
+            assert sorted(found) == sorted(e for e, _ in pairs), f"Chroma lacks {len(pairs) - len(found)} of {len(pairs)} stored examples"
+        finally:
+            registry.close()
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
