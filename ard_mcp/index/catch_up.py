@@ -74,7 +74,7 @@ class VectorSync:
         self._stopped = threading.Event()
         self._retrier: threading.Thread | None = None
         self._retrier_lock = threading.Lock()  # a retrier finishing never misses a change queued as it finishes
-        self._put_off: list[tuple[Pairs, Pairs, np.ndarray, Sequence[Mark]]] = []  # in the copy only (`VectorIndex.defers`)
+        self._put_off: list[tuple[Pairs, np.ndarray, Sequence[Mark]]] = []  # additions in the copy only (`VectorIndex.defers`)
         index.when_opened(self.send_put_off)  # whatever opens Chroma first finds it with every write put off
 
     @property
@@ -93,7 +93,7 @@ class VectorSync:
                 timer = threading.Timer(PUT_OFF_SECONDS, self.send_put_off)
                 timer.daemon = True
                 timer.start()
-            self._put_off.append((list(removed), list(added), np.array(vectors), list(marks)))  # the caller reuses its lists
+            self._put_off.append((list(added), np.array(vectors), list(marks)))  # the caller reuses its lists
             return
         self._send(removed, added, vectors, marks)  # opening Chroma first sends what was put off (`when_opened`)
 
@@ -102,7 +102,7 @@ class VectorSync:
         with self._lock:
             put_off, self._put_off = self._put_off, []
             for write in put_off:  # opening Chroma for the first one calls this again, with nothing left
-                self._send(*write)
+                self._send([], *write)
 
     def _send(self, removed: Pairs, added: Pairs, vectors: np.ndarray, marks: Sequence[Mark]) -> None:
         try:
