@@ -20,13 +20,17 @@ PRUNE_EVERY = 1_000
 Unindex = Callable[[Db, int, FtsDocument], None]
 Index = Unindex  # how a store puts an agent's text into its full-text index and its terms into the counts
 SET_META = "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
-NEXT_CHANGE = "(SELECT coalesce(max(seq), 0) + 1 FROM changes)"  # the number the write's `note_change` is about to take
+NEXT_CHANGE = "(SELECT coalesce(max(seq), 0) + 1 FROM changes)"  # the change feed's next number
 
 
-def note_change(db: Db, agent_id: int) -> None:
+def note_change(db: Db, agent_id: int, seq: int | None = None) -> None:
     """Append the agent to the change feed in-memory copies follow (gapless: the next number after the last,
-    under the store's one-writer rule); prune the feed now and then."""
-    seq = int(db.execute(f"INSERT INTO changes(seq, agent_id) VALUES ({NEXT_CHANGE}, ?) RETURNING seq", (agent_id,)).fetchone()[0])
+    under the store's one-writer rule; `seq` when the write already took it, as `put_agent`'s mark); prune the
+    feed now and then."""
+    if seq is None:
+        seq = int(db.execute(f"INSERT INTO changes(seq, agent_id) VALUES ({NEXT_CHANGE}, ?) RETURNING seq", (agent_id,)).fetchone()[0])
+    else:
+        db.execute("INSERT INTO changes(seq, agent_id) VALUES (?, ?)", (seq, agent_id))
     if seq % PRUNE_EVERY == 0:
         db.execute("DELETE FROM changes WHERE seq <= ?", (seq - CHANGES_KEPT,))
 
@@ -81,8 +85,8 @@ def insert_examples(db: Db, agent_id: int, examples: Sequence[NewExample]) -> li
 
 
 def put_agent(db: Db, agent: AgentWrite, stamp: str, index: Index, unindex: Unindex) -> Written:
-    """Insert or replace one agent with all its rows, its `vectors_pending` mark set to this write's number
-    (the vector index has not got them yet).
+    """Insert or replace one agent with all its rows, its `vectors_pending` mark set to this write's number,
+    the one it records in the change feed (the vector index has not got the rows yet).
 
     The mark is the write's own number, not a flag: whoever sends the vector index these examples clears it
     only if no later write of the agent has replaced it meanwhile (`Store.mark_vectors_done`). As a flag,
@@ -115,5 +119,5 @@ def put_agent(db: Db, agent: AgentWrite, stamp: str, index: Index, unindex: Unin
         write = int(db.execute(sql, [*fields.values(), agent_id]).fetchone()[0])
     insert_values(db, agent_id, agent.values)
     index(db, agent_id, agent.fts)
-    note_change(db, agent_id)
+    note_change(db, agent_id, write)  # the change the mark names
     return Written(agent_id, write, removed, insert_examples(db, agent_id, agent.examples))
