@@ -33,7 +33,9 @@ def freeze_when_warm() -> None:
     collection took 11 ms. No `gc.collect()` first, though frozen garbage is then never freed (a few dozen
     objects at warm-up, measured): its ~100 ms with the GIL held, just after a start, made the PostgreSQL run
     of `tests/test_reliability.py`'s SIGKILL test fail 4 times in 21, against 1 in 24 before this change and 2
-    in 24 with the freeze alone (that failure is older than the freeze; a pause makes it likelier). Not for a
+    in 24 with the freeze alone. That failure was older than the freeze, a pause only made it likelier: an
+    agent's pending mark cleared by an earlier write's send, fixed since (`writes.put_agent`); the collection
+    was not tried again. Not for a
     process that opens and closes registries, such as the tests': a frozen object is never collected if it
     ends up in a reference cycle."""
     _frozen_when_warm.set()
