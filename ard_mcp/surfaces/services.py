@@ -10,7 +10,9 @@ registrations."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ard_mcp.federation.settings import FederationSettings
@@ -19,6 +21,7 @@ from ard_mcp.trust.policy import TrustPolicy
 from ard_mcp.web.settings import CrawlSettings
 
 if TYPE_CHECKING:
+    from anyio import CapacityLimiter
     from anyio.abc import TaskGroup
 
     from ard_mcp.federation.service import Federation
@@ -52,6 +55,7 @@ class Services:
         self.invocation = invocation or InvocationPolicy()
         self._invoker: Invoker | None = None
         self._background: TaskGroup | None = None
+        self._search_slots: CapacityLimiter | None = None
 
     def attach(self, background: TaskGroup) -> None:
         """The serving registry's background task group, for what outlives one request (kept MCP sessions)."""
@@ -94,6 +98,26 @@ class Services:
         self._invoker.registry = registry
         return self._invoker
 
+    def search_slots(self) -> CapacityLimiter:
+        """The worker threads that may run searches at once (`search_slot_count`), in the order they asked."""
+        if self._search_slots is None:
+            import anyio
+
+            self._search_slots = anyio.CapacityLimiter(search_slot_count())
+        return self._search_slots
+
+    @contextmanager
+    def search_slot(self) -> Iterator[None]:
+        """One of the search slots, held from a worker thread (a synchronous MCP tool runs in one)."""
+        import anyio.from_thread
+
+        limiter, borrower = self.search_slots(), object()
+        anyio.from_thread.run(limiter.acquire_on_behalf_of, borrower)
+        try:
+            yield
+        finally:
+            anyio.from_thread.run_sync(limiter.release_on_behalf_of, borrower)
+
     async def trust_findings(self, entry: Mapping[str, Any]) -> set[tuple[str, str]] | None:
         """What the check of an entry being registered found; None for an entry without a trust manifest
         (the indexer records it as self-asserted without any of this). Refuses an invalid one when the
@@ -109,3 +133,13 @@ class Services:
             await self._trust.aclose()
         if self._invoker is not None:
             await self._invoker.aclose()
+
+
+def search_slot_count() -> int:
+    """Searches run at once by one process: twice its usable cores. A search is CPU work (the query's embedding,
+    the ranking, the page's JSON) apart from short waits on a store or a Chroma server; with one thread per
+    request (anyio's 40), 16 concurrent REST searches on 2 cores ran 16 threads taking the GIL from each other.
+    Measured with `bench/throughput.py` (2 cores, 16 clients, alternating runs): no bound 112-113 searches/s,
+    12.5-12.7 ms of CPU each, p99 251-256 ms; 2 at once 124-127/s, 11.5-11.7 ms, p99 158-159 ms; 4 at once
+    122/s, 11.7 ms, p99 170 ms. Twice the cores keeps a core busy while another search waits on the network."""
+    return 2 * len(os.sched_getaffinity(0))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Annotated, Any, Literal, ParamSpec, TypeVar, cast
 
 import anyio
@@ -208,7 +208,8 @@ def build_server(
         trimmed = None if detail == "compact" else detail
         query = SearchQuery.of(text, filter, criteria, detail=trimmed, page_size=pageSize, page_token=pageToken)
         registry = _registry(ctx)
-        with registry.one_version():  # one read of the store's version for the federation check, the search and its page
+        # one read of the store's version for the federation check, the search and its page
+        with shared_services.search_slot(), registry.one_version():
             if federation == "none" or not shared_services.federation().may_federate(registry):
                 page = registry.search(query, viewer=viewer(ctx))
                 return page.brief() if detail == "compact" else page.response()
@@ -255,7 +256,8 @@ def build_server(
         full_allowed = tokens is None or tokens.may_see_everything(ctx.headers)
         registry = _registry(ctx)
         federate = federator(registry, viewer(ctx)) if federation != "none" else None
-        return discover(registry, xu.parse_request(raw), viewer(ctx), full_allowed=full_allowed, federate=federate)
+        with shared_services.search_slot() if federate is None else nullcontext():  # no slot held while upstreams answer
+            return discover(registry, xu.parse_request(raw), viewer(ctx), full_allowed=full_allowed, federate=federate)
 
     @server.tool(title="Explore facets", annotations=READ)
     @_as_tool
@@ -268,7 +270,8 @@ def build_server(
         """Count entries by field value (ARD §7.3): which types, tags, capabilities or publishers the registry holds, in
         all or among the entries matching a text and filter."""
         chosen = facets or [FacetRequest(field="type"), FacetRequest(field="tags"), FacetRequest(field="publisher")]
-        return _registry(ctx).explore(text, filter, chosen, viewer(ctx))
+        with shared_services.search_slot():
+            return _registry(ctx).explore(text, filter, chosen, viewer(ctx))
 
     @server.tool(title="Register agent", annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False, open_world_hint=False))
     @_as_tool

@@ -111,6 +111,11 @@ async def run(fn: Callable[..., Any], *args: Any) -> Any:
     return await anyio.to_thread.run_sync(partial(fn, *args))
 
 
+async def run_search(state: AppState, fn: Callable[..., Any], *args: Any) -> Any:
+    """`run` for the CPU work of a search, in one of the process's search slots (`Services.search_slots`)."""
+    return await anyio.to_thread.run_sync(partial(fn, *args), limiter=state.open_services().search_slots())
+
+
 # -- handlers --------------------------------------------------------------------------------------------
 async def search(request: Request, state: AppState) -> Response:
     req = parse_as(SearchRequest, await json_body(request), "request")
@@ -130,7 +135,7 @@ async def search(request: Request, state: AppState) -> Response:
                 return None
             return search_body(registry.search(query, viewer=viewer))
 
-    body = await run(local)
+    body = await run_search(state, local)
     response: Response
     if body is None:
         page = await federation.search(registry, query, req.federation, Path.of(request.headers), viewer)
@@ -148,7 +153,7 @@ async def explore(request: Request, state: AppState) -> Response:
     req = parse_as(ExploreRequest, await json_body(request), "request")
     query = req.query
     text, flt = (query.text, query.filter) if query else (None, None)
-    result = await run(state.open_registry().explore, text, flt, req.resultType.facets, viewer_of(request))
+    result = await run_search(state, state.open_registry().explore, text, flt, req.resultType.facets, viewer_of(request))
     return model_response(result)
 
 
@@ -270,7 +275,7 @@ async def invocations(request: Request, state: AppState) -> Response:
 
 async def aidip_search(request: Request, state: AppState) -> Response:
     req = aidip.parse_search(await json_body(request))
-    found = await run(attribute_search, state.open_registry(), req, viewer_of(request))
+    found = await run_search(state, attribute_search, state.open_registry(), req, viewer_of(request))
     return model_response(found)
 
 
@@ -282,7 +287,8 @@ async def discover(request: Request, state: AppState) -> Response:
     federate: xu_discovery.Federate | None = None
     if req.federation != "none" and await run(federation.may_federate, registry):
         federate = lambda query, mode: anyio.from_thread.run(federation.search, registry, query, mode, path, viewer)  # noqa: E731
-    found = await run(partial(xu_discovery.discover, registry, req, viewer, full_allowed=full_allowed, federate=federate))
+    discovered = partial(xu_discovery.discover, registry, req, viewer, full_allowed=full_allowed, federate=federate)
+    found = await (run(discovered) if federate else run_search(state, discovered))  # no slot held while upstreams answer
     return model_response(found)
 
 
