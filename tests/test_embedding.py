@@ -46,7 +46,8 @@ def test_a_part_cut_off_by_truncation_is_embedded_on_its_own() -> None:
 
 
 def test_the_bulk_session_is_the_same_model() -> None:
-    """Ingest batches run on a second ONNX session (one whose threads spin): same model, same vectors."""
+    """Ingest batches run on a second ONNX session (onnxruntime's threads, spinning; queries run on one thread):
+    same model, same vectors."""
     embedder = load_embedder()
     texts = [f"tool number {i}: converts {i} files into report {i % 7}" for i in range(70)]
     bulk = embedder.embed(texts)
