@@ -65,8 +65,13 @@ def overlap(monkeypatch: pytest.MonkeyPatch) -> Iterator[Overlap]:
     yield seen
 
 
-def test_a_process_searches_twice_its_usable_cores_at_once() -> None:
+def test_a_process_searches_twice_its_usable_cores_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert search_slot_count() == 2 * len(os.sched_getaffinity(0))
+    monkeypatch.delattr(os, "sched_getaffinity")  # as on macOS
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    assert search_slot_count() == 6
+    monkeypatch.setattr(os, "cpu_count", lambda: None)  # "cannot be determined"
+    assert search_slot_count() == 2
 
 
 async def test_rest_searches_beyond_the_slots_wait_for_one(data_dir: Path, overlap: Overlap) -> None:
