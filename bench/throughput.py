@@ -10,7 +10,9 @@ time of the same run: the same query texts embedded here, one at a time as a sea
 search over the embedding's CPU, is marked PASS at most 2.0 (issue 57: "a search that costs at most two
 embeddings"), so it holds on any machine; it is printed, not asserted. Every request's text is made unique
 (` #N` appended), so no query vector is reused from the server's cache (`Embedder.embed_query`): the figure is
-the cost of a new task; `--repeat` sends the texts as they are, to measure repeated tasks.
+the cost of a new task; `--repeat` sends the texts as they are, to measure repeated tasks. `--repo DIR` serves
+another checkout, but the embedding figure is always this checkout's (`load_embedder` here): compare the CPU
+per search of two trees, not their ratios, unless their embedders are the same.
 
 `python bench/throughput.py --chroma-url URL --processes N` measures scaling instead: one process, then N, on
 the snapshot in one data directory and the Chroma server at URL (`chroma run`), each process with `--clients`
