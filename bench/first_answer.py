@@ -11,6 +11,10 @@ client, and times from starting the process to the MCP handshake and to the firs
   every text of the snapshot is embedded at the first start (what shipping the vectors saves);
 - empty: `--no-snapshot`, the model and an empty registry only;
 - second start: the snapshot's data directory started again;
+
+(plain `serve`, like `serve --shared`, answers the handshake and first `tools/list` from what a back-end of the
+same install and settings answered before, kept in the user's cache folder, shared by the runs: so from the
+second run on for each set of flags);
 - shared, kept answers: `serve --shared` (what `host-config` writes) started again on a directory whose
   back-end has stopped: its front-end answers the handshake from what it kept the last time
   (`sharing.link.Hello`) while the back-end starts, and the first search goes through that back-end;

@@ -10,9 +10,12 @@ import fcntl
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -126,20 +129,25 @@ async def test_four_hosts_share_one_data_directory_and_survive_a_killed_back_end
 @pytest.mark.parametrize(
     "argv",
     [
-        ["serve"],
+        ["serve"],  # with nothing on stdin (as here), the command line says so
+        ["serve", "--no-invocation"],
         ["serve", "--shared", "--help"],
         ["serve", "--shared", "--transport", "sse"],
         ["serve", "--shared", "--no-invocation"],
         ["serve", "--shared", "--data-dir"],
         ["search", "--shared"],
         ["serve", "--shared", "--backend"],
+        ["--version"],
     ],
 )
-def test_only_a_plain_shared_serve_skips_the_command_lines_parser(argv: list[str]) -> None:
+def test_only_a_hosts_plain_serve_skips_the_command_lines_parser(argv: list[str]) -> None:
     """Anything else is the parser's to read (and to refuse or explain), as before."""
     from ard_mcp.surfaces.sharing.frontend import quick
 
-    assert quick(argv) is None
+    def never(argv: Sequence[str], connection: socket.socket) -> threading.Thread | None:
+        raise AssertionError("no back-end is started for a command the parser reads")
+
+    assert quick(argv, never) is None
 
 
 def test_a_data_directory_named_either_way_is_one_back_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

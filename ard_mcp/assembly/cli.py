@@ -7,7 +7,6 @@ is instant and `serve` reaches the MCP handshake before the model has loaded.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import logging
 import os
@@ -16,80 +15,32 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from ard_mcp.config import Config
+from ard_mcp.assembly.settings import config_of, crawl_of, federation_of
 from ard_mcp.errors import ArdError, DataDirInUse, InvalidArgument
-from ard_mcp.federation.settings import FederationSettings, load_upstreams
-from ard_mcp.formats.limits import EntryLimits
 from ard_mcp.monitoring import tracing
 from ard_mcp.surfaces.cli.arguments import build_parser
 from ard_mcp.surfaces.cli.console import ProgressBar, print_crawl, print_ingest
 from ard_mcp.surfaces.cli.host_config import host_config_command
 from ard_mcp.surfaces.cli.invocation_settings import invocation_policy, print_invocations
 from ard_mcp.surfaces.cli.log_setup import configure_logging
-from ard_mcp.surfaces.cli.option_values import csv_list, env_number
+from ard_mcp.surfaces.cli.option_values import csv_list
 from ard_mcp.surfaces.cli.package_settings import packages_command
-from ard_mcp.surfaces.cli.snapshot_command import snapshot_command, starter
+from ard_mcp.surfaces.cli.snapshot_command import snapshot_command
 from ard_mcp.surfaces.cli.terminal_text import shown, shown_json
 from ard_mcp.surfaces.rest.ratelimit import RateLimits
 from ard_mcp.surfaces.rest.settings import is_loopback
-from ard_mcp.trust.policy import demoted_by
-from ard_mcp.web.settings import CrawlSettings
-from ard_mcp.web.sources import Schedule
+from ard_mcp.surfaces.sharing.frontend import command_words
 
 log = logging.getLogger("ard_mcp")
-
-
-def _config(args: argparse.Namespace) -> Config:
-    return Config(
-        data_dir=args.data_dir,
-        model_dir=args.model_dir,
-        rerank_dir=getattr(args, "rerank", None),
-        source_url=getattr(args, "public_url", None),
-        chroma_url=args.chroma_url,
-        store_url=args.store_url,
-        limits=EntryLimits(max_entry_bytes=args.max_entry_bytes),
-        demote_trust=demoted_by(getattr(args, "trust_policy", "show")),
-        starter=starter(args) if args.command == "serve" else None,
-    )
 
 
 def _serve(args: argparse.Namespace) -> int:
     tracing.configure()  # when the OTEL_* variables ask for traces
     if args.transport != "stdio":
         return _serve_http(args)
-    from ard_mcp.surfaces.sharing import frontend
+    from ard_mcp.assembly.stdio import serve_stdio
 
-    if args.shared and not args.backend:
-        return frontend.shared(sys.argv[1:], args.data_dir)
-    from ard_mcp.index import datadir
-    from ard_mcp.surfaces.mcp.lazy_registry import freeze_when_warm
-    from ard_mcp.surfaces.mcp.server import build_server
-    from ard_mcp.surfaces.services import Services
-
-    config = _config(args)
-    # The server claims the directory as it starts; trying first makes a directory in use a clear error
-    # and exit status, not a traceback out of the server's task group.
-    try:
-        datadir.release(datadir.claim_for(config, frontend.HANDOVER_S if args.backend else 0.0))
-    except DataDirInUse:
-        if args.backend or sys.stdin.isatty() or not frontend.joinable(args.data_dir, sys.argv[1:]):
-            raise
-        return frontend.shared(sys.argv[1:], args.data_dir)
-    invocation = invocation_policy(args, stdio=True)
-    services = Services(config.source, _federation_settings(args), _crawl_settings(args), args.trust_policy, invocation=invocation)
-    from ard_mcp.surfaces.sharing import backend
-
-    path = frontend.socket_path(config.data_dir.expanduser().absolute(), frontend.settings_of(sys.argv[1:]))
-    freeze_when_warm()
-    if args.backend:
-        return backend.run(
-            build_server(config, crawl=_crawl_settings(args), services=services), path, env_number("BACKEND_IDLE", backend.IDLE_S, float)
-        )
-    from ard_mcp.surfaces.cli.terminal import run_stdio
-
-    build = lambda closed: build_server(config, crawl=_crawl_settings(args), services=services, closed=closed)  # noqa: E731
-    # hosts join a `serve` holding the directory alone; with a Chroma server each host may have its own
-    return run_stdio(build, (lambda server: backend.run(server, path, stdio=True)) if datadir.exclusive(config) else None)
+    return serve_stdio(args, sys.argv[1:])
 
 
 def _serve_http(args: argparse.Namespace) -> int:
@@ -104,7 +55,7 @@ def _serve_http(args: argparse.Namespace) -> int:
         if args.oauth_issuer:
             from ard_mcp.surfaces.oauth import JwtVerifier
 
-            audience = args.oauth_audience or HttpSettings(host=args.host, port=args.port).named(_config(args)).source
+            audience = args.oauth_audience or HttpSettings(host=args.host, port=args.port).named(config_of(args)).source
             verifier = JwtVerifier(args.oauth_issuer, audience, args.oauth_jwks_url)
             verifier.prefetch()
             tokens = tokens.with_verifier(verifier)
@@ -144,15 +95,15 @@ def _serve_http(args: argparse.Namespace) -> int:
         body_timeout=args.body_timeout,
         header_timeout=args.header_timeout,
         mcp_issuer=args.oauth_issuer if args.mcp_requires_token else None,
-        crawl=_crawl_settings(args),
-        federation=_federation_settings(args),
+        crawl=crawl_of(args),
+        federation=federation_of(args),
         trust_policy=args.trust_policy,
         invocation=invocation_policy(args, stdio=False),
         metrics_address=args.metrics_address,
     )
     if allowed is None and not is_loopback(args.host):
         log.warning("answering any Host header on %s; pass --allowed-hosts with the names clients use", args.host)
-    config = settings.named(_config(args))
+    config = settings.named(config_of(args))
     registry = Registry(config)  # opened before listening, so a data directory in use is a clear error
     if args.metrics_address is not None:
         from ard_mcp.surfaces.rest.metrics import serve_metrics_at
@@ -172,7 +123,7 @@ def _ingest(args: argparse.Namespace) -> int:
     from ard_mcp.index.indexer import IngestReport
     from ard_mcp.registry import Registry
 
-    registry = Registry(_config(args))
+    registry = Registry(config_of(args))
     total = IngestReport()
     try:
         for path in args.paths:
@@ -189,34 +140,6 @@ def _ingest(args: argparse.Namespace) -> int:
     return 1 if total.rejected and not (total.added or total.updated or total.unchanged) else 0
 
 
-def _federation_settings(args: argparse.Namespace) -> FederationSettings:
-    """Upstreams from `--upstream` (a bad URL or token file is a clear error at start, not at the first search)."""
-    try:
-        upstreams = load_upstreams(args.upstream, args.upstream_token_file)
-    except (ValueError, OSError) as exc:
-        raise SystemExit(f"ard-mcp: {exc}") from None
-    return FederationSettings(
-        upstreams=upstreams, registry_entries=not args.no_registry_upstreams, allow_private_networks=args.allow_private_networks
-    )
-
-
-def _crawl_settings(args: argparse.Namespace) -> CrawlSettings:
-    """The crawler's settings from the flags `arguments.crawl_options` adds (to `crawl` and `serve`)."""
-    if not hasattr(args, "allow_private_networks"):
-        return CrawlSettings()
-    base = CrawlSettings()
-    depth, documents = getattr(args, "max_depth", base.limits.max_depth), getattr(args, "max_documents", base.limits.max_documents)
-    interval = args.refresh_interval
-    return CrawlSettings(
-        allow_private_networks=args.allow_private_networks,
-        dns_server=args.dns_server,
-        limits=dataclasses.replace(base.limits, max_depth=depth, max_documents=documents),
-        schedule=Schedule(interval=interval or base.schedule.interval, min_interval=min(base.schedule.min_interval, interval or 60.0)),
-        background_refresh=interval > 0,
-        trust_policy=args.trust_policy,
-    )
-
-
 def _crawl(args: argparse.Namespace) -> int:
     import anyio
 
@@ -227,10 +150,10 @@ def _crawl(args: argparse.Namespace) -> int:
     request = CrawlRequest(targets=args.targets, mcpRegistries=args.mcp_registry, refresh=args.refresh, force=args.force)
     if not (request.targets or request.mcpRegistries or request.refresh):
         raise SystemExit("ard-mcp crawl: give a TARGET, --mcp-registry URL or --refresh")
-    registry = Registry(_config(args))
+    registry = Registry(config_of(args))
     say = (lambda message: print(shown(message), file=sys.stderr)) if not args.json else None
     try:
-        report = anyio.run(run_crawl, registry, _crawl_settings(args), request, ProgressBar("embedding"), say)
+        report = anyio.run(run_crawl, registry, crawl_of(args), request, ProgressBar("embedding"), say)
     finally:
         registry.close()
     if args.json:
@@ -250,12 +173,12 @@ def _search(args: argparse.Namespace) -> int:
     trimmed = None if args.detail == "compact" else args.detail
     query = SearchQuery.of(args.text, args.filter, detail=trimmed, page_size=args.page_size, page_token=args.page_token)
     asked = cli_search.arguments(args.text, args.filter, args.page_size, args.page_token, args.detail)
-    served = cli_search.served(args, _config, asked)
+    served = cli_search.served(args, config_of, asked)
     if served is not None:
         return served
     from ard_mcp.registry import Registry
 
-    registry = Registry(_config(args))
+    registry = Registry(config_of(args))
     try:
         page = registry.search(query, viewer=EVERYONE)  # the local operator sees every entry
         response = page.brief() if args.detail == "compact" else page.response()
@@ -268,7 +191,7 @@ def _search(args: argparse.Namespace) -> int:
 def _reindex(args: argparse.Namespace) -> int:
     from ard_mcp.registry import Registry
 
-    registry = Registry(_config(args), rebuilding=True)
+    registry = Registry(config_of(args), rebuilding=True)
     try:
         examples = registry.reindex(ProgressBar("reindexing"))
         agents = registry.store.count()
@@ -288,7 +211,7 @@ def _eval(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(shown(f"ard-mcp: {exc}"), file=sys.stderr)
         return 2
-    registry = Registry(_config(args))
+    registry = Registry(config_of(args))
     try:
         report = evaluate(registry_search(registry), judgements)
     finally:
@@ -332,7 +255,7 @@ def _check(args: argparse.Namespace) -> int:
     from ard_mcp.index.repair import check_store
     from ard_mcp.registry import Registry
 
-    registry = Registry(_config(args))
+    registry = Registry(config_of(args))
     try:
         report = check_store(registry.store, registry.indexer, repair=args.repair, remove=args.remove)
     finally:
@@ -375,18 +298,14 @@ COMMANDS: dict[str, Any] = {
     "backup": _backup,
     "invocations": print_invocations,
     "packages": packages_command,
-    "snapshot": lambda args: snapshot_command(args, _config(args)),
+    "snapshot": lambda args: snapshot_command(args, config_of(args)),
     "host-config": host_config_command,
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run a subcommand; with none, `serve` (so `uvx ard-mcp` in an MCP host config starts the server)."""
-    argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser()
-    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
-        argv = ["serve", *argv]
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(command_words(sys.argv[1:] if argv is None else argv))
     configure_logging(args.log_level, args.log_format)
     for attempt in range(2):
         try:

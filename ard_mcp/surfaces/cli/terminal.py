@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import os
 import signal
-import stat
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import anyio
+
+from ard_mcp.surfaces.sharing.frontend import no_input
 
 CLOSE_WAIT = 10.0  # seconds the registry may take to close after a Ctrl-C (a write in flight finishes first)
 WAITING = (
@@ -41,33 +42,15 @@ NO_INPUT = (
 )
 
 
-def _no_input() -> bool:
-    """Whether stdin can bring nothing: closed, /dev/null, or an empty file (a service manager, a script)."""
-    try:
-        found = os.fstat(sys.stdin.fileno())
-    except (OSError, ValueError):
-        return True
-    if stat.S_ISREG(found.st_mode):
-        return found.st_size == 0
-    return stat.S_ISCHR(found.st_mode) and found.st_rdev == os.stat(os.devnull).st_rdev
-
-
-def run_stdio(build: Callable[[Callable[[], None]], Any], shared: Callable[[Any], int] | None) -> int:
-    """Serve MCP over stdio; `build(closed)` makes the server (`mcp.server.build_server` with `closed`).
-    Outside a terminal `shared(server)` serves it, to the host that started it and to the hosts that join it
-    (`sharing.backend.serve` with `stdio`), else the SDK's own `run()`; a host stops it by closing stdin. With
-    nothing on stdin it says so and stops: it once exited 0 without a word (issue #55)."""
-    if _no_input():
+def run_stdio(build: Callable[[Callable[[], None]], Any]) -> int:
+    """Serve MCP over stdio to a terminal; `build(closed)` makes the server (`mcp.server.build_server` with
+    `closed`). A host's stdio is served through the front-end (`assembly.stdio`); with nothing on stdin this
+    says so and stops: it once exited 0 without a word (issue #55)."""
+    if no_input():
         print(NO_INPUT, file=sys.stderr, flush=True)
         return 0
     closed = threading.Event()
-    server = build(closed.set)
-    if not sys.stdin.isatty():
-        if shared is not None:
-            return shared(server)
-        server.run()
-        return 0
-    return int(anyio.run(_until_stopped, server, closed))
+    return int(anyio.run(_until_stopped, build(closed.set), closed))
 
 
 async def _until_stopped(server: Any, closed: threading.Event) -> int:

@@ -21,18 +21,18 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types
-from anyio.abc import SocketStream
+from anyio.abc import SocketListener, SocketStream, UNIXSocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.server.mcpserver import MCPServer
 from mcp.server.runner import serve_dual_era_loop
-from mcp.server.stdio import stdio_server
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
@@ -83,25 +83,27 @@ async def _session(server: MCPServer[Any], state: Any, connection: SocketStream,
         group.cancel_scope.cancel()
 
 
-def run(server: MCPServer[Any], socket_path: Path, idle_s: float = IDLE_S, *, stdio: bool = False) -> int:
+def run(server: MCPServer[Any], socket_path: Path | None, idle_s: float = IDLE_S, *, own: socket.socket | None = None) -> int:
     """`serve` from synchronous code (the command line); its exit status."""
-    anyio.run(partial(serve, server, socket_path, idle_s, stdio=stdio))
+    anyio.run(partial(serve, server, socket_path, idle_s, own=own))
     return 0
 
 
-async def serve(server: MCPServer[Any], socket_path: Path, idle_s: float = IDLE_S, *, stdio: bool = False) -> None:
+async def serve(server: MCPServer[Any], socket_path: Path | None, idle_s: float = IDLE_S, *, own: socket.socket | None = None) -> None:
     """Serve `server` to every connection on `socket_path` until `idle_s` seconds pass with none, or a signal.
     The server's lifespan (which claims the data directory) is entered first: a back-end that cannot have the
     directory never listens.
 
-    `stdio`: this process's own host, on standard input and output, is one more session: a plain `serve` that
-    claimed the directory first is the back-end the hosts started after it join (their `serve --shared`, or a
-    plain `serve` finding it, `frontend.joinable`), where they were refused "in use" (issue #55). It stops when
-    its own host leaves, as a host expects of the process it started (the SDK's client kills it 2 s after
-    closing its input), or is signalled; the front-ends joined to it then start a back-end of their own
-    (`frontend`, which waits for the directory to be let go), a request of theirs in flight answered as lost."""
+    `own`: the session of the host that started this process, a plain `serve` (`assembly.stdio`: its front-end
+    passes the host's stdio through the other end of this socket pair). A plain `serve` that claimed the
+    directory first is the back-end the hosts started after it join (their `serve --shared`, or a plain `serve`
+    finding it, `frontend.joinable`), where they were refused "in use" (issue #55). It stops when its own host
+    leaves, as a host expects of the process it started (the SDK's client kills it 2 s after closing its
+    input); the front-ends joined to it then start a back-end of their own (`frontend`, which waits for the
+    directory to be let go), a request of theirs in flight answered as lost. No `socket_path`: none joins (with
+    a Chroma server each host may have its own)."""
     lowlevel = server._lowlevel_server  # noqa: SLF001 - entered once here, shared by every session
-    connected = 1 if stdio else 0
+    connected = 1 if own is not None else 0
     changed = anyio.Event()
     asked = False  # to stop, by a command that must claim the data directory
 
@@ -123,9 +125,9 @@ async def serve(server: MCPServer[Any], socket_path: Path, idle_s: float = IDLE_
             nonlocal connected
             connected += 1
             moved()
-            await own(_session(server, state, connection, stop))
+            await own_session(_session(server, state, connection, stop))
 
-        async def own(session: Awaitable[None]) -> None:
+        async def own_session(session: Awaitable[None]) -> None:
             """One host's session, counted until it ends."""
             nonlocal connected
             try:
@@ -136,25 +138,19 @@ async def serve(server: MCPServer[Any], socket_path: Path, idle_s: float = IDLE_
                 connected -= 1
                 moved()
 
-        with contextlib.suppress(FileNotFoundError):
-            socket_path.unlink()  # one left by a back-end that was killed: this process holds the data directory now
-        previous = os.umask(0o077)
-        try:
-            listener = await anyio.create_unix_listener(socket_path)
-        finally:
-            os.umask(previous)
-        async with listener, anyio.create_task_group() as group:
-            group.start_soon(listener.serve, one)
-            if stdio:
+        async with _listening(socket_path) as listener, anyio.create_task_group() as group:
+            if listener is not None:
+                group.start_soon(listener.serve, one)
+            if own is not None:
 
                 async def hosted() -> None:
-                    await own(_stdio_session(server, state))
+                    await own_session(_session(server, state, await UNIXSocketStream.from_socket(own), stop))
                     group.cancel_scope.cancel()
 
                 group.start_soon(hosted)
-            # Serving its own host, a signal ends the process at once, as it did the SDK's `run()`: the thread
-            # reading stdin cannot be cancelled, so a clean stop would wait for input that never comes.
-            with anyio.open_signal_receiver(*(() if stdio else (signal.SIGTERM, signal.SIGINT))) as signals:
+            # Serving its own host, this runs beside the front-end's main thread, which reads stdin and is the one
+            # signals go to: a signal ends the process as it did the SDK's `run()`.
+            with anyio.open_signal_receiver(*(() if own is not None else (signal.SIGTERM, signal.SIGINT))) as signals:
                 group.start_soon(_stop_on, signals, group.cancel_scope)
                 while True:
                     waiting = changed
@@ -164,17 +160,27 @@ async def serve(server: MCPServer[Any], socket_path: Path, idle_s: float = IDLE_
                         break
                 log.info("ard-mcp back-end: %s; stopping", "asked to, with no host" if asked else f"no host for {idle_s:g} s")
                 group.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
+async def _listening(socket_path: Path | None) -> AsyncIterator[SocketListener | None]:
+    """The owner's listener on `socket_path` (none where there is no path), the socket file removed after."""
+    if socket_path is None:
+        yield None
+        return
     with contextlib.suppress(FileNotFoundError):
-        socket_path.unlink()
-
-
-async def _stdio_session(server: MCPServer[Any], state: Any) -> None:
-    """The host's session on standard input and output, as the SDK's `run()` serves it, in the shared lifespan."""
-    lowlevel = server._lowlevel_server  # noqa: SLF001 - the lifespan `serve` entered
-    async with stdio_server() as (read_stream, write_stream):
-        await serve_dual_era_loop(
-            lowlevel, read_stream, write_stream, lifespan_state=state, init_options=lowlevel.create_initialization_options()
-        )
+        socket_path.unlink()  # one left by a back-end that was killed: this process holds the data directory now
+    previous = os.umask(0o077)
+    try:
+        listener = await anyio.create_unix_listener(socket_path)
+    finally:
+        os.umask(previous)
+    try:
+        async with listener:
+            yield listener
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            socket_path.unlink()
 
 
 async def _stop_on(signals: Any, scope: anyio.CancelScope) -> None:

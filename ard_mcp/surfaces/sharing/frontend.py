@@ -12,6 +12,9 @@ not have been carried out (sent again, a tool call could run twice); no write th
 lost (it is saved before it is answered). The host's session is `link.Link`'s, which also answers a host's
 handshake and first `tools/list` from the back-end's answers kept the last time, while the back-end starts.
 
+A plain `serve` is the same front-end with its back-end in its own process, on one end of a socket pair
+(`hosted`): it answers its host as fast, and stays the one process its host started.
+
 The back-end is one per data directory and settings: the socket's name holds a digest of the command line
 and `ARD_MCP_*` variables it was started with, so a front-end never attaches to a back-end with other
 settings (that one then finds the directory in use, and says so). Two front-ends starting at once take turns
@@ -25,11 +28,13 @@ import fcntl
 import hashlib
 import os
 import socket
+import stat
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 from ard_mcp.surfaces.sharing.link import POLL_S, START_S, Hello, Link
@@ -78,7 +83,7 @@ def settings_of(argv: Sequence[str]) -> list[str]:
     """What a back-end's settings are: the command line and the ARD_MCP_* variables, less `--shared`, `--backend`
     and the data directory (the socket is the data directory's already, however it was named: a host configured
     with `--data-dir` and one with `ARD_MCP_DATA_DIR` share it)."""
-    words, kept = list(argv), []
+    words, kept = command_words(argv), []  # `ard-mcp` alone and `ard-mcp serve` are one
     while words:
         word = words.pop(0)
         if word == "--data-dir" and words:
@@ -98,7 +103,17 @@ def attach(path: Path) -> socket.socket | None:
     try:
         client.settimeout(GREETING_S)
         client.connect(str(path))
-        said = b""
+    except OSError:
+        client.close()
+        return None
+    return _greeted(client)
+
+
+def _greeted(client: socket.socket) -> socket.socket | None:
+    """`client` once the back-end at its other end has said `GREETING`; None (closed) where it does not."""
+    said = b""
+    try:
+        client.settimeout(GREETING_S)
         while not said.endswith(b"\n") and len(said) < len(GREETING):
             chunk = client.recv(len(GREETING) - len(said))
             if not chunk:
@@ -106,8 +121,7 @@ def attach(path: Path) -> socket.socket | None:
             said += chunk
         client.settimeout(None)
     except OSError:
-        client.close()
-        return None
+        said = b""
     if said != GREETING:
         client.close()
         return None
@@ -148,12 +162,35 @@ def _tail(log: Path) -> str:
     return "its log cannot be read"
 
 
-def quick(argv: Sequence[str]) -> int | None:
-    """`ard-mcp serve --shared` run before the command line's parser is imported (its imports took 0.7 s of a
-    host's first `tools/list`): where `argv` is such a plain command, the front-end's exit status, else None."""
-    if len(argv) < 2 or argv[0] != "serve" or "--shared" not in argv or any(a in argv for a in ("--backend", "-h", "--help")):
+def no_input() -> bool:
+    """Whether stdin can bring nothing: closed, /dev/null, or an empty file (a service manager, a script)."""
+    try:
+        found = os.fstat(sys.stdin.fileno())
+    except (OSError, ValueError):
+        return True
+    if stat.S_ISREG(found.st_mode):
+        return found.st_size == 0
+    return stat.S_ISCHR(found.st_mode) and found.st_rdev == os.stat(os.devnull).st_rdev
+
+
+def command_words(argv: Sequence[str]) -> list[str]:
+    """`argv` as the command line's parser reads it: with no subcommand, `serve` (so `uvx ard-mcp` in an MCP
+    host's configuration starts the server)."""
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        return ["serve", *argv]
+    return list(argv)
+
+
+def quick(argv: Sequence[str], serve_here: Callable[[Sequence[str], socket.socket], threading.Thread | None]) -> int | None:
+    """`ard-mcp serve` as a host starts it, plain or `--shared`, run before the command line's parser is imported
+    (its imports took 0.7 s of a host's first `tools/list`): where `argv` is such a plain command, the front-end's
+    exit status (`shared`, or `hosted` with `serve_here(argv, connection)` its back-end), else None. A plain
+    `serve` with a terminal on stdin, or nothing there, is the command line's to explain."""
+    command, *words = command_words(argv)  # `ard-mcp` alone is `serve` (`uvx ard-mcp` in a host's configuration)
+    if command != "serve" or any(a in words for a in ("--backend", "-h", "--help")):
         return None
-    words = [a for a in argv[1:] if a != "--shared"]
+    sharing = "--shared" in words
+    words = [a for a in words if a != "--shared"]
     transport = os.environ.get("ARD_MCP_TRANSPORT") or "stdio"
     data_dir: str | None = os.environ.get("ARD_MCP_DATA_DIR") or None
     while words:
@@ -169,7 +206,7 @@ def quick(argv: Sequence[str]) -> int | None:
             transport = value
         else:
             return None  # any other option: the command line's parser reads it
-    if transport != "stdio":
+    if transport != "stdio" or not (sharing or not (sys.stdin.isatty() or no_input())):
         return None
     if data_dir is None:
         from ard_mcp.config import default_data_dir
@@ -177,7 +214,7 @@ def quick(argv: Sequence[str]) -> int | None:
         directory = default_data_dir()
     else:
         directory = Path(data_dir)
-    return shared(argv, directory)
+    return shared(argv, directory) if sharing else hosted(argv, directory, partial(serve_here, argv))
 
 
 def backend_command(argv: Sequence[str]) -> list[str]:
@@ -187,7 +224,8 @@ def backend_command(argv: Sequence[str]) -> list[str]:
 
 def shared(argv: Sequence[str], data_dir: Path) -> int:
     """Be the front-end for `ard-mcp` started with `argv` (`serve --shared ...`) on `data_dir`."""
-    return run(data_dir.expanduser().absolute(), settings_of(argv), backend_command(argv))
+    directory = data_dir.expanduser().absolute()
+    return run(directory, settings_of(argv), lambda path: connected(path, backend_command(argv), directory / "backend.log"))
 
 
 def joinable(data_dir: Path, argv: Sequence[str]) -> bool:
@@ -237,13 +275,46 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def run(data_dir: Path, settings: Sequence[str], start: Sequence[str]) -> int:
-    """Be the host's stdio server through the back-end; 1 with the reason on stderr where none can be had."""
-    log = data_dir / "backend.log"
+def hosted(argv: Sequence[str], data_dir: Path, serve_here: Callable[[socket.socket], threading.Thread | None]) -> int:
+    """Be the stdio server of the host that started plain `ard-mcp ARGV` on `data_dir`, with its back-end in this
+    process (`assembly.stdio`): `serve_here(connection)` serves the host's session on `connection` (one end of a
+    socket pair) in the thread it returns; None where a back-end of these settings holds the directory already,
+    which this process then joins as `serve --shared` does. Why: the handshake and first `tools/list` are
+    answered from what was kept (`link.Hello`) while this process imports and builds its server, where a plain
+    `serve` took 1.1 s to its first `tools/list`. A back-end that stops while the host is still here (its
+    session failed) is followed by one started as `serve --shared` starts it. The process exits once its own
+    back-end has closed the registry: waited for here, as the interpreter's exit stops the thread pools first."""
+    directory = data_dir.expanduser().absolute()
+    served: list[threading.Thread | None] = []  # the first connection's: this process's own back-end, or None (joined)
+
+    def connect(path: Path) -> socket.socket:
+        if not served:
+            ours, theirs = socket.socketpair()
+            serving = serve_here(theirs)
+            served.append(serving)
+            if serving is not None:
+                greeted = _greeted(ours)
+                if greeted is None:
+                    raise OSError("the ard-mcp server stopped as it started")
+                return greeted
+            ours.close()
+            theirs.close()
+        return connected(path, backend_command(argv), directory / "backend.log")
+
+    status = run(directory, settings_of(argv), connect)
+    for serving in served:
+        if serving is not None:
+            serving.join()
+    return status
+
+
+def run(data_dir: Path, settings: Sequence[str], connect: Callable[[Path], socket.socket]) -> int:
+    """Be the host's stdio server through the back-end that `connect(the socket's path)` reaches; 1 with the
+    reason on stderr where none can be had."""
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         path = socket_path(data_dir, settings)
-        link = Link(lambda: connected(path, start, log), Hello(path.with_suffix(".hello.json"), machine_hello(settings)))
+        link = Link(partial(connect, path), Hello(path.with_suffix(".hello.json"), machine_hello(settings)))
     except OSError as exc:
         print(f"ard-mcp: {exc}", file=sys.stderr, flush=True)
         return 1

@@ -1,0 +1,94 @@
+"""Plain `ard-mcp serve`, as a host configured by hand (or the README) starts it: its handshake and first
+`tools/list` come from what a back-end of the same install and settings answered before, while its own server is
+imported and built in the background (1.1 s to the first `tools/list` before), and it exits only once its
+registry is closed. Real processes driven by JSON-RPC lines on their stdio, as a host drives them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import WEATHER
+from tests.processes import quiet_env, serving
+
+pytestmark = pytest.mark.slow
+
+VERSION, HOST = "2025-06-18", {"name": "a host", "version": "1"}
+HANDSHAKE = [
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": HOST},
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+]
+
+
+def _env(tmp_path: Path, data: Path) -> dict[str, str]:
+    return {**quiet_env(data), "XDG_CACHE_HOME": str(tmp_path / "cache"), "ARD_MCP_NO_SNAPSHOT": "1"}
+
+
+def _plain(data: Path, env: dict[str, str], asked: list[dict[str, Any]]) -> tuple[dict[object, Any], str, int]:
+    """Plain `serve` on `data`, asked `asked` at once, its stdin closed once every request is answered (or its
+    output ends), as a host leaves: (its answers by id, its stderr, its exit status)."""
+    command = [sys.executable, "-m", "ard_mcp", "serve", "--data-dir", str(data)]
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    process.stdin.write("".join(json.dumps(m) + "\n" for m in asked).encode())
+    process.stdin.flush()
+    awaited, answers = {m["id"] for m in asked if "id" in m}, {}
+    while not awaited <= answers.keys():
+        line = process.stdout.readline()  # bounded: the process exits (EOF) where it cannot serve
+        if not line:
+            break
+        message = json.loads(line)
+        if "id" in message:
+            answers[message["id"]] = message
+    process.stdin.close()
+    status = process.wait(timeout=120)
+    return answers, process.stderr.read().decode(), status
+
+
+@pytest.mark.sqlite_only  # the directory is held by its claim, which a PostgreSQL store with a Chroma server has none of
+def test_a_plain_serve_answers_the_handshake_from_what_was_kept_before_its_server_is_there(tmp_path: Path) -> None:
+    """On a directory another kind of server holds (HTTP, which no host can join), its own server can never
+    start: the handshake and first `tools/list` are still answered, exactly as a back-end of these settings
+    answered them on another directory, and the process then exits saying why, with the command line's status."""
+    first, held = tmp_path / "first", tmp_path / "held"
+    answered, _, status = _plain(first, _env(tmp_path, first), HANDSHAKE)
+    assert status == 0 and "search_agents" in json.dumps(answered[2]["result"])
+    with serving(held, "--transport", "streamable-http"):
+        early, said, status = _plain(held, _env(tmp_path, held), HANDSHAKE)
+    assert early[2]["result"] == answered[2]["result"] and early[1]["result"] == answered[1]["result"]
+    assert status == 2 and "is in use by another ard-mcp process" in said and "Traceback" not in said
+
+
+def test_a_plain_serve_closes_its_registry_before_it_exits(tmp_path: Path) -> None:
+    """The process waits for its server's thread to close the registry: an exit that began first stopped the
+    thread pools under it ("cannot schedule new futures after interpreter shutdown"), and the next start had to
+    send the vector index the writes it missed."""
+    data = tmp_path / "data"
+    env = _env(tmp_path, data)
+    register = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "register_agent", "arguments": {"entry": WEATHER}}}
+    answered, said, status = _plain(data, env, [*HANDSHAKE, register])
+    assert status == 0 and not answered[3]["result"].get("isError"), answered
+    search = {"name": "search_agents", "arguments": {"text": "forecast for Tokyo tomorrow"}}
+    found, again, status = _plain(data, env, [*HANDSHAKE, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": search}])
+    assert status == 0 and found[3]["result"]["structuredContent"]["results"][0]["identifier"] == WEATHER["identifier"]
+    assert "ERROR" not in said + again and "whose write it had not received" not in again, said + again
+
+
+def test_a_plain_serve_that_cannot_start_says_why_and_exits(tmp_path: Path) -> None:
+    """Its server starts in a thread of the front-end: a setting refused there (as `cli.main` refuses it) ends the
+    process with the command line's message and status, where the host would otherwise wait for ever."""
+    env = {**_env(tmp_path, tmp_path / "data"), "ARD_MCP_UPSTREAMS": "ftp://registry.example"}
+    answered, said, status = _plain(tmp_path / "data", env, HANDSHAKE)
+    assert status == 2 and "--upstream 'ftp://registry.example': must be an http or https URL" in said, said
+    assert "Traceback" not in said and 2 not in answered
