@@ -13,6 +13,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import IO, Any
 
 from ard_mcp.assembly.settings import config_of, crawl_of, federation_of
@@ -21,10 +22,8 @@ from ard_mcp.monitoring import tracing
 from ard_mcp.surfaces.cli.arguments import build_parser
 from ard_mcp.surfaces.cli.console import ProgressBar, print_crawl, print_ingest
 from ard_mcp.surfaces.cli.host_config import host_config_command
-from ard_mcp.surfaces.cli.invocation_settings import invocation_policy, print_invocations
 from ard_mcp.surfaces.cli.log_setup import configure_logging
 from ard_mcp.surfaces.cli.option_values import csv_list
-from ard_mcp.surfaces.cli.package_settings import packages_command
 from ard_mcp.surfaces.cli.snapshot_command import snapshot_command
 from ard_mcp.surfaces.cli.terminal_text import shown, shown_json
 from ard_mcp.surfaces.rest.ratelimit import RateLimits
@@ -98,7 +97,7 @@ def _serve_http(args: argparse.Namespace) -> int:
         crawl=crawl_of(args),
         federation=federation_of(args),
         trust_policy=args.trust_policy,
-        invocation=invocation_policy(args, stdio=False),
+        invocation=_invocation_settings().invocation_policy(args, stdio=False),
         metrics_address=args.metrics_address,
     )
     if allowed is None and not is_loopback(args.host):
@@ -296,11 +295,25 @@ COMMANDS: dict[str, Any] = {
     "export": _export,
     "check": _check,
     "backup": _backup,
-    "invocations": print_invocations,
-    "packages": packages_command,
+    "invocations": lambda args: _invocation_settings().print_invocations(args),
+    "packages": lambda args: _package_settings().packages_command(args),
     "snapshot": lambda args: snapshot_command(args, config_of(args)),
     "host-config": host_config_command,
 }
+
+
+def _invocation_settings() -> ModuleType:
+    """Imported when a command needs it: with the package settings it pulls in the MCP SDK (0.4 s here), which a
+    host's plain `serve` imports in the background (`stdio`), after its first answers."""
+    from ard_mcp.surfaces.cli import invocation_settings
+
+    return invocation_settings
+
+
+def _package_settings() -> ModuleType:
+    from ard_mcp.surfaces.cli import package_settings
+
+    return package_settings
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,6 @@ from ard_mcp.assembly.settings import config_of, crawl_of, federation_of
 from ard_mcp.errors import ArdError, DataDirInUse
 from ard_mcp.monitoring import tracing
 from ard_mcp.surfaces.cli.arguments import build_parser
-from ard_mcp.surfaces.cli.invocation_settings import invocation_policy
 from ard_mcp.surfaces.cli.log_setup import configure_logging
 from ard_mcp.surfaces.cli.option_values import env_number
 from ard_mcp.surfaces.cli.terminal_text import shown
@@ -130,6 +129,7 @@ def _or_exit(call: Callable[[], T]) -> T:
 
 def _server(args: argparse.Namespace) -> Any:
     """`closed -> the MCP server` for `args` (`closed` called once its registry is closed, or None)."""
+    from ard_mcp.surfaces.cli.invocation_settings import invocation_policy
     from ard_mcp.surfaces.mcp.lazy_registry import freeze_when_warm
     from ard_mcp.surfaces.mcp.server import build_server
     from ard_mcp.surfaces.services import Services
