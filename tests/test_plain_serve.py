@@ -92,3 +92,19 @@ def test_a_plain_serve_that_cannot_start_says_why_and_exits(tmp_path: Path) -> N
     answered, said, status = _plain(tmp_path / "data", env, HANDSHAKE)
     assert status == 2 and "--upstream 'ftp://registry.example': must be an http or https URL" in said, said
     assert "Traceback" not in said and 2 not in answered
+
+
+def test_a_warm_up_after_the_server_closed_opens_nothing_and_says_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A host that leaves within the warm-up's delay closes the registry first: the warm-up then neither opens
+    it again in an exiting process (claiming the data directory anew) nor logs an error (a PostgreSQL store's
+    closed pool read as the store being down)."""
+    from ard_mcp.config import Config
+    from ard_mcp.index import datadir
+    from ard_mcp.surfaces.mcp.lazy_registry import Opening
+
+    config = Config(data_dir=tmp_path / "data")
+    opening = Opening(config)
+    opening.close()
+    opening.warm_up()
+    assert opening.ready is None and not [r for r in caplog.records if r.levelname == "ERROR"]
+    datadir.release(datadir.claim_for(config))  # let go: another process may have the directory

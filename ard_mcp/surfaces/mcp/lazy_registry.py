@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, cast
 from mcp.server.mcpserver import Context
 
 from ard_mcp.config import Config
-from ard_mcp.errors import ArdError
+from ard_mcp.errors import ArdError, NotReady
 from ard_mcp.index import datadir
 
 if TYPE_CHECKING:  # imported when first opened: numpy, SQLite and the ranking, which tools/list needs none of
@@ -73,6 +73,7 @@ class Opening:
         self._claimed = datadir.claim_for(config)
         self._registry: Registry | None = None
         self._lock = threading.Lock()
+        self._closed = False
 
     @property
     def ready(self) -> Registry | None:
@@ -81,6 +82,8 @@ class Opening:
 
     def __call__(self) -> Registry:
         with self._lock:
+            if self._closed:
+                raise NotReady("the server is stopping")
             if self._registry is None:
                 from ard_mcp.registry import Registry
 
@@ -90,13 +93,18 @@ class Opening:
             return self._registry
 
     def warm_up(self) -> None:
+        """Why it checks `_closed`: a host that leaves while the warm-up runs closes the registry under it (the
+        PostgreSQL store's pool closed: "already closed"), or before it starts, when the warm-up would open a
+        registry again in a process that is exiting; neither is an error of the server's."""
         try:
             self().warm_up()
         except ArdError as exc:  # e.g. an index built with another model: every tool call says so too
-            log.error("%s", exc.message)
+            if not self._closed:
+                log.error("%s", exc.message)
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             if self._registry is not None:
                 self._registry.close()
             else:
