@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from mcp import Client, StdioServerParameters
 
 from tests.conftest import WEATHER
 from tests.processes import quiet_env, serving
@@ -19,7 +21,7 @@ from tests.processes import quiet_env, serving
 pytestmark = pytest.mark.slow
 
 VERSION, HOST = "2025-06-18", {"name": "a host", "version": "1"}
-HANDSHAKE = [
+HANDSHAKE: list[dict[str, Any]] = [
     {
         "jsonrpc": "2.0",
         "id": 1,
@@ -43,7 +45,7 @@ def _plain(data: Path, env: dict[str, str], asked: list[dict[str, Any]]) -> tupl
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     process.stdin.write("".join(json.dumps(m) + "\n" for m in asked).encode())
     process.stdin.flush()
-    awaited, answers = {m["id"] for m in asked if "id" in m}, {}
+    awaited, answers = {m["id"] for m in asked if "id" in m}, dict[object, Any]()
     while not awaited <= answers.keys():
         line = process.stdout.readline()  # bounded: the process exits (EOF) where it cannot serve
         if not line:
@@ -108,3 +110,44 @@ def test_a_warm_up_after_the_server_closed_opens_nothing_and_says_nothing(tmp_pa
     opening.warm_up()
     assert opening.ready is None and not [r for r in caplog.records if r.levelname == "ERROR"]
     datadir.release(datadir.claim_for(config))  # let go: another process may have the directory
+
+
+@pytest.mark.anyio
+@pytest.mark.sqlite_only  # the hosts find each other by the data directory
+async def test_hosts_started_together_plain_and_shared_all_get_the_one_registry(tmp_path: Path) -> None:
+    """A desktop app starts its servers at once: two hand-written plain `serve`s and two `serve --shared` on one new
+    directory. Each claim is now held from the first try to the server's own (it was let go in between, and a
+    back-end starting meanwhile took the directory), and a plain `serve` that finds it held waits for the holder
+    to take hosts: all four served, each seeing every write; before, one or two exited "in use"."""
+    data = tmp_path / "data"
+    env = {**_env(tmp_path, data), "ARD_MCP_BACKEND_IDLE": "1"}
+    task = "hourly weather forecast for a city"
+
+    def weather(i: int) -> dict[str, Any]:
+        return {**WEATHER, "identifier": f"urn:air:host{i}.example:agents:weather"}
+
+    registered, searched, found = anyio.Event(), anyio.Event(), dict[int, set[str]]()
+    done = [0]
+
+    async def host(i: int) -> None:
+        flags = ["--shared"] if i % 2 else []
+        server = StdioServerParameters(command=sys.executable, args=["-m", "ard_mcp", "serve", *flags, "--data-dir", str(data)], env=env)
+        async with Client(server) as client:
+            result = await client.call_tool("register_agent", {"entry": weather(i)})
+            assert not result.is_error, result.content
+            done[0] += 1
+            if done[0] == 4:
+                registered.set()
+            await registered.wait()
+            page = await client.call_tool("search_agents", {"text": task, "pageSize": 20})
+            assert page.structured_content is not None
+            found[i] = {r["identifier"] for r in page.structured_content["results"]}
+            if len(found) == 4:
+                searched.set()
+            await searched.wait()  # a plain `serve` leaving stops the back-end the others joined (their request in flight lost)
+
+    with anyio.fail_after(240):
+        async with anyio.create_task_group() as group:
+            for i in range(4):
+                group.start_soon(host, i)
+    assert all(seen >= {weather(i)["identifier"] for i in range(4)} for seen in found.values()) and len(found) == 4, found

@@ -17,10 +17,11 @@ import os
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 from ard_mcp.assembly.settings import config_of, crawl_of, federation_of
 from ard_mcp.errors import ArdError, DataDirInUse
@@ -32,6 +33,10 @@ from ard_mcp.surfaces.cli.terminal_text import shown
 from ard_mcp.surfaces.sharing import frontend
 
 log = logging.getLogger("ard_mcp")
+#: How long a plain `serve` that finds its directory held waits for the holder to take hosts: hosts started
+#: together (a desktop app starting its servers) found a back-end `serve --shared` had started claiming the
+#: directory and not yet listening (its imports and server, 1-2 s here), and exited "in use".
+JOIN_WAIT_S = 10.0
 T = TypeVar("T")
 
 
@@ -46,10 +51,9 @@ def serve_stdio(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from ard_mcp.surfaces.sharing import backend
 
     config = config_of(args)
-    # The server claims the directory as it starts; trying first makes a directory in use a clear error
-    # and exit status, not a traceback out of the server's task group.
-    datadir.release(datadir.claim_for(config, frontend.HANDOVER_S if args.backend else 0.0))
-    server = _server(args)
+    # Claimed before the server is built and handed to it: a directory in use is a clear error and exit status,
+    # not a traceback out of the server's task group, and no other process takes it meanwhile.
+    server = _server(args, datadir.claim_for(config, frontend.HANDOVER_S if args.backend else 0.0))
     if args.backend:
         path = frontend.socket_path(config.data_dir.expanduser().absolute(), frontend.settings_of(argv))
         return backend.run(server(None), path, env_number("BACKEND_IDLE", backend.IDLE_S, float))
@@ -84,17 +88,22 @@ def _started(args: argparse.Namespace, argv: Sequence[str], connection: socket.s
 
     config = config_of(args)
     path = frontend.socket_path(config.data_dir.expanduser().absolute(), frontend.settings_of(argv))
-    for attempt in range(2):
+    deadline, stopped = time.monotonic() + JOIN_WAIT_S, False
+    while True:
         try:
-            datadir.release(datadir.claim_for(config))
+            claimed = datadir.claim_for(config)
             break
         except DataDirInUse:
             if frontend.joinable(args.data_dir, argv):
                 return None
-            if attempt == 0 and frontend.stop_idle(args.data_dir.expanduser().absolute()):
+            if time.monotonic() < deadline:
+                time.sleep(0.1)  # a back-end another host started holds it and is not listening yet
+                continue
+            if not stopped and frontend.stop_idle(args.data_dir.expanduser().absolute()):
+                stopped = True
                 continue  # a back-end a search started held it, with no host: it has let it go
             raise
-    server = _server(args)(None)
+    server = _server(args, claimed)(None)
     listening = path if datadir.exclusive(config) else None  # with a Chroma server, each host may have its own
     serving = threading.Thread(target=_or_exit, args=(partial(_served, server, listening, connection),), name="ard-mcp back-end")
     serving.start()
@@ -127,8 +136,9 @@ def _or_exit(call: Callable[[], T]) -> T:
         os._exit(1)
 
 
-def _server(args: argparse.Namespace) -> Any:
-    """`closed -> the MCP server` for `args` (`closed` called once its registry is closed, or None)."""
+def _server(args: argparse.Namespace, claimed: IO[str] | None) -> Any:
+    """`closed -> the MCP server` for `args` (`closed` called once its registry is closed, or None), the data
+    directory's claim `claimed` handed to it."""
     from ard_mcp.surfaces.cli.invocation_settings import invocation_policy
     from ard_mcp.surfaces.mcp.lazy_registry import freeze_when_warm
     from ard_mcp.surfaces.mcp.server import build_server
@@ -138,4 +148,4 @@ def _server(args: argparse.Namespace) -> Any:
     invocation = invocation_policy(args, stdio=True)
     services = Services(config.source, federation_of(args), crawl_of(args), args.trust_policy, invocation=invocation)
     freeze_when_warm()
-    return lambda closed: build_server(config, crawl=crawl_of(args), services=services, closed=closed)
+    return lambda closed: build_server(config, crawl=crawl_of(args), services=services, closed=closed, claimed=claimed)

@@ -9,7 +9,7 @@ import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import IO, TYPE_CHECKING, cast
 
 from mcp.server.mcpserver import Context
 
@@ -68,9 +68,10 @@ class Opening:
     The data directory is claimed at start, so a directory in use still fails the start with its clear
     error; opening the registry itself (numpy, SQLite, the ranking: ~0.15 s) waits until it is needed."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, claimed: IO[str] | None = None) -> None:
+        """`claimed`: the directory's claim, held already by the caller (`build_server`)."""
         self._config = config
-        self._claimed = datadir.claim_for(config)
+        self._claimed = claimed if claimed is not None else datadir.claim_for(config)
         self._registry: Registry | None = None
         self._lock = threading.Lock()
         self._closed = False

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, nullcontext
-from typing import TYPE_CHECKING, Annotated, Any, Literal, ParamSpec, TypeVar, cast
+from typing import IO, TYPE_CHECKING, Annotated, Any, Literal, ParamSpec, TypeVar, cast
 
 import anyio
 from mcp.server.auth.settings import AuthSettings
@@ -115,6 +115,7 @@ def build_server(
     upstreams: FederationSettings | None = None,
     services: Services | None = None,
     closed: Callable[[], None] | None = None,
+    claimed: IO[str] | None = None,
 ) -> MCPServer[Callable[[], Registry]]:
     """The MCP server over a registry in `config.data_dir`, claimed when the server starts.
 
@@ -124,7 +125,10 @@ def build_server(
     the authorization server (RFC 9728 protected-resource metadata) so MCP clients can sign in. `crawl`
     sets the crawl tool and the background refresh; `upstreams` the registries a search may also ask (by
     default only the ai-registry entries of the catalog); `services` are the HTTP app's, shared with it;
-    `closed` is called once the server's own registry is closed (`terminal` waits for it before exiting)."""
+    `closed` is called once the server's own registry is closed (`terminal` waits for it before exiting);
+    `claimed`, the data directory's claim its caller holds already, handed over (`datadir.claim_for`; else the
+    server claims it as it starts): a claim let go before the server's own left a gap in which a back-end another
+    host started took the directory, and one of the two exited "in use"."""
     shared_services = services or Services(config.source, upstreams, crawl)
 
     @asynccontextmanager
@@ -132,7 +136,7 @@ def build_server(
         if shared is not None:
             yield shared
             return
-        opening = Opening(config)
+        opening = Opening(config, claimed)
         if warm:
             warm_up_soon(opening.warm_up)
         try:
