@@ -33,9 +33,9 @@ from ard_mcp.surfaces.cli.terminal_text import shown
 from ard_mcp.surfaces.sharing import frontend
 
 log = logging.getLogger("ard_mcp")
-#: How long a plain `serve` that finds its directory held waits for the holder to take hosts: hosts started
-#: together (a desktop app starting its servers) found a back-end `serve --shared` had started claiming the
-#: directory and not yet listening (its imports and server, 1-2 s here), and exited "in use".
+#: How long a plain `serve` that finds its directory held waits for the holder to take hosts: of hosts started
+#: together (a desktop app starting its servers), one found the directory held by the back-end another's
+#: `serve --shared` had just started, not listening yet (its imports and server, 1-2 s here), and exited "in use".
 JOIN_WAIT_S = 10.0
 T = TypeVar("T")
 
