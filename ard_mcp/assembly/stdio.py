@@ -20,7 +20,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
-from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from ard_mcp.assembly.settings import config_of, crawl_of, federation_of
@@ -85,9 +84,10 @@ def _serve_here(args: argparse.Namespace, argv: Sequence[str], connection: socke
 
 def _started(args: argparse.Namespace, argv: Sequence[str], connection: socket.socket) -> threading.Thread | None:
     from ard_mcp.index import datadir
+    from ard_mcp.surfaces.sharing import backend
 
     config = config_of(args)
-    path = frontend.socket_path(config.data_dir.expanduser().absolute(), frontend.settings_of(argv))
+    directory = config.data_dir.expanduser().absolute()
     deadline, stopped = time.monotonic() + JOIN_WAIT_S, False
     while True:
         try:
@@ -99,22 +99,17 @@ def _started(args: argparse.Namespace, argv: Sequence[str], connection: socket.s
             if time.monotonic() < deadline:
                 time.sleep(0.1)  # a back-end another host started holds it and is not listening yet
                 continue
-            if not stopped and frontend.stop_idle(args.data_dir.expanduser().absolute()):
+            if not stopped and frontend.stop_idle(directory):
                 stopped = True
                 continue  # a back-end a search started held it, with no host: it has let it go
             raise
     server = _server(args, claimed)(None)
-    listening = path if datadir.exclusive(config) else None  # with a Chroma server, each host may have its own
-    serving = threading.Thread(target=_or_exit, args=(partial(_served, server, listening, connection),), name="ard-mcp back-end")
+    # with a Chroma server, each host may have its own: nothing to listen for
+    listening = frontend.socket_path(directory, frontend.settings_of(argv)) if datadir.exclusive(config) else None
+    # ends when the host's session does (the host closed stdin), the registry closed
+    serving = threading.Thread(target=_or_exit, args=(partial(backend.run, server, listening, own=connection),), name="ard-mcp back-end")
     serving.start()
     return serving
-
-
-def _served(server: Any, path: Path | None, connection: socket.socket) -> None:
-    """The back-end's thread: it ends when the host's session does (the host closed stdin), the registry closed."""
-    from ard_mcp.surfaces.sharing import backend
-
-    backend.run(server, path, own=connection)
 
 
 def _or_exit(call: Callable[[], T]) -> T:

@@ -186,7 +186,7 @@ def quick(argv: Sequence[str], serve_here: Callable[[Sequence[str], socket.socke
     (its imports took 0.7 s of a host's first `tools/list`): where `argv` is such a plain command, the front-end's
     exit status (`shared`, or `hosted` with `serve_here(argv, connection)` its back-end), else None. A plain
     `serve` with a terminal on stdin, or nothing there, is the command line's to explain."""
-    command, *words = command_words(argv)  # `ard-mcp` alone is `serve` (`uvx ard-mcp` in a host's configuration)
+    command, *words = command_words(argv)
     if command != "serve" or any(a in words for a in ("--backend", "-h", "--help")):
         return None
     sharing = "--shared" in words
@@ -225,7 +225,13 @@ def backend_command(argv: Sequence[str]) -> list[str]:
 def shared(argv: Sequence[str], data_dir: Path) -> int:
     """Be the front-end for `ard-mcp` started with `argv` (`serve --shared ...`) on `data_dir`."""
     directory = data_dir.expanduser().absolute()
-    return run(directory, settings_of(argv), lambda path: connected(path, backend_command(argv), directory / "backend.log"))
+    return run(directory, settings_of(argv), partial(_to_backend, argv, directory))
+
+
+def _to_backend(argv: Sequence[str], directory: Path, path: Path) -> socket.socket:
+    """A connection to the back-end of `ard-mcp ARGV` on `directory` at `path`, started where none answers (its
+    stderr in the directory's `backend.log`)."""
+    return connected(path, backend_command(argv), directory / "backend.log")
 
 
 def joinable(data_dir: Path, argv: Sequence[str]) -> bool:
@@ -299,7 +305,7 @@ def hosted(argv: Sequence[str], data_dir: Path, serve_here: Callable[[socket.soc
                 return greeted
             ours.close()
             theirs.close()
-        return connected(path, backend_command(argv), directory / "backend.log")
+        return _to_backend(argv, directory, path)
 
     status = run(directory, settings_of(argv), connect)
     for serving in served:
